@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/codec"
+)
+
+// Config is what handlers need to know about this gateway.
+type Config struct {
+	Stream            string // Iggy stream that holds Kafka topics
+	AdvertisedHost    string
+	AdvertisedPort    int32
+	NodeID            int32
+	ClusterID         string
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+	InstanceID        uint16
+	MaxFrameSize      int32 // also the decompression budget and Fetch max_bytes ceiling
+	MaxFetchWait      time.Duration
+	MaxMessageSize    int // cap on one Iggy message (payload + headers)
+}
+
+// Gateway is the state shared by every call. Fields are set before the
+// gateway serves and never replaced; each is safe for concurrent use.
+type Gateway struct {
+	Cfg       Config
+	Store     bridge.Store
+	Producers *ProducerIDs
+	Watch     *Watchers
+	Log       *slog.Logger
+}
+
+// PartitionKey names one Kafka partition.
+type PartitionKey struct {
+	Topic     string
+	Partition int32
+}
+
+// Wait is a parked call: re-run it when any of Keys is signalled or at
+// Until, whichever comes first.
+type Wait struct {
+	Keys  []PartitionKey
+	Until time.Time
+}
+
+// Call is one request in flight. The loop builds it; a handler may read the
+// header and the context and may park itself. Owned by one goroutine at a
+// time (the loop or the worker running it).
+type Call struct {
+	G      *Gateway
+	Header codec.RequestHeader
+	Ctx    context.Context
+	// Final is true on the run after a Wait's deadline passed: the handler
+	// must answer now.
+	Final bool
+	wait  *Wait
+}
+
+// Park asks the loop to re-run this call when one of keys gets new data or
+// at until; the handler returns (nil, nil) after calling it.
+func (c *Call) Park(keys []PartitionKey, until time.Time) {
+	c.wait = &Wait{Keys: keys, Until: until}
+}
+
+// Parked returns the pending wait and clears it, or nil.
+func (c *Call) Parked() *Wait {
+	w := c.wait
+	c.wait = nil
+	return w
+}

@@ -58,6 +58,22 @@ type Call struct {
 	// must answer now.
 	Final bool
 	wait  *Wait
+	done  []func()
+}
+
+// Defer registers fn to run after the response was encoded (or dropped),
+// e.g. to return pooled buffers that response fields point into. Functions
+// run in order on the goroutine that finishes the call.
+func (c *Call) Defer(fn func()) { c.done = append(c.done, fn) }
+
+// RunDeferred runs and clears the functions given to Defer. The loop calls
+// it once the response bytes are out of the kmsg structs.
+func (c *Call) RunDeferred() {
+	for i, fn := range c.done {
+		fn()
+		c.done[i] = nil
+	}
+	c.done = c.done[:0]
 }
 
 // Park asks the loop to re-run this call when one of keys gets new data or

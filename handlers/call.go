@@ -59,6 +59,9 @@ type Call struct {
 	Final bool
 	wait  *Wait
 	done  []func()
+	// first is the deadline of the first Park of this call; later Parks
+	// never wait past it, so wake-ups cannot stretch max_wait_ms.
+	first time.Time
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),
@@ -77,8 +80,15 @@ func (c *Call) RunDeferred() {
 }
 
 // Park asks the loop to re-run this call when one of keys gets new data or
-// at until; the handler returns (nil, nil) after calling it.
+// at until; the handler returns (nil, nil) after calling it. A call that
+// parks again after a wake-up keeps its first deadline: until is clamped to
+// it. The loop re-runs the call with Final set once Until has passed.
 func (c *Call) Park(keys []PartitionKey, until time.Time) {
+	if c.first.IsZero() {
+		c.first = until
+	} else if until.After(c.first) {
+		until = c.first
+	}
 	c.wait = &Wait{Keys: keys, Until: until}
 }
 

@@ -1,29 +1,311 @@
 // Package loop is the gnet v2 side of the gateway: connections, framing,
 // ordered replies, the worker pool, limits and shutdown.
+//
+// Data flow: OnTraffic cuts whole frames off the connection buffer, parses
+// the header in place and runs the version firewall. Inline keys are
+// decoded and answered on the loop from the peeked bytes; every other
+// request is copied once into a pooled buffer and queued for a bounded
+// worker pool. Replies pass through the connection's ordered writer
+// (conn.go). Nothing peeked outlives the OnTraffic call that peeked it.
 package loop
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/logging"
+	"golang.org/x/sys/unix"
 
 	"github.com/iggy-kafka/gateway/handlers"
 )
 
 // Server serves the Kafka protocol for one handlers.Gateway.
 type Server struct {
+	gnet.BuiltinEventEngine
+
 	cfg Config
 	g   *handlers.Gateway
+	log *slog.Logger
+
+	jobs        chan *job
+	quit        chan struct{}
+	workersDone sync.WaitGroup
+
+	engine  gnet.Engine
+	booted  chan struct{}
+	stopped chan error
+	addr    string
+
+	conns    atomic.Int64
+	inflight atomic.Int64 // requests accepted and not finished, server-wide
+	draining atomic.Bool
+
+	parkMu    sync.Mutex
+	parkedSet map[*parked]struct{}
+
+	connMu sync.Mutex
+	all    map[*connState]struct{}
+
+	// ctx is the context every call gets; cancelled when the server stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	heldMu sync.Mutex
+	heldQ  []*connState // connections waiting for room in the job queue
+	nHeld  atomic.Int32
+
+	shutdownOnce sync.Once
 }
 
 // NewServer returns a server; nothing listens until Start.
-func NewServer(cfg Config, g *handlers.Gateway) *Server { return &Server{cfg: cfg, g: g} }
+func NewServer(cfg Config, g *handlers.Gateway) *Server {
+	cfg.setDefaults()
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		ctx:       ctx,
+		cancel:    cancel,
+		cfg:       cfg,
+		g:         g,
+		log:       log,
+		jobs:      make(chan *job, cfg.QueueDepth),
+		quit:      make(chan struct{}),
+		booted:    make(chan struct{}),
+		stopped:   make(chan error, 1),
+		parkedSet: make(map[*parked]struct{}),
+		all:       make(map[*connState]struct{}),
+	}
+}
+
+func (c *Config) setDefaults() {
+	procs := runtime.GOMAXPROCS(0)
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:9092"
+	}
+	if c.EventLoops <= 0 {
+		c.EventLoops = procs
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4 * procs
+	}
+	if c.QueueDepth <= 0 {
+		c.QueueDepth = 4096
+	}
+	if c.MaxInFlightPerConn <= 0 {
+		c.MaxInFlightPerConn = 64
+	}
+	if c.MaxFrameSize <= 0 {
+		c.MaxFrameSize = 8 << 20
+	}
+	if c.MaxBufferedPerConn <= 0 {
+		c.MaxBufferedPerConn = 4 * int(c.MaxFrameSize)
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 1024
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 600 * time.Second
+	}
+	if c.DrainTimeout < 0 {
+		c.DrainTimeout = 0
+	} else if c.DrainTimeout == 0 {
+		c.DrainTimeout = 25 * time.Second
+	}
+}
 
 // Start listens and serves in the background; it returns once the listener
 // is bound (or failed). Any goroutine.
-func (s *Server) Start() error { panic("unimplemented") }
+func (s *Server) Start() error {
+	s.startWorkers()
+	go func() {
+		err := gnet.Run(s, "tcp://"+s.cfg.Addr,
+			gnet.WithMulticore(true),
+			gnet.WithNumEventLoop(s.cfg.EventLoops),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithReuseAddr(true),
+			gnet.WithTicker(true),
+			gnet.WithReadBufferCap(256<<10),
+			gnet.WithLogger(gnetLogger{s.log}),
+			gnet.WithLogLevel(logging.ErrorLevel),
+		)
+		s.stopped <- err
+	}()
+	select {
+	case <-s.booted:
+		return nil
+	case err := <-s.stopped:
+		close(s.quit)
+		s.workersDone.Wait()
+		if err == nil {
+			err = errors.New("loop: engine stopped before it booted")
+		}
+		return fmt.Errorf("loop: listen %s: %w", s.cfg.Addr, err)
+	}
+}
+
+func (s *Server) startWorkers() {
+	for i := 0; i < s.cfg.Workers; i++ {
+		s.workersDone.Add(1)
+		go s.worker()
+	}
+}
 
 // Addr is the bound host:port, valid after Start.
-func (s *Server) Addr() string { panic("unimplemented") }
+func (s *Server) Addr() string { return s.addr }
 
-// Shutdown stops accepting, lets in-flight requests finish within the
-// drain timeout (or ctx), then closes every connection. Any goroutine.
-func (s *Server) Shutdown(ctx context.Context) error { panic("unimplemented") }
+// OnBoot records the engine and the bound address. Engine goroutine.
+func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
+	s.engine = e
+	s.addr = s.cfg.Addr
+	if fd, err := e.Dup(); err == nil {
+		if sa, err := unix.Getsockname(fd); err == nil {
+			if in4, ok := sa.(*unix.SockaddrInet4); ok {
+				s.addr = net.JoinHostPort(net.IP(in4.Addr[:]).String(), strconv.Itoa(in4.Port))
+			} else if in6, ok := sa.(*unix.SockaddrInet6); ok {
+				s.addr = net.JoinHostPort(net.IP(in6.Addr[:]).String(), strconv.Itoa(in6.Port))
+			}
+		}
+		_ = unix.Close(fd)
+	}
+	close(s.booted)
+	return gnet.None
+}
+
+// OnOpen admits a connection under the connection cap. Loop only.
+func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if s.draining.Load() {
+		return nil, gnet.Close
+	}
+	if int(s.conns.Add(1)) > s.cfg.MaxConnections {
+		s.conns.Add(-1)
+		s.cfg.Metrics.ConnClosed(CloseMaxConnections.String())
+		s.log.Warn("connection refused: at the connection cap", "remote", remoteAddr(c), "max", s.cfg.MaxConnections)
+		return nil, gnet.Close
+	}
+	cs := newConnState(s, c)
+	c.SetContext(cs)
+	s.connMu.Lock()
+	s.all[cs] = struct{}{}
+	s.connMu.Unlock()
+	s.cfg.Metrics.ConnOpened()
+	return nil, gnet.None
+}
+
+// OnClose drops the connection's parked replies. Loop only.
+func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
+	cs, ok := c.Context().(*connState)
+	if !ok {
+		return gnet.None
+	}
+	cs.closed.Store(true)
+	cs.onClosed()
+	s.conns.Add(-1)
+	s.connMu.Lock()
+	delete(s.all, cs)
+	s.connMu.Unlock()
+	s.cfg.Metrics.ConnClosed(CloseReason(cs.reason.Load()).String())
+	return gnet.None
+}
+
+// OnTick closes idle connections. Runs on one loop every second.
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	cutoff := time.Now().Add(-s.cfg.IdleTimeout).UnixNano()
+	s.connMu.Lock()
+	for cs := range s.all {
+		if cs.inflight.Load() == 0 && cs.lastActive.Load() < cutoff {
+			cs.close(CloseIdle, nil)
+		}
+	}
+	s.connMu.Unlock()
+	return time.Second, gnet.None
+}
+
+// requestDone counts a finished request and gives a connection held for
+// lack of queue room its turn. Any goroutine.
+func (s *Server) requestDone() {
+	s.inflight.Add(-1)
+	if s.nHeld.Load() == 0 {
+		return
+	}
+	s.heldMu.Lock()
+	var cs *connState
+	if len(s.heldQ) > 0 {
+		cs = s.heldQ[0]
+		s.heldQ[0] = nil
+		s.heldQ = s.heldQ[1:]
+		s.nHeld.Add(-1)
+	}
+	s.heldMu.Unlock()
+	if cs != nil {
+		_ = cs.c.Wake(nil)
+	}
+}
+
+// holdForQueue parks a connection whose next frame found the job queue
+// full; requestDone wakes it. Loop only.
+func (s *Server) holdForQueue(cs *connState) {
+	s.heldMu.Lock()
+	s.heldQ = append(s.heldQ, cs)
+	s.nHeld.Add(1)
+	s.heldMu.Unlock()
+}
+
+// Shutdown stops taking requests, lets in-flight ones finish within the
+// drain timeout (or until ctx ends), then closes every connection and the
+// listener. Parked fetches are answered at once. Any goroutine.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		s.draining.Store(true)
+		s.wakeAllParked()
+		deadline := time.NewTimer(s.cfg.DrainTimeout)
+		defer deadline.Stop()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+	wait:
+		for s.inflight.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-deadline.C:
+				s.log.Warn("drain timeout: closing with requests in flight", "inflight", s.inflight.Load())
+				break wait
+			case <-tick.C:
+			}
+		}
+		s.connMu.Lock()
+		for cs := range s.all {
+			cs.reason.CompareAndSwap(uint32(CloseClient), uint32(CloseShutdown))
+		}
+		s.connMu.Unlock()
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = s.engine.Stop(stopCtx)
+		<-s.stopped
+		close(s.quit)
+		s.workersDone.Wait()
+		s.cancel()
+	})
+	return err
+}
+
+// gnetLogger routes gnet's own log lines into slog.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(f string, a ...any) { g.l.Debug("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error("gnet: " + fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error("gnet: " + fmt.Sprintf(f, a...)) }

@@ -1,0 +1,102 @@
+package bridge
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/iggy-kafka/gateway/codec"
+)
+
+// benchBatch is a Kafka batch of n records with size-byte values, a small
+// key and one header, the shape of a typical keyed producer.
+func benchBatch(tb testing.TB, n, size int) codec.RecordBatch {
+	recs := make([]rec, n)
+	for i := range recs {
+		recs[i] = rec{
+			key:     fmt.Appendf(nil, "key-%d", i),
+			value:   bytes.Repeat([]byte{byte(i)}, size),
+			ts:      nowMs + int64(i),
+			headers: []hdr{{"trace", []byte("0123456789abcdef")}},
+		}
+	}
+	rb, _, err := codec.ParseBatch(kafkaBatch(tb, plainMeta, recs))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rb
+}
+
+func BenchmarkEncodeKafkaRecords(b *testing.B) {
+	for _, c := range []struct{ n, size int }{{100, 100}, {10, 1024}} {
+		b.Run(fmt.Sprintf("%dx%dB", c.n, c.size), func(b *testing.B) {
+			rb := benchBatch(b, c.n, c.size)
+			dst := make([]byte, 0, 1<<20)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(rb.Records)))
+			for b.Loop() {
+				var err error
+				if dst, _, err = EncodeKafkaRecords(dst[:0], &rb, rb.Records, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkAppendKafkaBatch(b *testing.B) {
+	for _, c := range []struct{ n, size int }{{100, 100}, {10, 1024}} {
+		b.Run(fmt.Sprintf("%dx%dB", c.n, c.size), func(b *testing.B) {
+			rb := benchBatch(b, c.n, c.size)
+			iggy, _, err := EncodeKafkaRecords(nil, &rb, rb.Records, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			StampIggyBatch(iggy, 0, 1000, testServerTs)
+			dst := make([]byte, 0, 1<<20)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(rb.Records)))
+			for b.Loop() {
+				cur := FetchCursor{MaxBytes: 1 << 20}
+				if dst, err = AppendKafkaBatch(dst[:0], iggy, &cur); err != nil || cur.Records != c.n {
+					b.Fatal(err, cur.Records)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkVerifyIggyBatch(b *testing.B) {
+	rb := benchBatch(b, 100, 100)
+	iggy, _, _ := EncodeKafkaRecords(nil, &rb, rb.Records, 0)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(iggy)))
+	for b.Loop() {
+		if _, err := VerifyIggyBatch(iggy); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The produce and fetch paths must not allocate when the caller's buffer
+// has room: they run once per partition per request.
+func TestMappingDoesNotAllocate(t *testing.T) {
+	rb := benchBatch(t, 100, 100)
+	dst := make([]byte, 0, 1<<20)
+	iggy, _, err := EncodeKafkaRecords(nil, &rb, rb.Records, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	StampIggyBatch(iggy, 0, 1, testServerTs)
+	if n := testing.AllocsPerRun(50, func() {
+		dst, _, _ = EncodeKafkaRecords(dst[:0], &rb, rb.Records, 0)
+	}); n != 0 {
+		t.Errorf("EncodeKafkaRecords: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(50, func() {
+		cur := FetchCursor{MaxBytes: 1 << 20}
+		dst, _ = AppendKafkaBatch(dst[:0], iggy, &cur)
+	}); n != 0 {
+		t.Errorf("AppendKafkaBatch: %v allocs", n)
+	}
+}

@@ -1,0 +1,113 @@
+package embedded
+
+// Key layout (docs/STORAGE.md). One keyspace, split by a one-byte prefix so
+// the catalog, the counter and the data never interleave:
+//
+//	'c' u8 len(stream) stream topic        -> catalog entry (topicValue)
+//	'n'                                    -> next topic id, u32 BE
+//	'd' u32 BE topic id, u32 BE partition, u64 BE base offset -> stamped Iggy batch
+//
+// Big-endian numbers make pebble's byte order the numeric order, so one
+// partition's batches are contiguous and sorted by offset.
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+const (
+	prefixCatalog = 'c'
+	prefixCounter = 'n'
+	prefixData    = 'd'
+)
+
+// dataKeyLen is the length of a data key.
+const dataKeyLen = 1 + 4 + 4 + 8
+
+var be = binary.BigEndian
+
+var counterKey = []byte{prefixCounter}
+
+// catalogKey is the catalog key of stream/topic. The length byte keeps
+// ("ab","c") and ("a","bc") apart and makes a stream's topics one range.
+func catalogKey(stream, topic string) []byte {
+	k := catalogStreamPrefix(stream)
+	return append(k, topic...)
+}
+
+// catalogStreamPrefix is the common prefix of a stream's catalog keys.
+func catalogStreamPrefix(stream string) []byte {
+	k := make([]byte, 0, 2+len(stream)+64)
+	k = append(k, prefixCatalog, byte(len(stream)))
+	return append(k, stream...)
+}
+
+// parseCatalogKey splits a catalog key back into stream and topic.
+func parseCatalogKey(k []byte) (stream, topic string, err error) {
+	if len(k) < 2 || k[0] != prefixCatalog || len(k) < 2+int(k[1]) {
+		return "", "", errCorrupt
+	}
+	n := 2 + int(k[1])
+	return string(k[2:n]), string(k[n:]), nil
+}
+
+// topicValue is the catalog value: id u32, partitions u32, created µs u64.
+func topicValue(id uint32, partitions int32, created uint64) []byte {
+	v := make([]byte, 16)
+	be.PutUint32(v[0:], id)
+	be.PutUint32(v[4:], uint32(partitions))
+	be.PutUint64(v[8:], created)
+	return v
+}
+
+func parseTopicValue(v []byte) (id uint32, partitions int32, created uint64, err error) {
+	if len(v) != 16 {
+		return 0, 0, 0, errCorrupt
+	}
+	return be.Uint32(v[0:]), int32(be.Uint32(v[4:])), be.Uint64(v[8:]), nil
+}
+
+// putDataKey writes the data key of (topic, partition, offset) into k,
+// which must be dataKeyLen long.
+func putDataKey(k []byte, topic uint32, partition uint32, offset uint64) {
+	k[0] = prefixData
+	be.PutUint32(k[1:], topic)
+	be.PutUint32(k[5:], partition)
+	be.PutUint64(k[9:], offset)
+}
+
+func dataKey(topic uint32, partition uint32, offset uint64) []byte {
+	k := make([]byte, dataKeyLen)
+	putDataKey(k, topic, partition, offset)
+	return k
+}
+
+// partitionBounds are the keys bracketing a partition's batches: every
+// batch key k has lo <= k < hi.
+func partitionBounds(topic, partition uint32) (lo, hi []byte) {
+	lo = dataKey(topic, partition, 0)
+	hi = make([]byte, 1+4+4)
+	hi[0] = prefixData
+	be.PutUint32(hi[1:], topic)
+	// partition+1 overflows only for partition 2^32-1, which CreateTopic
+	// never makes.
+	be.PutUint32(hi[5:], partition+1)
+	return lo, hi
+}
+
+// topicBounds bracket all data of one topic, for DeleteRange.
+func topicBounds(topic uint32) (lo, hi []byte) {
+	lo = []byte{prefixData, 0, 0, 0, 0}
+	be.PutUint32(lo[1:], topic)
+	hi = []byte{prefixData, 0, 0, 0, 0}
+	be.PutUint32(hi[1:], topic+1)
+	if topic == ^uint32(0) {
+		hi = []byte{prefixData + 1}
+	}
+	return lo, hi
+}
+
+// offsetOfKey reads the base offset out of a data key.
+func offsetOfKey(k []byte) uint64 { return be.Uint64(k[9:]) }
+
+var errCorrupt = errors.New("embedded: corrupt catalog entry")

@@ -1,0 +1,486 @@
+// Package embedded is a bridge.Store kept in-process on pebble, so the
+// gateway runs with no Iggy server. It stores exactly the bytes a real Iggy
+// server would: each Append is one stamped Iggy batch under one key.
+// docs/STORAGE.md explains the layout and what each sync policy promises.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// SyncPolicy says when an Append is made durable.
+type SyncPolicy int
+
+const (
+	// SyncAlways commits every Append with an fsync of the WAL before it
+	// returns. Concurrent Appends share fsyncs (pebble's group commit).
+	SyncAlways SyncPolicy = iota
+	// SyncInterval commits without waiting for the disk and syncs the WAL
+	// in the background every Options.SyncInterval.
+	SyncInterval
+	// SyncNever leaves syncing to pebble and the OS (and to Close).
+	SyncNever
+)
+
+// String names the policy as the gateway's flags spell it.
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	case SyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// ParseSyncPolicy reads "always", "interval" or "never".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	for _, p := range []SyncPolicy{SyncAlways, SyncInterval, SyncNever} {
+		if strings.EqualFold(s, p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("embedded: unknown sync policy %q (always, interval, never)", s)
+}
+
+// DefaultSyncInterval is the background sync period of SyncInterval.
+const DefaultSyncInterval = 100 * time.Millisecond
+
+// MaxPartitions is the most partitions one topic may have, Iggy's own cap
+// per create request, so a topic made here could also be made on Iggy.
+const MaxPartitions = 1000
+
+// Options configures Open. The zero value is SyncAlways with slog's
+// default logger.
+type Options struct {
+	Sync         SyncPolicy
+	SyncInterval time.Duration // SyncInterval only; default 100ms
+	Logger       *slog.Logger
+	// MemTableSize is pebble's memtable size; default 64 MiB. Batches over
+	// half of it are written to their own flushable, so keep it well above
+	// the largest produce request.
+	MemTableSize uint64
+}
+
+// Store is the embedded bridge.Store. All methods are safe for concurrent
+// use. Open it with Open and release it with Close.
+type Store struct {
+	db        *pebble.DB
+	log       *slog.Logger
+	writeOpts *pebble.WriteOptions
+	policy    SyncPolicy
+
+	catMu  sync.RWMutex // guards topics and nextID; held across catalog commits
+	topics map[string]map[string]*topic
+	nextID uint32
+
+	// ops is held shared by every call and exclusively by Close, so Close
+	// waits for calls in flight and the db is never used after it closes.
+	ops    sync.RWMutex
+	closed atomic.Bool
+	failed atomic.Pointer[error]
+
+	dirty    atomic.Uint64 // unsynced appends, for SyncInterval
+	stopSync chan struct{}
+	syncDone chan struct{}
+}
+
+var _ bridge.Store = (*Store)(nil)
+
+// topic is the in-memory state of one catalog entry.
+type topic struct {
+	info bridge.TopicInfo
+	// mu is held shared by Appends in flight and exclusively by
+	// DeleteTopic, so no Append can write data after its topic's range
+	// was deleted.
+	mu      sync.RWMutex
+	deleted bool
+	parts   []*partition
+}
+
+// Open opens (or creates) the store in dir and recovers every partition's
+// next offset from its last stored batch.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = 64 << 20
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		Logger:       pebbleLogger{opts.Logger},
+		MemTableSize: opts.MemTableSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
+	}
+	s := &Store{
+		db:        db,
+		log:       opts.Logger,
+		policy:    opts.Sync,
+		writeOpts: pebble.NoSync,
+		topics:    make(map[string]map[string]*topic),
+	}
+	if opts.Sync == SyncAlways {
+		s.writeOpts = pebble.Sync
+	}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if opts.Sync == SyncInterval {
+		s.stopSync, s.syncDone = make(chan struct{}), make(chan struct{})
+		go s.syncLoop(opts.SyncInterval)
+	}
+	return s, nil
+}
+
+// load reads the id counter and the catalog and recovers every partition.
+func (s *Store) load() error {
+	s.nextID = 1
+	v, closer, err := s.db.Get(counterKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("embedded: read topic counter: %w", err)
+	default:
+		if len(v) == 4 {
+			s.nextID = be.Uint32(v)
+		}
+		_ = closer.Close()
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{prefixCatalog}, UpperBound: []byte{prefixCatalog + 1},
+	})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		t, err := s.loadTopic(it.Key(), it.Value())
+		if err != nil {
+			return err
+		}
+		s.addTopic(t)
+	}
+	return it.Error()
+}
+
+// loadTopic rebuilds one topic from its catalog entry and its data.
+func (s *Store) loadTopic(k, v []byte) (*topic, error) {
+	stream, name, err := parseCatalogKey(k)
+	if err != nil {
+		return nil, err
+	}
+	id, n, created, err := parseTopicValue(v)
+	if err != nil {
+		return nil, err
+	}
+	t := newTopic(bridge.TopicInfo{Stream: stream, Name: name, ID: id, Partitions: n, CreatedAt: created})
+	for i, p := range t.parts {
+		if err := s.recoverPartition(id, uint32(i), p); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// recoverPartition sets a partition's offsets from its first and last
+// stored batches: next = last base offset + last message count.
+func (s *Store) recoverPartition(id, part uint32, p *partition) error {
+	lo, hi := partitionBounds(id, part)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return it.Error()
+	}
+	v, err := bridge.ParseIggyBatch(it.Value())
+	if err != nil {
+		return fmt.Errorf("embedded: topic %d partition %d: last batch: %w", id, part, err)
+	}
+	next := offsetOfKey(it.Key()) + uint64(v.Count)
+	it.First()
+	p.init(offsetOfKey(it.Key()), next)
+	return it.Error()
+}
+
+func newTopic(info bridge.TopicInfo) *topic {
+	t := &topic{info: info, parts: make([]*partition, info.Partitions)}
+	for i := range t.parts {
+		t.parts[i] = &partition{}
+	}
+	return t
+}
+
+func (s *Store) addTopic(t *topic) {
+	m := s.topics[t.info.Stream]
+	if m == nil {
+		m = make(map[string]*topic)
+		s.topics[t.info.Stream] = m
+	}
+	m[t.info.Name] = t
+}
+
+// enter admits a call: it holds ops shared until the caller's deferred
+// s.ops.RUnlock, or fails when the store is closed or failed.
+func (s *Store) enter() error {
+	s.ops.RLock()
+	if s.closed.Load() {
+		s.ops.RUnlock()
+		return bridge.ErrClosed
+	}
+	if err := s.failure(); err != nil {
+		s.ops.RUnlock()
+		return err
+	}
+	return nil
+}
+
+// failure is the error every call returns once a commit failed.
+func (s *Store) failure() error {
+	if p := s.failed.Load(); p != nil {
+		return fmt.Errorf("%w: %w", bridge.ErrUnavailable, *p)
+	}
+	return nil
+}
+
+// fail marks the store failed. A failed commit leaves a reserved offset
+// range that will never be written; rather than expose the hole or reuse
+// the offsets (a reader may have seen later ones acknowledged), the store
+// refuses all further calls until it is reopened, which recovers offsets
+// from what really is on disk.
+func (s *Store) fail(err error) {
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.log.Error("embedded store failed; restart the gateway to recover", "err", err)
+	}
+}
+
+// Close waits for calls in flight, syncs and closes the db. Calls after
+// Close return bridge.ErrClosed. Close is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.ops.Lock()
+	defer s.ops.Unlock()
+	if s.stopSync != nil {
+		close(s.stopSync)
+		<-s.syncDone
+	}
+	// Flush writes the memtable to an sstable, so the next Open has no WAL
+	// to replay; pebble's Close syncs the WAL in any case.
+	ferr := error(nil)
+	if s.failed.Load() == nil {
+		ferr = s.db.Flush()
+	}
+	return errors.Join(ferr, s.db.Close())
+}
+
+// Sync makes every Append that has returned durable, whatever the policy.
+func (s *Store) Sync() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.ops.RUnlock()
+	return s.syncWAL()
+}
+
+// syncWAL fsyncs the WAL: an empty LogData record committed with Sync
+// waits for everything written before it.
+func (s *Store) syncWAL() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		s.fail(err)
+		return s.failure()
+	}
+	return nil
+}
+
+// syncLoop is SyncInterval's background syncer. It skips idle ticks.
+func (s *Store) syncLoop(every time.Duration) {
+	defer close(s.syncDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopSync:
+			return
+		case <-t.C:
+			if s.dirty.Swap(0) > 0 {
+				_ = s.syncWAL()
+			}
+		}
+	}
+}
+
+// pebbleLogger sends pebble's messages to slog; pebble's routine info
+// (flushes, compactions) goes to Debug.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf must not return (pebble's contract); pebble calls it only for
+// invariant violations, where stopping is the safe choice.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble", "fatal", true)
+	panic("pebble: " + msg)
+}
+
+// lookup finds a topic; the catalog lock is held only for the map reads.
+func (s *Store) lookup(stream, name string) (*topic, error) {
+	s.catMu.RLock()
+	t := s.topics[stream][name]
+	s.catMu.RUnlock()
+	if t == nil {
+		return nil, bridge.ErrTopicNotFound
+	}
+	return t, nil
+}
+
+// lookupPartition finds a topic and one of its partitions.
+func (s *Store) lookupPartition(stream, name string, part int32) (*topic, *partition, error) {
+	t, err := s.lookup(stream, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if part < 0 || int(part) >= len(t.parts) {
+		return nil, nil, bridge.ErrPartitionNotFound
+	}
+	return t, t.parts[part], nil
+}
+
+// CreateTopic creates stream/topic with n partitions under a fresh id.
+// The catalog entry and the id counter are committed together with an
+// fsync, whatever the policy: topics are rare and must not come back
+// from the dead or reuse an id after a crash.
+func (s *Store) CreateTopic(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
+	if err := s.enter(); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	defer s.ops.RUnlock()
+	if err := checkName("stream", stream); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	if err := checkName("topic", name); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	if n < 1 || n > MaxPartitions {
+		return bridge.TopicInfo{}, fmt.Errorf("embedded: %d partitions, want 1..%d", n, MaxPartitions)
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.topics[stream][name] != nil {
+		return bridge.TopicInfo{}, bridge.ErrTopicExists
+	}
+	if s.nextID == ^uint32(0) {
+		return bridge.TopicInfo{}, errors.New("embedded: topic ids exhausted")
+	}
+	info := bridge.TopicInfo{Stream: stream, Name: name, ID: s.nextID, Partitions: n, CreatedAt: nowMicros()}
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(catalogKey(stream, name), topicValue(info.ID, n, info.CreatedAt), nil)
+	_ = b.Set(counterKey, be.AppendUint32(nil, info.ID+1), nil)
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: create topic: %w", bridge.ErrUnavailable, err)
+	}
+	s.nextID++
+	s.addTopic(newTopic(info))
+	return info, nil
+}
+
+// checkName applies Iggy's name rule: 1..255 bytes.
+func checkName(what, name string) error {
+	if len(name) == 0 || len(name) > 255 {
+		return fmt.Errorf("embedded: %s name must be 1..255 bytes", what)
+	}
+	return nil
+}
+
+// DeleteTopic removes the catalog entry and range-deletes the topic's
+// data in one synced commit. It waits for Appends in flight on the topic.
+// The space comes back as pebble compacts the range.
+func (s *Store) DeleteTopic(ctx context.Context, stream, name string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.ops.RUnlock()
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	t := s.topics[stream][name]
+	if t == nil {
+		return bridge.ErrTopicNotFound
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lo, hi := topicBounds(t.info.ID)
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(catalogKey(stream, name), nil)
+	_ = b.DeleteRange(lo, hi, nil)
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return fmt.Errorf("%w: delete topic: %w", bridge.ErrUnavailable, err)
+	}
+	t.deleted = true
+	delete(s.topics[stream], name)
+	if len(s.topics[stream]) == 0 {
+		delete(s.topics, stream)
+	}
+	return nil
+}
+
+// Topic returns one topic.
+func (s *Store) Topic(ctx context.Context, stream, name string) (bridge.TopicInfo, error) {
+	if err := s.enter(); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	defer s.ops.RUnlock()
+	t, err := s.lookup(stream, name)
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	return t.info, nil
+}
+
+// Topics lists a stream's topics sorted by name.
+func (s *Store) Topics(ctx context.Context, stream string) ([]bridge.TopicInfo, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.ops.RUnlock()
+	s.catMu.RLock()
+	out := make([]bridge.TopicInfo, 0, len(s.topics[stream]))
+	for _, t := range s.topics[stream] {
+		out = append(out, t.info)
+	}
+	s.catMu.RUnlock()
+	slices.SortFunc(out, func(a, b bridge.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }

@@ -1,0 +1,499 @@
+package iggy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
+)
+
+// Options configures a Client and the Store over it.
+type Options struct {
+	// Addr is host:port of the Iggy server's TCP listener. Default
+	// 127.0.0.1:8090.
+	Addr string
+	// Username and Password log every connection in (LoginRegister, code
+	// 40). Both default to "iggy", the server's credentials when it runs
+	// with --with-default-root-credentials.
+	Username string
+	Password string
+	// Token is a personal access token; when set it is used instead of
+	// Username/Password (LoginRegisterWithPat, code 45).
+	Token string
+	// PoolSize is the number of connections, each with its own session.
+	// Default 4.
+	PoolSize int
+	// CallTimeout bounds every request, replays of transient answers
+	// included (the server stays silent in some failure cases). Default 10s.
+	CallTimeout time.Duration
+	// DialTimeout bounds connect + TLS handshake. Default 5s.
+	DialTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the exponential backoff between
+	// redials of a broken connection. Defaults 100ms and 5s.
+	ReconnectMin time.Duration
+	ReconnectMax time.Duration
+
+	// TLS turns on TLS (the server's [tcp.tls]).
+	TLS bool
+	// TLSCAFile is a PEM file of CAs to trust instead of the system pool.
+	TLSCAFile string
+	// TLSServerName is the name to verify; default the host of Addr.
+	TLSServerName string
+	// TLSInsecureSkipVerify skips certificate checks (self-signed test
+	// servers only).
+	TLSInsecureSkipVerify bool
+	// TLSConfig, when set, is used as is and the TLS* fields above are
+	// ignored (TLS is implied).
+	TLSConfig *tls.Config
+
+	// Logger receives connection-state changes. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultAddr         = "127.0.0.1:8090"
+	DefaultPoolSize     = 4
+	DefaultCallTimeout  = 10 * time.Second
+	DefaultDialTimeout  = 5 * time.Second
+	DefaultReconnectMin = 100 * time.Millisecond
+	DefaultReconnectMax = 5 * time.Second
+)
+
+func (o *Options) withDefaults() Options {
+	d := *o
+	if d.Addr == "" {
+		d.Addr = DefaultAddr
+	}
+	if d.Token == "" && d.Username == "" && d.Password == "" {
+		d.Username, d.Password = "iggy", "iggy"
+	}
+	if d.PoolSize <= 0 {
+		d.PoolSize = DefaultPoolSize
+	}
+	if d.CallTimeout <= 0 {
+		d.CallTimeout = DefaultCallTimeout
+	}
+	if d.DialTimeout <= 0 {
+		d.DialTimeout = DefaultDialTimeout
+	}
+	if d.ReconnectMin <= 0 {
+		d.ReconnectMin = DefaultReconnectMin
+	}
+	if d.ReconnectMax < d.ReconnectMin {
+		d.ReconnectMax = max(DefaultReconnectMax, d.ReconnectMin)
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return d
+}
+
+// tlsConfig builds the client TLS configuration, or nil for plain TCP.
+func (o *Options) tlsConfig() (*tls.Config, error) {
+	if o.TLSConfig != nil {
+		return o.TLSConfig.Clone(), nil
+	}
+	if !o.TLS {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName, InsecureSkipVerify: o.TLSInsecureSkipVerify}
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(o.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("iggy: tls server name from %q: %w", o.Addr, err)
+		}
+		cfg.ServerName = host
+	}
+	if o.TLSCAFile != "" {
+		pem, err := os.ReadFile(o.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("iggy: tls ca file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("iggy: tls ca file %s: no PEM certificates", o.TLSCAFile)
+		}
+	}
+	return cfg, nil
+}
+
+func (o *Options) validate() error {
+	for _, s := range []string{o.Username, o.Password, o.Token} {
+		if len(s) > 255 {
+			return errors.New("iggy: username, password and token must be at most 255 bytes")
+		}
+	}
+	return nil
+}
+
+// Client speaks Iggy's binary protocol over a pool of connections. All
+// methods are safe for concurrent use.
+type Client struct {
+	pool *pool
+	opts Options
+}
+
+// Dial connects every pooled connection and logs it in. It fails, with the
+// reason, when any connection cannot be made: a gateway pointed at a wrong
+// address or with wrong credentials should not start. Later failures are
+// retried in the background (see Options.ReconnectMin).
+func Dial(ctx context.Context, opts Options) (*Client, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	tcfg, err := o.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &connConfig{addr: o.Addr, tls: tcfg, dialTimeout: o.DialTimeout, callTimeout: o.CallTimeout,
+		username: o.Username, password: o.Password, token: o.Token}
+	p, err := newPool(ctx, cfg, o.PoolSize, o.Logger, o.ReconnectMin, o.ReconnectMax)
+	if err != nil {
+		return nil, dialError(&o, err)
+	}
+	return &Client{pool: p, opts: o}, nil
+}
+
+// dialError says what failed at Dial, naming the address and the user.
+func dialError(o *Options, err error) error {
+	who := "user " + o.Username
+	if o.Token != "" {
+		who = "a personal access token"
+	}
+	var ce *ConnError
+	if errors.As(err, &ce) {
+		err = ce.Err
+	}
+	return fmt.Errorf("iggy: cannot connect to %s as %s: %w", o.Addr, who, err)
+}
+
+// Close logs out and closes every connection. Calls after Close return
+// bridge.ErrClosed.
+func (c *Client) Close() error {
+	c.pool.close()
+	return nil
+}
+
+// ServerVersion is the version string the server sent at login.
+func (c *Client) ServerVersion() string {
+	for _, s := range c.pool.slots {
+		s.sem <- struct{}{}
+		v := ""
+		if s.c != nil {
+			v = s.c.login.ServerVersion
+		}
+		<-s.sem
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// call runs one request on slot s: body appends the request body to the
+// frame, tail is sent after it without a copy, fn reads the payload while
+// the connection is still held (so it may alias the read buffer).
+func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code uint32,
+	body func([]byte) []byte, tail []byte, fn func([]byte) error) error {
+	if s == nil {
+		return fmt.Errorf("iggy %s: %w", what, c.pool.downErr(nil))
+	}
+	cn, err := s.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("iggy %s: %w", what, err)
+	}
+	frame := cn.begin()
+	if body != nil {
+		frame = body(frame)
+	}
+	if len(frame)+len(tail) > wire.MaxFrame {
+		cn.wbuf = frame[:0]
+		s.release(cn, nil)
+		return fmt.Errorf("iggy %s: request of %d bytes over the %d-byte frame limit: %w", what, len(frame)+len(tail), wire.MaxFrame, bridge.ErrInvalidBatch)
+	}
+	rep, err := cn.roundTrip(ctx, op, code, frame, tail)
+	if err == nil {
+		var p []byte
+		if p, err = rep.payload(); err == nil && fn != nil {
+			err = fn(p)
+		}
+		if sessionLost(err) {
+			err = &ConnError{Addr: c.opts.Addr, Op: "session lost", Err: err}
+		}
+	}
+	s.release(cn, err)
+	if err != nil {
+		return fmt.Errorf("iggy %s: %w", what, err)
+	}
+	return nil
+}
+
+// sessionLost reports answers after which the connection's session is
+// gone although the socket is fine: the slot must log in again.
+func sessionLost(err error) bool {
+	if err == nil {
+		return false // before errors.As, whose target would escape on every call
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code == wire.StatusUnauthenticated || e.Code == wire.StatusStaleClient
+	}
+	return errors.Is(err, errUnexpectedEmptySendBody)
+}
+
+// nr is a NonReplicated read on any live connection. Reads change
+// nothing, so one that meets a broken connection (typically the first use
+// of each connection after a server restart) is tried once more on
+// another live one.
+func (c *Client) nr(ctx context.Context, what string, code uint32, body func([]byte) []byte, fn func([]byte) error) error {
+	err := c.call(ctx, c.pool.any(), what, wire.OpNonReplicated, code, body, nil, fn)
+	var ce *ConnError
+	if err != nil && errors.As(err, &ce) && ctx.Err() == nil {
+		if s := c.pool.any(); s != nil {
+			err = c.call(ctx, s, what, wire.OpNonReplicated, code, body, nil, fn)
+		}
+	}
+	return err
+}
+
+// Ping checks one connection end to end.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.nr(ctx, "ping", wire.CodePing, nil, nil)
+}
+
+// GetStream returns a stream and its topic headers; ok=false when absent.
+func (c *Client) GetStream(ctx context.Context, stream Identifier) (s Stream, ok bool, err error) {
+	if !stream.valid() {
+		return Stream{}, false, ErrNameLength
+	}
+	err = c.nr(ctx, "get stream", wire.CodeGetStream,
+		func(b []byte) []byte { return appendIdentifier(b, stream) },
+		func(p []byte) error {
+			if len(p) == 0 {
+				return nil
+			}
+			s, err = decodeStream(p)
+			ok = err == nil
+			return err
+		})
+	return s, ok, err
+}
+
+// CreateStream creates a stream; ErrStreamExists when the name is taken.
+func (c *Client) CreateStream(ctx context.Context, name string) (s Stream, err error) {
+	if !validName(name) {
+		return Stream{}, ErrNameLength
+	}
+	err = c.call(ctx, c.pool.any(), "create stream", wire.OpCreateStream, 0,
+		func(b []byte) []byte { return appendCreateStream(b, name) }, nil,
+		func(p []byte) error { s, err = decodeStream(p); return err })
+	return s, err
+}
+
+// DeleteStream deletes a stream with all its topics.
+func (c *Client) DeleteStream(ctx context.Context, stream Identifier) error {
+	if !stream.valid() {
+		return ErrNameLength
+	}
+	return c.call(ctx, c.pool.any(), "delete stream", wire.OpDeleteStream, 0,
+		func(b []byte) []byte { return appendIdentifier(b, stream) }, nil, nil)
+}
+
+// GetTopic returns a topic with its partitions; ok=false when the stream
+// or the topic is absent.
+func (c *Client) GetTopic(ctx context.Context, stream, topic Identifier) (t Topic, ok bool, err error) {
+	if !stream.valid() || !topic.valid() {
+		return Topic{}, false, ErrNameLength
+	}
+	err = c.nr(ctx, "get topic", wire.CodeGetTopic,
+		func(b []byte) []byte { return appendTopicRef(b, stream, topic) },
+		func(p []byte) error {
+			if len(p) == 0 {
+				return nil
+			}
+			t, err = decodeTopic(p)
+			t.detach()
+			ok = err == nil
+			return err
+		})
+	return t, ok, err
+}
+
+// detach copies the option blocks out of the read buffer.
+func (t *Topic) detach() {
+	t.Options = cloneOrNil(t.Options)
+	t.DerivedOptions = cloneOrNil(t.DerivedOptions)
+}
+
+func cloneOrNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// GetTopics lists a stream's topic headers (none for a missing stream).
+func (c *Client) GetTopics(ctx context.Context, stream Identifier) (ts []Topic, err error) {
+	if !stream.valid() {
+		return nil, ErrNameLength
+	}
+	err = c.nr(ctx, "get topics", wire.CodeGetTopics,
+		func(b []byte) []byte { return appendIdentifier(b, stream) },
+		func(p []byte) error {
+			ts, err = decodeTopics(p)
+			for i := range ts {
+				ts[i].detach()
+			}
+			return err
+		})
+	return ts, err
+}
+
+// CreateTopic creates a topic with partitions 0..n-1 and server-default
+// settings. ErrStreamNotFound when the stream is missing, ErrTopicExists
+// when the name is taken.
+func (c *Client) CreateTopic(ctx context.Context, stream Identifier, name string, partitions uint32) (t Topic, err error) {
+	if !stream.valid() || !validName(name) {
+		return Topic{}, ErrNameLength
+	}
+	err = c.call(ctx, c.pool.any(), "create topic", wire.OpCreateTopic, 0,
+		func(b []byte) []byte { return appendCreateTopic(b, stream, partitions, name) }, nil,
+		func(p []byte) error { t, err = decodeTopic(p); t.detach(); return err })
+	return t, err
+}
+
+// DeleteTopic deletes a topic and its messages.
+func (c *Client) DeleteTopic(ctx context.Context, stream, topic Identifier) error {
+	if !stream.valid() || !topic.valid() {
+		return ErrNameLength
+	}
+	return c.call(ctx, c.pool.any(), "delete topic", wire.OpDeleteTopic, 0,
+		func(b []byte) []byte { return appendTopicRef(b, stream, topic) }, nil, nil)
+}
+
+// CreatePartitions adds count (1..1000) partitions at the end of a topic.
+func (c *Client) CreatePartitions(ctx context.Context, stream, topic Identifier, count uint32) error {
+	return c.partitions(ctx, "create partitions", wire.OpCreatePartitions, stream, topic, count)
+}
+
+// DeletePartitions removes count partitions from the end of a topic.
+func (c *Client) DeletePartitions(ctx context.Context, stream, topic Identifier, count uint32) error {
+	return c.partitions(ctx, "delete partitions", wire.OpDeletePartitions, stream, topic, count)
+}
+
+func (c *Client) partitions(ctx context.Context, what string, op uint8, stream, topic Identifier, count uint32) error {
+	if !stream.valid() || !topic.valid() {
+		return ErrNameLength
+	}
+	return c.call(ctx, c.pool.any(), what, op, 0,
+		func(b []byte) []byte { return appendPartitions(b, stream, topic, count) }, nil, nil)
+}
+
+// SendMessages sends one complete Iggy send batch (256-byte batch header
+// and message frames, checksums computed, see bridge.IggyBatchBuilder) to
+// one partition, on the connection that partition is pinned to. The batch
+// bytes go on the wire as they are, after the metadata prefix. The first
+// confirmation is returned; ok=false when the server confirmed none (the
+// batch was committed but its offsets are unknown).
+//
+// A *ConnError (matching bridge.ErrUnavailable) means the outcome is
+// unknown: the batch may have been stored. Sends are at-least-once.
+func (c *Client) SendMessages(ctx context.Context, stream, topic Identifier, partition uint32, batch []byte) (conf SendConfirmation, ok bool, err error) {
+	v, err := bridge.ParseIggyBatch(batch)
+	if err != nil {
+		return conf, false, err
+	}
+	if !stream.valid() || !topic.valid() {
+		return conf, false, ErrNameLength
+	}
+	s := c.pool.pinned(stream, topic, partition)
+	err = c.call(ctx, s, "send messages", wire.OpSendMessages, 0,
+		func(b []byte) []byte {
+			return appendSendPrefix(b, stream, topic, PartitionID(partition), v.Count)
+		}, batch[:v.Length],
+		func(p []byte) error {
+			conf, ok, err = decodeFirstConfirmation(p)
+			return err
+		})
+	return conf, ok, err
+}
+
+// decodeFirstConfirmation reads a send reply without allocating.
+func decodeFirstConfirmation(p []byte) (SendConfirmation, bool, error) {
+	if len(p) == 0 {
+		return SendConfirmation{}, false, errUnexpectedEmptySendBody
+	}
+	rd := wire.NewReader(p)
+	n := rd.U32()
+	if rd.Failed() || uint64(n)*confirmationSize != uint64(rd.Len()) {
+		return SendConfirmation{}, false, short("send confirmations")
+	}
+	if n == 0 {
+		return SendConfirmation{}, false, nil
+	}
+	return SendConfirmation{StreamID: rd.U32(), TopicID: rd.U32(), PartitionID: rd.U32(), BaseOffset: rd.U64()}, true, nil
+}
+
+// PollMessages polls and calls fn with each stored batch record of the
+// reply (valid only during fn) until fn returns false.
+func (c *Client) PollMessages(ctx context.Context, req *PollRequest, fn func(record []byte) bool) (h PollHead, err error) {
+	if !req.Stream.valid() || !req.Topic.valid() || !req.Consumer.ID.valid() {
+		return PollHead{}, ErrNameLength
+	}
+	err = c.nr(ctx, "poll messages", wire.CodePollMessages,
+		func(b []byte) []byte { return appendPoll(b, req) },
+		func(p []byte) error { h, err = decodePoll(p, fn); return err })
+	return h, err
+}
+
+// GetConsumerOffset reads a stored consumer offset; ok=false when none is
+// stored.
+func (c *Client) GetConsumerOffset(ctx context.Context, ref *OffsetRef) (o ConsumerOffset, ok bool, err error) {
+	if !ref.Stream.valid() || !ref.Topic.valid() || !ref.Consumer.ID.valid() {
+		return o, false, ErrNameLength
+	}
+	err = c.nr(ctx, "get consumer offset", wire.CodeGetConsumerOffset,
+		func(b []byte) []byte { return appendOffsetRef(b, ref) },
+		func(p []byte) error { o, ok, err = decodeConsumerOffset(p); return err })
+	return o, ok, err
+}
+
+// StoreConsumerOffset stores offset (the last consumed message; at most the
+// partition's current offset, else ErrInvalidOffset). ref.Partition is
+// required by the server.
+func (c *Client) StoreConsumerOffset(ctx context.Context, ref *OffsetRef, offset uint64) error {
+	return c.offsetOp(ctx, "store consumer offset", wire.OpStoreConsumerOffset, ref,
+		func(b []byte) []byte { return appendStoreOffset(b, ref, offset) })
+}
+
+// DeleteConsumerOffset deletes a stored offset (ErrConsumerOffsetNotFound
+// when none is stored).
+func (c *Client) DeleteConsumerOffset(ctx context.Context, ref *OffsetRef) error {
+	return c.offsetOp(ctx, "delete consumer offset", wire.OpDeleteConsumerOffset, ref,
+		func(b []byte) []byte { return appendDeleteOffset(b, ref) })
+}
+
+// offsetOp runs an offset write on the partition's pinned connection so
+// commits of one partition keep their order.
+func (c *Client) offsetOp(ctx context.Context, what string, op uint8, ref *OffsetRef, body func([]byte) []byte) error {
+	if !ref.Stream.valid() || !ref.Topic.valid() || !ref.Consumer.ID.valid() {
+		return ErrNameLength
+	}
+	if ref.Partition == nil {
+		return fmt.Errorf("iggy %s: a partition is required", what)
+	}
+	return c.call(ctx, c.pool.pinned(ref.Stream, ref.Topic, *ref.Partition), what, op, 0, body, nil, nil)
+}
+
+var _ io.Closer = (*Client)(nil)

@@ -1,0 +1,182 @@
+package iggy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// Store is a bridge.Store on a real Iggy server. Kafka topic T lives as
+// Iggy topic T in the stream the caller names (created on demand by
+// CreateTopic); partitions are 0-based on both sides. Every request names
+// streams and topics by name, so nothing caches Iggy's reusable ids.
+type Store struct {
+	c *Client
+
+	mu  sync.Mutex
+	est map[pollKey]uint32 // bytes per message seen by the last poll
+}
+
+type pollKey struct {
+	stream, topic string
+	partition     int32
+}
+
+var _ bridge.Store = (*Store)(nil)
+
+// Open connects to the server (see Dial) and returns the Store.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	c, err := Dial(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return NewStore(c), nil
+}
+
+// NewStore serves the Store from an existing client, which the Store then
+// owns (Close closes it).
+func NewStore(c *Client) *Store {
+	return &Store{c: c, est: make(map[pollKey]uint32)}
+}
+
+// Client is the underlying client, for calls beyond the Store (consumer
+// offsets, groups).
+func (s *Store) Client() *Client { return s.c }
+
+// Close closes the client.
+func (s *Store) Close() error { return s.c.Close() }
+
+// topicInfo converts a topic header. ID mixes Iggy's topic id with its
+// creation time: Iggy reuses the lowest free id after a delete, but Kafka
+// topic ids (derived from TopicInfo.ID) must change when a topic is made
+// again under the same name.
+func topicInfo(stream string, t *Topic) bridge.TopicInfo {
+	var b [12]byte
+	le.PutUint32(b[:], t.ID)
+	le.PutUint64(b[4:], t.CreatedAt)
+	return bridge.TopicInfo{
+		Stream:     stream,
+		Name:       t.Name,
+		ID:         uint32(xxh3.Hash(b[:])),
+		Partitions: int32(t.PartitionsCount),
+		CreatedAt:  t.CreatedAt,
+	}
+}
+
+// CreateTopic creates the topic, and the stream first when it is missing.
+func (s *Store) CreateTopic(ctx context.Context, stream, topic string, partitions int32) (bridge.TopicInfo, error) {
+	if partitions < 0 {
+		return bridge.TopicInfo{}, fmt.Errorf("iggy: %d partitions: %w", partitions, ErrTooManyPartitions)
+	}
+	t, err := s.c.CreateTopic(ctx, Name(stream), topic, uint32(partitions))
+	if errors.Is(err, ErrStreamNotFound) {
+		if _, err = s.c.CreateStream(ctx, stream); err != nil && !errors.Is(err, ErrStreamExists) {
+			return bridge.TopicInfo{}, err
+		}
+		t, err = s.c.CreateTopic(ctx, Name(stream), topic, uint32(partitions))
+	}
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	return topicInfo(stream, &t), nil
+}
+
+// DeleteTopic deletes the topic; the stream stays.
+func (s *Store) DeleteTopic(ctx context.Context, stream, topic string) error {
+	s.forget(stream, topic)
+	return s.c.DeleteTopic(ctx, Name(stream), Name(topic))
+}
+
+// Topic returns one topic or bridge.ErrTopicNotFound.
+func (s *Store) Topic(ctx context.Context, stream, topic string) (bridge.TopicInfo, error) {
+	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	if !ok {
+		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
+	}
+	return topicInfo(stream, &t), nil
+}
+
+// Topics lists the stream's topics; none when the stream is missing.
+func (s *Store) Topics(ctx context.Context, stream string) ([]bridge.TopicInfo, error) {
+	ts, err := s.c.GetTopics(ctx, Name(stream))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bridge.TopicInfo, len(ts))
+	for i := range ts {
+		out[i] = topicInfo(stream, &ts[i])
+	}
+	return out, nil
+}
+
+// Append sends the batch as one SendMessages to the partition.
+func (s *Store) Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
+	if partition < 0 {
+		return 0, bridge.ErrPartitionNotFound
+	}
+	conf, ok, err := s.c.SendMessages(ctx, Name(stream), Name(topic), uint32(partition), batch)
+	if errors.Is(err, ErrResourceNotFound) {
+		return 0, s.whichMissing(ctx, stream, topic, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		return conf.BaseOffset, nil
+	}
+	return s.baseFromState(ctx, stream, topic, partition, batch)
+}
+
+// whichMissing turns a send's status 20 (stream, topic or partition
+// unresolved) into the bridge error that fits.
+func (s *Store) whichMissing(ctx context.Context, stream, topic string, cause error) error {
+	_, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	switch {
+	case err != nil:
+		return cause
+	case !ok:
+		return fmt.Errorf("%w: %w", bridge.ErrTopicNotFound, cause)
+	}
+	return fmt.Errorf("%w: %w", bridge.ErrPartitionNotFound, cause)
+}
+
+// baseFromState recovers the base offset of a batch the server committed
+// without a confirmation (a server that confirms nothing). Exact when this
+// gateway is the partition's only writer: sends to one partition are
+// serialised on its pinned connection.
+func (s *Store) baseFromState(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
+	v, _ := bridge.ParseIggyBatch(batch)
+	st, err := s.Partition(ctx, stream, topic, partition)
+	if err != nil {
+		return 0, fmt.Errorf("%w: committed without offsets, state unreadable: %w", ErrSendOutcomeUnknown, err)
+	}
+	if st.Next < uint64(v.Count) {
+		return 0, fmt.Errorf("%w: committed without offsets", ErrSendOutcomeUnknown)
+	}
+	return st.Next - uint64(v.Count), nil
+}
+
+// Partition reads the partition's offsets from GetTopic.
+func (s *Store) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {
+	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	if err != nil {
+		return bridge.PartitionState{}, err
+	}
+	if !ok {
+		return bridge.PartitionState{}, bridge.ErrTopicNotFound
+	}
+	for _, p := range t.Partitions {
+		if int64(p.ID) == int64(partition) {
+			return p.State(), nil
+		}
+	}
+	return bridge.PartitionState{}, bridge.ErrPartitionNotFound
+}

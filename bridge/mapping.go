@@ -1,0 +1,745 @@
+package bridge
+
+// The Kafka<->Iggy record mapping (docs/MAPPING.md). One Kafka record is one
+// Iggy message; what Iggy's TLV headers cannot carry goes into an envelope.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/iggy-kafka/gateway/codec"
+)
+
+// User-header names the mapping writes (all KindString keys).
+const (
+	HeaderVersion  = "kafka.v"        // Uint8 1 on every gateway-written message
+	HeaderKey      = "kafka.key"      // Raw: the record key
+	HeaderValue    = "kafka.value"    // String "null" or "empty"
+	HeaderTime     = "kafka.ts"       // String "epoch", or Int64 LE ms when clamped
+	HeaderEnvelope = "kafka.envelope" // Uint8 1: the payload is an envelope
+	HeaderPrefix   = "kafka.h."       // + Kafka header name: Raw value
+)
+
+// MappingVersion is the value of HeaderVersion this code writes and reads.
+const MappingVersion = 1
+
+// EnvelopeVersion is the value of HeaderEnvelope for the layout in
+// docs/MAPPING.md.
+const EnvelopeVersion = 1
+
+// Fixed header values, as package-level byte slices so writing them does not
+// convert strings on every message.
+var (
+	oneByte    = []byte{1}
+	valueNull  = []byte("null")
+	valueEmpty = []byte("empty")
+	tsEpoch    = []byte("epoch")
+)
+
+// maxOriginMs is the largest Kafka timestamp whose µs value fits in u64.
+const maxOriginMs = math.MaxUint64 / 1000
+
+// Envelope layout sizes: presence byte and three u32 lengths/counts, then a
+// presence byte and two u32 lengths per header.
+const (
+	envFixed     = 1 + 4 + 4 + 4
+	envPerHeader = 1 + 4 + 4
+)
+
+// ProduceStats says what EncodeKafkaRecords wrote.
+type ProduceStats struct {
+	Messages int
+	Bytes    int
+}
+
+// EncodeKafkaRecords appends one Iggy batch to dst holding one message per
+// Kafka record of rb, whose uncompressed records section is records (the
+// caller decompresses). Mapping: value -> payload, key -> header kafka.key,
+// header h -> kafka.h.<h>, kafka.v on every message, CreateTime ms -> origin
+// timestamp µs; tombstones, empty keys and oversized headers as documented in
+// docs/MAPPING.md. maxMessage caps one message's payload+headers
+// (ErrRecordTooLarge); <= 0 means Iggy's own caps only. The message ids are
+// derived deterministically from producer id, epoch and sequence when rb is
+// idempotent, else zero.
+//
+// On error dst is returned unchanged. Errors wrap ErrRecordInvalid (a
+// malformed, control or unmappable record, including a repeated header
+// name) or ErrRecordTooLarge.
+func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error) {
+	if rb.IsControl() || rb.NumRecords <= 0 {
+		return dst, ProduceStats{}, ErrRecordInvalid
+	}
+	minOrigin, err := scanRecords(rb, records)
+	if err != nil {
+		return dst, ProduceStats{}, err
+	}
+	e := encoder{rb: rb, minOrigin: minOrigin, maxMessage: maxMessage}
+	start := len(dst)
+	dst = append(dst, make([]byte, BatchHeaderSize)...)
+	le.PutUint64(dst[start+bhOriginTs:], minOrigin)
+	it := codec.NewRecordIter(records, rb.NumRecords)
+	for i := uint32(0); it.Next(); i++ {
+		if dst, err = e.appendMessage(dst, it.Record(), i); err != nil {
+			return dst[:start], ProduceStats{}, err
+		}
+	}
+	finishBatch(dst[start:], uint32(rb.NumRecords))
+	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start}, nil
+}
+
+// CountKafkaRecords reports how many records rb's records section holds
+// without mapping them; used for acks=0 and metrics.
+func CountKafkaRecords(rb *codec.RecordBatch) int32 { return rb.NumRecords }
+
+// scanRecords is the first pass: it checks every record (framing, header
+// names unique, timestamp in range) and returns the batch origin timestamp,
+// the minimum over messages, which every frame's delta is relative to.
+func scanRecords(rb *codec.RecordBatch, records []byte) (uint64, error) {
+	minOrigin := uint64(math.MaxUint64)
+	it := codec.NewRecordIter(records, rb.NumRecords)
+	for it.Next() {
+		r := it.Record()
+		origin, ok := originOf(recordTime(rb, r))
+		if !ok {
+			return 0, fmt.Errorf("%w: timestamp out of range", ErrRecordInvalid)
+		}
+		minOrigin = min(minOrigin, origin)
+		if hasRepeatedHeader(r) {
+			return 0, fmt.Errorf("%w: repeated header name", ErrRecordInvalid)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrRecordInvalid, err)
+	}
+	return minOrigin, nil
+}
+
+// recordTime is the record's CreateTime in ms (wrapping like Java longs).
+func recordTime(rb *codec.RecordBatch, r *codec.Record) int64 {
+	return rb.FirstTimestamp + r.TimestampDelta
+}
+
+// originOf maps a Kafka timestamp to an Iggy origin timestamp: negative
+// (no timestamp) is 0, as is the epoch itself (flagged separately).
+func originOf(ms int64) (uint64, bool) {
+	if ms < 0 {
+		return 0, true
+	}
+	if uint64(ms) > maxOriginMs {
+		return 0, false
+	}
+	return uint64(ms) * 1000, true
+}
+
+// hasRepeatedHeader reports a header name used twice in one record: Iggy
+// keeps user headers in a map, so the second would silently win.
+func hasRepeatedHeader(r *codec.Record) bool {
+	if r.HeaderCount < 2 {
+		return false
+	}
+	if r.HeaderCount > 32 {
+		return hasRepeatedHeaderMap(r)
+	}
+	outer := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+	for i := 0; outer.Next(); i++ {
+		inner := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+		for j := 0; j < i && inner.Next(); j++ {
+			if bytes.Equal(inner.Key(), outer.Key()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasRepeatedHeaderMap is the linear variant for records with many
+// headers, where the quadratic scan would let one record burn CPU.
+func hasRepeatedHeaderMap(r *codec.Record) bool {
+	seen := make(map[string]struct{}, r.HeaderCount)
+	h := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+	for h.Next() {
+		if _, dup := seen[string(h.Key())]; dup {
+			return true
+		}
+		seen[string(h.Key())] = struct{}{}
+	}
+	return false
+}
+
+// encoder carries the per-batch state of the second pass.
+type encoder struct {
+	rb         *codec.RecordBatch
+	minOrigin  uint64
+	maxMessage int
+}
+
+// recordPlan is what one record needs, worked out before writing it.
+type recordPlan struct {
+	ms        int64
+	tsDelta   uint32
+	clamped   bool // origin further than MaxTimestampDelta from the minimum
+	envelope  bool
+	payload   int // payload bytes
+	headerLen int // user-header block bytes
+}
+
+// appendMessage writes the frame, payload and user headers of record i.
+func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, error) {
+	p := e.plan(r)
+	if p.payload > MaxPayload || p.headerLen > MaxUserHeaders {
+		return dst, ErrRecordTooLarge
+	}
+	if e.maxMessage > 0 && p.payload+p.headerLen > e.maxMessage {
+		return dst, ErrRecordTooLarge
+	}
+	start := len(dst)
+	var f [MessageHeaderSize]byte
+	e.messageID(f[mfID:mfID+16], i)
+	le.PutUint32(f[mfOffsetDelta:], i)
+	le.PutUint32(f[mfTsDelta:], p.tsDelta)
+	le.PutUint32(f[mfHeadersLen:], uint32(p.headerLen))
+	le.PutUint32(f[mfPayloadLen:], uint32(p.payload))
+	dst = append(dst, f[:]...)
+	if p.envelope {
+		dst = appendEnvelope(dst, r)
+	} else {
+		dst = appendPlainPayload(dst, r.Value)
+	}
+	dst = appendMappingHeaders(dst, r, &p)
+	sealFrame(dst[start:])
+	return dst, nil
+}
+
+// plan decides the message shape of r: its timestamp delta, whether it
+// needs the envelope, and the exact payload and header sizes.
+func (e *encoder) plan(r *codec.Record) recordPlan {
+	p := recordPlan{ms: recordTime(e.rb, r)}
+	origin, _ := originOf(p.ms) // range checked by scanRecords
+	if d := origin - e.minOrigin; d > MaxTimestampDelta {
+		p.tsDelta, p.clamped = MaxTimestampDelta, true
+	} else {
+		p.tsDelta = uint32(d)
+	}
+	fixed := entrySize(HeaderVersion, 1) + p.timeHeaderSize()
+	plain, fits := plainHeadersSize(r)
+	if fits && fixed+plain <= MaxUserHeaders {
+		p.payload = max(len(r.Value), 1)
+		p.headerLen = fixed + plain
+		return p
+	}
+	p.envelope = true
+	p.payload = envelopeSize(r)
+	p.headerLen = fixed + entrySize(HeaderEnvelope, 1)
+	return p
+}
+
+// timeHeaderSize is the size of the kafka.ts entry the record needs, if any.
+func (p *recordPlan) timeHeaderSize() int {
+	switch {
+	case p.ms == 0:
+		return entrySize(HeaderTime, len(tsEpoch))
+	case p.clamped:
+		return entrySize(HeaderTime, 8)
+	}
+	return 0
+}
+
+// entrySize is the TLV size of an entry with a key of len(key) and a value
+// of n bytes.
+func entrySize(key string, n int) int { return tlvOverhead + len(key) + n }
+
+// plainHeadersSize sums the key, value-marker and kafka.h.* entries of r,
+// and reports false when one of them cannot be a TLV (so the record needs
+// the envelope): an empty or over-long key, a header name that is over-long
+// or not UTF-8 (keys are Iggy Strings), a null, empty or over-long value.
+func plainHeadersSize(r *codec.Record) (int, bool) {
+	n := 0
+	switch {
+	case r.Key == nil:
+	case len(r.Key) == 0 || len(r.Key) > MaxHeaderField:
+		return 0, false
+	default:
+		n += entrySize(HeaderKey, len(r.Key))
+	}
+	if r.Value == nil {
+		n += entrySize(HeaderValue, len(valueNull))
+	} else if len(r.Value) == 0 {
+		n += entrySize(HeaderValue, len(valueEmpty))
+	}
+	h := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+	for h.Next() {
+		k, v := h.Key(), h.Value()
+		if len(HeaderPrefix)+len(k) > MaxHeaderField || !utf8.Valid(k) ||
+			len(v) == 0 || len(v) > MaxHeaderField {
+			return 0, false
+		}
+		n += tlvOverhead + len(HeaderPrefix) + len(k) + len(v)
+	}
+	return n, true
+}
+
+// appendPlainPayload writes the value, or one 0x00 byte for a null or
+// empty value (Iggy messages are never empty; kafka.value says which).
+func appendPlainPayload(dst, value []byte) []byte {
+	if len(value) == 0 {
+		return append(dst, 0)
+	}
+	return append(dst, value...)
+}
+
+// appendMappingHeaders writes the user-header block in a fixed order:
+// kafka.v, kafka.ts, then either kafka.envelope or kafka.key, kafka.value and
+// the kafka.h.* entries in record order.
+func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
+	dst = appendEntryString(dst, HeaderVersion, KindUint8, oneByte)
+	switch {
+	case p.ms == 0:
+		dst = appendEntryString(dst, HeaderTime, KindString, tsEpoch)
+	case p.clamped:
+		var ms [8]byte
+		le.PutUint64(ms[:], uint64(p.ms))
+		dst = appendEntryString(dst, HeaderTime, KindInt64, ms[:])
+	}
+	if p.envelope {
+		return appendEntryString(dst, HeaderEnvelope, KindUint8, oneByte)
+	}
+	if r.Key != nil {
+		dst = appendEntryString(dst, HeaderKey, KindRaw, r.Key)
+	}
+	if r.Value == nil {
+		dst = appendEntryString(dst, HeaderValue, KindString, valueNull)
+	} else if len(r.Value) == 0 {
+		dst = appendEntryString(dst, HeaderValue, KindString, valueEmpty)
+	}
+	h := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+	for h.Next() {
+		dst = appendPrefixedEntry(dst, h.Key(), h.Value())
+	}
+	return dst
+}
+
+// appendPrefixedEntry writes kafka.h.<name> (String) = value (Raw).
+func appendPrefixedEntry(dst, name, value []byte) []byte {
+	dst = append(dst, byte(KindString))
+	dst = le.AppendUint32(dst, uint32(len(HeaderPrefix)+len(name)))
+	dst = append(dst, HeaderPrefix...)
+	dst = append(dst, name...)
+	return appendTLV(dst, KindRaw, value)
+}
+
+// envelopeSize is the payload size of r's envelope.
+func envelopeSize(r *codec.Record) int {
+	n := envFixed + len(r.Key) + len(r.Value)
+	h := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+	for h.Next() {
+		n += envPerHeader + len(h.Key()) + len(h.Value())
+	}
+	return n
+}
+
+// appendEnvelope writes r as an envelope (docs/MAPPING.md): presence bits,
+// key, value, header count, then each header with its own presence bit.
+func appendEnvelope(dst []byte, r *codec.Record) []byte {
+	var presence byte
+	if r.Key != nil {
+		presence |= 1
+	}
+	if r.Value != nil {
+		presence |= 2
+	}
+	dst = append(dst, presence)
+	dst = appendLenBytes(dst, r.Key)
+	dst = appendLenBytes(dst, r.Value)
+	dst = le.AppendUint32(dst, uint32(r.HeaderCount))
+	h := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+	for h.Next() {
+		var hp byte
+		if h.Value() != nil {
+			hp = 1
+		}
+		dst = append(dst, hp)
+		dst = appendLenBytes(dst, h.Key())
+		dst = appendLenBytes(dst, h.Value())
+	}
+	return dst
+}
+
+func appendLenBytes(dst, b []byte) []byte {
+	dst = le.AppendUint32(dst, uint32(len(b)))
+	return append(dst, b...)
+}
+
+// messageID derives the id of record i of an idempotent batch, so a retried
+// produce carries the same ids and a native reader can drop duplicates.
+// Layout (bytes, u128 LE as Rust reads it):
+//
+//	0..4   sequence (base sequence + i, wrapping at 2^31 as Kafka does), u32 LE
+//	4..6   producer epoch, u16 LE
+//	6..14  producer id, u64 LE
+//	14     id layout version (1)
+//	15     'K' (0x4B), marking a gateway-derived id
+//
+// Non-idempotent batches (producer id < 0) get the all-zero id.
+func (e *encoder) messageID(id []byte, i uint32) {
+	if e.rb.ProducerID < 0 {
+		return
+	}
+	seq := (int64(e.rb.BaseSequence) + int64(i)) % (math.MaxInt32 + 1)
+	binary.LittleEndian.PutUint32(id[0:], uint32(seq))
+	binary.LittleEndian.PutUint16(id[4:], uint16(e.rb.ProducerEpoch))
+	binary.LittleEndian.PutUint64(id[6:], uint64(e.rb.ProducerID))
+	id[14] = 1
+	id[15] = 'K'
+}
+
+// FetchCursor carries state while Kafka records are built from Iggy batches.
+// One cursor serves one partition of one Fetch response, over as many
+// AppendKafkaBatch calls as there are stored batches.
+type FetchCursor struct {
+	// From is the first offset wanted; messages below it are skipped.
+	From uint64
+	// MaxBytes caps the bytes appended over all calls with this cursor
+	// (a first batch is always allowed at least one record, as KIP-74 asks).
+	MaxBytes int
+	// Next is set to one past the last offset appended.
+	Next uint64
+	// Records counts the records appended over all calls.
+	Records int
+	// Bytes counts the bytes appended over all calls.
+	Bytes int
+}
+
+// AppendKafkaBatch appends, to dst, one Kafka v2 record batch holding the
+// messages of the Iggy batch b at offsets >= cur.From, within cur.MaxBytes.
+// Messages written by a Kafka producer through the gateway read back as the
+// same record; native Iggy messages read back with a null key and their own
+// headers. It returns dst unchanged when nothing fits.
+//
+// A message that cannot be read (bad TLV block, unknown kafka.v or envelope
+// version, broken envelope, offsets out of order) ends the batch: dst then
+// holds the complete batch of the records before it, cur.Next is that
+// message's offset, and the error wraps ErrUnmappable. A malformed b gives
+// ErrInvalidBatch. It allocates nothing when dst has the capacity.
+func AppendKafkaBatch(dst []byte, b []byte, cur *FetchCursor) ([]byte, error) {
+	v, err := ParseIggyBatch(b)
+	if err != nil {
+		return dst, err
+	}
+	f := fetcher{last: -1}
+	it := NewIggyMessageIter(v)
+	for it.Next() {
+		m := it.Message()
+		if m.Offset < cur.From {
+			continue
+		}
+		var more bool
+		if dst, more, err = f.append(dst, m, cur); err != nil || !more {
+			break
+		}
+	}
+	if err == nil {
+		err = it.Err()
+	}
+	if f.started {
+		dst = f.bb.Finish(dst)
+	}
+	return dst, err
+}
+
+// fetcher builds one Kafka batch from the messages of one Iggy batch. It
+// holds no pointer to the cursor: escape analysis cannot follow its byte
+// slices, and a cursor stored beside them would be moved to the heap.
+type fetcher struct {
+	bb      codec.BatchBuilder
+	started bool
+	base    int64
+	firstTs int64
+	last    int64 // offset of the last record appended, -1 before any
+	rec     kafkaRecord
+}
+
+// append adds m as a record; more=false when the byte budget is spent.
+func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, bool, error) {
+	if m.Offset > math.MaxInt64 || int64(m.Offset) <= f.last ||
+		(f.started && int64(m.Offset)-f.base > math.MaxInt32) {
+		cur.Next = m.Offset
+		return dst, false, fmt.Errorf("%w: offset %d out of order", ErrUnmappable, m.Offset)
+	}
+	r := &f.rec
+	if err := r.decode(m); err != nil {
+		cur.Next = m.Offset
+		return dst, false, fmt.Errorf("%w at offset %d: %w", ErrUnmappable, m.Offset, err)
+	}
+	base, firstTs := f.base, f.firstTs
+	if !f.started {
+		base, firstTs = int64(m.Offset), r.ts
+	}
+	offDelta, tsDelta := int32(int64(m.Offset)-base), r.ts-firstTs
+	size := r.kafkaSize(offDelta, tsDelta)
+	if !f.started {
+		size += codec.BatchHeaderLen
+	}
+	if cur.Records > 0 && cur.Bytes+size > cur.MaxBytes {
+		return dst, false, nil
+	}
+	if !f.started {
+		dst = f.bb.Begin(dst, base, firstTs)
+		f.started, f.base, f.firstTs = true, base, firstTs
+	}
+	dst = f.bb.AppendRecord(dst, offDelta, tsDelta, r.key, r.value, r.nHeaders)
+	hi := r.headerIter()
+	for hi.next() {
+		dst = f.bb.AppendHeader(dst, hi.name, hi.value)
+	}
+	f.last = int64(m.Offset)
+	cur.Next = m.Offset + 1
+	cur.Records++
+	cur.Bytes += size
+	return dst, true, nil
+}
+
+// How a message's Kafka headers are stored.
+const (
+	modeNative   = iota // every TLV entry is a header
+	modeGateway         // kafka.h.* TLV entries are the headers
+	modeEnvelope        // the envelope's header list
+)
+
+// kafkaRecord is one Iggy message read as a Kafka record; slices alias it.
+type kafkaRecord struct {
+	key, value []byte
+	ts         int64 // ms
+	mode       int
+	headers    []byte // TLV block, or the envelope's header list
+	nHeaders   int
+}
+
+// errFormat is the detail behind ErrUnmappable for a broken message.
+var errFormat = errors.New("bad mapping headers or envelope")
+
+// decode reads m by the mapping rules of docs/MAPPING.md.
+func (r *kafkaRecord) decode(m *IggyMessage) error {
+	var mh mappingHeaders
+	if err := mh.scan(m.UserHeaders); err != nil {
+		return err
+	}
+	if mh.version == nil {
+		// A native producer's kafka.* headers mean nothing to the mapping.
+		r.ts = fetchTime(m, nil)
+		r.key, r.value, r.mode = nil, m.Payload, modeNative
+		r.headers, r.nHeaders = m.UserHeaders, mh.entries
+		return nil
+	}
+	if !bytes.Equal(mh.version, oneByte) || (mh.ts != nil && len(mh.ts) != 8 && !bytes.Equal(mh.ts, tsEpoch)) {
+		return errFormat
+	}
+	r.ts = fetchTime(m, mh.ts)
+	if mh.envelope != nil {
+		if !bytes.Equal(mh.envelope, oneByte) {
+			return errFormat
+		}
+		return r.decodeEnvelope(m.Payload)
+	}
+	r.key, r.mode = mh.key, modeGateway
+	r.headers, r.nHeaders = m.UserHeaders, mh.prefixed
+	switch {
+	case mh.value == nil:
+		r.value = m.Payload
+	case bytes.Equal(mh.value, valueNull):
+		r.value = nil
+	case bytes.Equal(mh.value, valueEmpty):
+		r.value = m.Payload[:0]
+	default:
+		return errFormat
+	}
+	return nil
+}
+
+// fetchTime is the Kafka timestamp of m: a kafka.ts header wins (epoch, or
+// the real ms of a clamped message), then the origin timestamp, and for a
+// message with no origin (Kafka -1, or a native producer that set none) the
+// server's append time.
+func fetchTime(m *IggyMessage, ts []byte) int64 {
+	switch {
+	case len(ts) == 8:
+		return int64(le.Uint64(ts))
+	case ts != nil:
+		return 0
+	case m.OriginTimestamp != 0:
+		return int64(m.OriginTimestamp / 1000)
+	}
+	return int64(m.Timestamp / 1000)
+}
+
+// mappingHeaders are the kafka.* entries of one block, found in one pass.
+type mappingHeaders struct {
+	version, key, value, ts, envelope []byte
+	entries, prefixed                 int
+}
+
+// scan validates the TLV block and picks out the mapping entries.
+func (mh *mappingHeaders) scan(block []byte) error {
+	it := NewUserHeaderIter(block)
+	for it.Next() {
+		mh.entries++
+		k := it.Key()
+		switch {
+		case bytes.HasPrefix(k, prefixBytes):
+			mh.prefixed++
+		case string(k) == HeaderVersion:
+			mh.version = it.Value()
+		case string(k) == HeaderKey:
+			mh.key = it.Value()
+		case string(k) == HeaderValue:
+			mh.value = it.Value()
+		case string(k) == HeaderTime:
+			mh.ts = it.Value()
+		case string(k) == HeaderEnvelope:
+			mh.envelope = it.Value()
+		}
+	}
+	return it.Err()
+}
+
+var prefixBytes = []byte(HeaderPrefix)
+
+// decodeEnvelope reads key, value and the header list out of an envelope
+// payload, checking that every length fits.
+func (r *kafkaRecord) decodeEnvelope(p []byte) error {
+	if len(p) < envFixed || p[0]&^3 != 0 {
+		return errFormat
+	}
+	presence := p[0]
+	key, rest, ok := readLenBytes(p[1:], presence&1 != 0)
+	if !ok {
+		return errFormat
+	}
+	value, rest, ok := readLenBytes(rest, presence&2 != 0)
+	if !ok || len(rest) < 4 {
+		return errFormat
+	}
+	n := le.Uint32(rest)
+	rest = rest[4:]
+	if uint64(n) > uint64(len(rest))/envPerHeader || !validEnvelopeHeaders(rest, n) {
+		return errFormat
+	}
+	r.key, r.value, r.mode = key, value, modeEnvelope
+	r.headers, r.nHeaders = rest, int(n)
+	return nil
+}
+
+// readLenBytes reads a u32 length and that many bytes; present=false gives
+// nil (null) and requires the length to be 0.
+func readLenBytes(b []byte, present bool) ([]byte, []byte, bool) {
+	if len(b) < 4 {
+		return nil, b, false
+	}
+	n := uint64(le.Uint32(b))
+	if n > uint64(len(b)-4) || (!present && n != 0) {
+		return nil, b, false
+	}
+	end := 4 + int(n)
+	if !present {
+		return nil, b[end:], true
+	}
+	return b[4:end:end], b[end:], true
+}
+
+// validEnvelopeHeaders reports whether b holds exactly n envelope headers.
+func validEnvelopeHeaders(b []byte, n uint32) bool {
+	for i := uint32(0); i < n; i++ {
+		var ok bool
+		if _, _, b, ok = readEnvelopeHeader(b); !ok {
+			return false
+		}
+	}
+	return len(b) == 0
+}
+
+// readEnvelopeHeader reads one (presence, name, value) entry.
+func readEnvelopeHeader(b []byte) (name, value, rest []byte, ok bool) {
+	if len(b) < 1 || b[0]&^1 != 0 {
+		return nil, nil, b, false
+	}
+	present := b[0] == 1
+	if name, rest, ok = readLenBytes(b[1:], true); !ok {
+		return nil, nil, b, false
+	}
+	if value, rest, ok = readLenBytes(rest, present); !ok {
+		return nil, nil, b, false
+	}
+	return name, value, rest, true
+}
+
+// kafkaSize is the exact encoded size of the record in a v2 batch, so the
+// byte budget can be checked before anything is written.
+func (r *kafkaRecord) kafkaSize(offDelta int32, tsDelta int64) int {
+	body := 1 + varintLen(tsDelta) + varintLen(int64(offDelta)) +
+		bytesLen(r.key) + bytesLen(r.value) + varintLen(int64(r.nHeaders))
+	hi := r.headerIter()
+	for hi.next() {
+		body += varintLen(int64(len(hi.name))) + len(hi.name) + bytesLen(hi.value)
+	}
+	return varintLen(int64(body)) + body
+}
+
+// bytesLen is the size of a varint-length-prefixed byte string (nil = -1).
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the size of v as a zigzag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// headerIter yields the Kafka headers of a decoded record.
+func (r *kafkaRecord) headerIter() kafkaHeaderIter {
+	return kafkaHeaderIter{mode: r.mode, tlv: NewUserHeaderIter(r.headers), env: r.headers, left: r.nHeaders}
+}
+
+// kafkaHeaderIter walks the headers of one record in stored order,
+// whichever way they are stored. The record was validated by decode.
+type kafkaHeaderIter struct {
+	mode        int
+	tlv         UserHeaderIter
+	env         []byte
+	left        int
+	name, value []byte
+}
+
+func (h *kafkaHeaderIter) next() bool {
+	if h.left == 0 {
+		return false
+	}
+	h.left--
+	switch h.mode {
+	case modeEnvelope:
+		h.name, h.value, h.env, _ = readEnvelopeHeader(h.env)
+		return true
+	case modeNative:
+		h.tlv.Next()
+		h.name, h.value = h.tlv.Key(), h.tlv.Value()
+		return true
+	}
+	for h.tlv.Next() {
+		if k := h.tlv.Key(); bytes.HasPrefix(k, prefixBytes) {
+			h.name, h.value = k[len(HeaderPrefix):], h.tlv.Value()
+			return true
+		}
+	}
+	return false
+}

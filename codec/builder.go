@@ -1,0 +1,143 @@
+package codec
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// recLenReserve is the room kept before each record for its length varint:
+// 5 bytes hold any int32. Once the record is complete the real varint is
+// written and the body moved left over the unused bytes.
+const recLenReserve = 5
+
+// BatchBuilder appends one uncompressed v2 record batch to a buffer. Use:
+//
+//	var bb codec.BatchBuilder
+//	buf = bb.Begin(buf, baseOffset, firstTimestampMs)
+//	buf = bb.AppendRecord(buf, offsetDelta, timestampDelta, key, value, headerCount)
+//	buf = bb.AppendHeader(buf, k, v)   // headerCount times after each record
+//	buf = bb.Finish(buf)               // lengths, counts, max timestamp, CRC
+//
+// Producer id/epoch/sequence are written as -1, attributes 0 (CreateTime,
+// no compression), partition leader epoch 0 (see PatchPartitionLeaderEpoch).
+// The builder holds no pointers into buf, so buf may be reallocated between
+// calls; it never allocates when buf has the capacity.
+//
+// Appending a header the record did not announce, or fewer headers than
+// announced before the next record or Finish, is a programming error and
+// panics: the batch would be corrupt.
+//
+// A builder is used by one goroutine at a time. The zero value is ready for
+// Begin, which must come first; a builder may be reused for batch after batch.
+type BatchBuilder struct {
+	start       int   // offset of the batch in the buffer
+	recStart    int   // offset of the open record's reserved length, or -1
+	count       int32 // records appended
+	lastDelta   int32 // offset delta of the last record
+	maxTsDelta  int64 // greatest timestamp delta seen
+	firstTs     int64
+	pendingHdrs int32 // headers the open record still expects
+}
+
+// Begin writes the batch header placeholder at the end of dst.
+func (bb *BatchBuilder) Begin(dst []byte, baseOffset, firstTimestamp int64) []byte {
+	*bb = BatchBuilder{start: len(dst), recStart: -1, firstTs: firstTimestamp}
+	var h [BatchHeaderLen]byte
+	binary.BigEndian.PutUint64(h[offBaseOffset:], uint64(baseOffset))
+	h[offMagic] = 2
+	binary.BigEndian.PutUint64(h[offFirstTimestamp:], uint64(firstTimestamp))
+	binary.BigEndian.PutUint64(h[offProducerID:], ^uint64(0))
+	binary.BigEndian.PutUint16(h[offProducerEpoch:], ^uint16(0))
+	binary.BigEndian.PutUint32(h[offBaseSequence:], ^uint32(0))
+	return append(dst, h[:]...)
+}
+
+// AppendRecord appends a record whose headerCount headers follow through
+// AppendHeader. key or value nil encode as null.
+func (bb *BatchBuilder) AppendRecord(dst []byte, offsetDelta int32, timestampDelta int64, key, value []byte, headerCount int) []byte {
+	dst = bb.closeRecord(dst)
+	if headerCount < 0 || headerCount > 1<<31-1 {
+		panic("codec: BatchBuilder.AppendRecord: header count out of range")
+	}
+	if bb.count == 0 || timestampDelta > bb.maxTsDelta {
+		bb.maxTsDelta = timestampDelta
+	}
+	bb.count++
+	bb.lastDelta = offsetDelta
+	bb.pendingHdrs = int32(headerCount)
+	bb.recStart = len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0) // reserved length, attributes 0
+	dst = appendVarint64(dst, timestampDelta)
+	dst = appendVarint32(dst, offsetDelta)
+	dst = appendVarBytes(dst, key)
+	dst = appendVarBytes(dst, value)
+	return appendVarint32(dst, int32(headerCount))
+}
+
+// AppendHeader appends one header of the current record; value nil is null.
+// A nil key is written as empty: Kafka header keys are never null.
+func (bb *BatchBuilder) AppendHeader(dst []byte, key, value []byte) []byte {
+	if bb.recStart < 0 || bb.pendingHdrs == 0 {
+		panic("codec: BatchBuilder.AppendHeader: more headers than the record announced")
+	}
+	bb.pendingHdrs--
+	if key == nil {
+		key = emptyKey // a header key is never null on the wire
+	}
+	dst = appendVarBytes(dst, key)
+	return appendVarBytes(dst, value)
+}
+
+// Finish patches the batch header and CRC and returns dst. A batch with no
+// records is removed again (dst is returned as before Begin).
+func (bb *BatchBuilder) Finish(dst []byte) []byte {
+	dst = bb.closeRecord(dst)
+	if bb.count == 0 {
+		return dst[:bb.start]
+	}
+	b := dst[bb.start:]
+	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-offLeaderEpoch))
+	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(bb.lastDelta))
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(bb.firstTs+bb.maxTsDelta))
+	binary.BigEndian.PutUint32(b[offNumRecords:], uint32(bb.count))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return dst
+}
+
+// closeRecord writes the open record's length varint in front of its body,
+// moving the body left over the unused reserved bytes.
+func (bb *BatchBuilder) closeRecord(dst []byte) []byte {
+	if bb.recStart < 0 {
+		return dst
+	}
+	if bb.pendingHdrs != 0 {
+		panic("codec: BatchBuilder: record closed before all its announced headers were appended")
+	}
+	bodyStart := bb.recStart + recLenReserve
+	bodyLen := len(dst) - bodyStart
+	if bodyLen > 1<<31-1 {
+		panic("codec: BatchBuilder: record over 2 GiB")
+	}
+	n := putVarint32(dst[bb.recStart:], int32(bodyLen))
+	if n < recLenReserve {
+		copy(dst[bb.recStart+n:], dst[bodyStart:])
+		dst = dst[:len(dst)-(recLenReserve-n)]
+	}
+	bb.recStart = -1
+	return dst
+}
+
+// emptyKey stands in for a nil header key; never written to.
+var emptyKey = []byte{}
+
+// appendVarBytes appends b with a zigzag varint length, -1 for nil.
+func appendVarBytes(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, 1) // zigzag(-1)
+	}
+	dst = appendVarint32(dst, int32(len(b)))
+	return append(dst, b...)
+}
+
+// Count returns the number of records appended since Begin.
+func (bb *BatchBuilder) Count() int32 { return bb.count }

@@ -1,0 +1,203 @@
+// Produce: v0-11
+//
+// Behavior:
+//   - Advertised from v0 (KAFKA-18659: librdkafka refuses a broker whose
+//     Produce minimum is above 0) but v0-2 carry message format v0/v1, which
+//     we do not store: every partition gets UNSUPPORTED_VERSION.
+//   - A non-empty transactional_id gets UNSUPPORTED_VERSION on every
+//     partition before anything is stored; so does a batch with the
+//     transactional or control bit. Transactions are not supported.
+//   - acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS on every partition.
+//     All three write alike: a nil error from Store.Append means as durable
+//     as the store's sync policy promises.
+//   - Per partition, in order: topic name (INVALID_TOPIC_EXCEPTION), topic
+//     lookup with auto-creation when Cfg.AutoCreateTopics (Kafka auto-creates
+//     on Produce too; the Rust gateway does not), partition range
+//     (UNKNOWN_TOPIC_OR_PARTITION), then the records: exactly one v2 batch
+//     (none, a second batch or trailing bytes is INVALID_RECORD;
+//     magic 0/1 is INVALID_RECORD; a bad length or CRC is CORRUPT_MESSAGE),
+//     zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
+//   - Compressed batches are decompressed under one budget for the whole
+//     request, Cfg.MaxFrameSize decompressed bytes; past it MESSAGE_TOO_LARGE
+//     (the Java producer then splits the batch and retries the halves).
+//     Data that does not decompress is INVALID_RECORD (the CRC held, so a
+//     retry would send the same bytes).
+//   - The batch becomes one Iggy batch (bridge.EncodeKafkaRecords) in a
+//     pooled buffer and one Store.Append; the buffer is back in the pool when
+//     Append returns. Record-level failures: MESSAGE_TOO_LARGE over
+//     Cfg.MaxMessageSize, INVALID_RECORD for unmappable records.
+//   - Store errors: unknown topic/partition 3; a deadline or cancelled
+//     context REQUEST_TIMED_OUT (the write may have happened); store
+//     unavailable or closed NOT_LEADER_OR_FOLLOWER. The Java producer
+//     retries both.
+//   - The response carries the base offset, LogAppendTime -1 (CreateTime)
+//     and LogStartOffset -1 (not looked up: one more store round trip per
+//     partition, and producers do not use it).
+//   - After each append the partition is signalled so parked Fetches wake.
+//   - acks=0: no response when every partition succeeded; any failure closes
+//     the connection (a Go error), as Kafka does, so the producer notices.
+//   - Producer id, epoch and sequence are not checked: a retried batch is
+//     stored again (at-least-once; docs/IDEMPOTENCE.md). timeout_ms is not
+//     used; c.Ctx bounds the store calls.
+//
+// Version notes:
+//   - v3 adds transactional_id and requires record batch v2 (KIP-98); v7
+//     allows zstd (KIP-110); v8 adds per-record errors and an error message
+//     (KIP-467); v9 is flexible; v10/v11 add the current-leader tagged fields
+//     (KIP-951), left at their defaults (not sent). v12 (KIP-890 part 2,
+//     transactions v2) and v13 (topic ids) are not served.
+
+package handlers
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/codec"
+)
+
+func init() {
+	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 11, Handle: produce})
+}
+
+// errAcks0Failed closes an acks=0 connection after a failed partition.
+var errAcks0Failed = errors.New("produce: acks=0 request failed on a partition")
+
+// Error messages (v8+), package-level so setting one does not allocate.
+var (
+	msgOldFormat     = "message format v0/v1 (Produce v0-2) is not supported; use Produce v3+"
+	msgTransactional = "transactions are not supported by this gateway"
+	msgAcks          = "acks must be -1, 0 or 1"
+	msgOneBatch      = "a partition must carry exactly one record batch"
+)
+
+func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	var refuse int16
+	var refuseMsg *string
+	switch {
+	case req.Version < 3:
+		refuse, refuseMsg = kerr.UnsupportedVersion.Code, &msgOldFormat
+	case req.TransactionID != nil && *req.TransactionID != "":
+		refuse, refuseMsg = kerr.UnsupportedVersion.Code, &msgTransactional
+	case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+		refuse, refuseMsg = kerr.InvalidRequiredAcks.Code, &msgAcks
+	}
+
+	budget := int(c.G.Cfg.MaxFrameSize)
+	failed := false
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Default()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+
+		code, msg := refuse, refuseMsg
+		var ti bridge.TopicInfo
+		if code == 0 {
+			if !validTopicName(rt.Topic) {
+				code = kerr.InvalidTopicException.Code
+			} else if t, err := c.topic(rt.Topic, true); err != nil {
+				code = errCode(err, opWrite)
+			} else {
+				ti = t
+			}
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			pcode, pmsg := code, msg
+			if pcode == 0 {
+				if rp.Partition < 0 || rp.Partition >= ti.Partitions {
+					pcode = kerr.UnknownTopicOrPartition.Code
+				} else {
+					var base uint64
+					base, pcode, pmsg = c.producePartition(req.Version, rt.Topic, rp.Partition, rp.Records, &budget)
+					sp.BaseOffset = int64(base)
+				}
+			}
+			if pcode != 0 {
+				failed = true
+				sp.ErrorCode = pcode
+				sp.BaseOffset = -1
+				if req.Version >= 8 {
+					sp.ErrorMessage = pmsg
+				}
+			}
+		}
+	}
+	if req.Acks == 0 {
+		if failed {
+			return nil, errAcks0Failed
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// producePartition stores one partition's records and returns the base
+// offset, or an error code and an optional message. budget is what is left
+// of the request's decompression budget.
+func (c *Call) producePartition(version int16, topic string, partition int32, records []byte, budget *int) (uint64, int16, *string) {
+	if len(records) == 0 {
+		return 0, kerr.InvalidRecord.Code, &msgOneBatch
+	}
+	rb, n, err := codec.ParseBatch(records)
+	if err != nil {
+		return 0, errCode(err, opWrite), nil
+	}
+	if n != len(records) {
+		return 0, kerr.InvalidRecord.Code, &msgOneBatch
+	}
+	if rb.IsTransactional() || rb.IsControl() {
+		return 0, kerr.UnsupportedVersion.Code, &msgTransactional
+	}
+
+	recs := rb.Records
+	if comp := rb.Compression(); comp != codec.CompressionNone {
+		if comp == codec.CompressionZstd && version < 7 {
+			return 0, kerr.UnsupportedCompressionType.Code, nil
+		}
+		db := getBig()
+		defer putBig(db)
+		out, err := codec.Decompress(db.B, comp, recs, *budget)
+		if err != nil {
+			if errors.Is(err, codec.ErrBudget) {
+				return 0, kerr.MessageTooLarge.Code, nil
+			}
+			if !errors.Is(err, codec.ErrBatchCompression) {
+				err = fmt.Errorf("%w: %w", bridge.ErrRecordInvalid, err)
+			}
+			return 0, errCode(err, opWrite), nil
+		}
+		db.B = out
+		*budget -= len(out)
+		recs = out
+	}
+
+	eb := getBig()
+	defer putBig(eb)
+	g := c.G
+	eb.B, _, err = bridge.EncodeKafkaRecords(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
+	if err != nil {
+		return 0, errCode(err, opWrite), nil
+	}
+	base, err := g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, eb.B)
+	if err != nil {
+		return 0, errCode(err, opWrite), nil
+	}
+	if g.Watch != nil {
+		g.Watch.Signal(PartitionKey{Topic: topic, Partition: partition})
+	}
+	return base, 0, nil
+}

@@ -1,0 +1,241 @@
+// Fetch: v4-12
+//
+// Behavior:
+//   - No fetch sessions (KIP-227): the response SessionID is always 0, which
+//     tells clients to send full requests; a request naming a session
+//     (SessionID != 0) gets FETCH_SESSION_ID_NOT_FOUND at the top level.
+//     ForgottenTopics, rack, replica id/state and epochs are ignored.
+//   - Per partition: unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
+//     (no auto-creation on Fetch); a fetch offset below the earliest stored
+//     offset or above the high watermark is OFFSET_OUT_OF_RANGE, as on Kafka
+//     (the Rust gateway reads from the oldest message instead, so
+//     auto.offset.reset never fires there).
+//   - Records come from Store.Poll, mapped back to Kafka v2 batches
+//     (bridge.AppendKafkaBatch, one uncompressed batch per Iggy batch) into
+//     one pooled buffer per response. Limits: partition_max_bytes per
+//     partition and max_bytes (capped at Cfg.MaxFrameSize) for the response,
+//     counted in Kafka batch bytes. KIP-74: until some partition has
+//     returned data, a partition returns at least one record even above the
+//     limits; later partitions never overshoot. A partition stops at the
+//     first record that does not fit, so no offset is ever skipped.
+//   - HighWatermark = LastStableOffset = next offset (no transactions);
+//     LogStartOffset = earliest stored offset; no aborted transactions;
+//     PreferredReadReplica -1. isolation_level read_committed reads the same.
+//   - Transient store failures are NOT_LEADER_OR_FOLLOWER (the Java consumer
+//     throws on codes it does not expect; it refreshes metadata and retries
+//     on this one). A stored message that cannot be mapped ends the
+//     partition's data before it; if it is the first one, the partition gets
+//     UNKNOWN_SERVER_ERROR.
+//   - Long poll: when fewer than min_bytes are ready, max_wait_ms > 0, no
+//     partition failed and the call is not Final, the handler parks on all
+//     requested partitions until now + min(max_wait_ms, Cfg.MaxFetchWait)
+//     and returns (nil, nil); Produce signals a partition after each append
+//     and the loop re-runs the call, or runs it with Final at the deadline.
+//     A re-run that parks again keeps the first deadline (Call.Park).
+//   - The record bytes live in a pooled buffer released through c.Defer
+//     after the loop encoded the response.
+//
+// Version notes:
+//   - v4 adds isolation level and LSO (KIP-98); v5 log start offset
+//     (KIP-107); v7 fetch sessions (KIP-227, answered sessionless); v9
+//     current leader epoch (KIP-320, not checked); v11 rack and preferred read
+//     replica (KIP-392); v12 is flexible with last fetched epoch and
+//     diverging epoch (KIP-595), which we never set. v13+ address topics by
+//     id only and are not served. v0-3 (message format v0/v1) are not served.
+
+package handlers
+
+import (
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+func init() {
+	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 12, Handle: fetch})
+}
+
+func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	g := c.G
+
+	limit := max(int(req.MaxBytes), 0)
+	if m := int(g.Cfg.MaxFrameSize); m > 0 && limit > m {
+		limit = m
+	}
+
+	buf := getBig()
+	// Where each partition's records sit in buf.B; slices are taken only
+	// after the last append, since appends may move buf.B.
+	type span struct{ t, p, start, end int }
+	var spans []span
+	total := 0
+	anyErr := false
+
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Default()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
+
+		var ti bridge.TopicInfo
+		var tcode int16
+		if !validTopicName(rt.Topic) {
+			tcode = kerr.UnknownTopicOrPartition.Code
+		} else if t, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, rt.Topic); err != nil {
+			tcode = errCode(err, opRead)
+		} else {
+			ti = t
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			sp.Default()
+			sp.Partition = rp.Partition
+			sp.HighWatermark = -1
+			sp.PreferredReadReplica = -1
+			code := tcode
+			if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
+				code = kerr.UnknownTopicOrPartition.Code
+			}
+			var state bridge.PartitionState
+			if code == 0 {
+				var err error
+				if state, err = g.Store.Partition(c.Ctx, g.Cfg.Stream, rt.Topic, rp.Partition); err != nil {
+					code = errCode(err, opRead)
+				}
+			}
+			if code == 0 {
+				sp.HighWatermark = int64(state.Next)
+				sp.LastStableOffset = int64(state.Next)
+				sp.LogStartOffset = int64(state.Earliest)
+				if rp.FetchOffset < 0 || uint64(rp.FetchOffset) < state.Earliest || uint64(rp.FetchOffset) > state.Next {
+					code = kerr.OffsetOutOfRange.Code
+				}
+			}
+			if code == 0 && uint64(rp.FetchOffset) < state.Next {
+				// KIP-74: only until the response holds data may a
+				// partition go over the limits.
+				room := limit - total
+				if total == 0 || room > 0 {
+					pmax := max(int(rp.PartitionMaxBytes), 0)
+					if total > 0 && room < pmax {
+						pmax = room
+					}
+					start := len(buf.B)
+					var n int
+					n, code = c.fetchPartition(buf, rt.Topic, rp.Partition, uint64(rp.FetchOffset), pmax, total == 0)
+					if n > 0 {
+						spans = append(spans, span{i, j, start, start + n})
+						total += n
+					}
+				}
+			}
+			if code != 0 {
+				anyErr = true
+				sp.ErrorCode = code
+			}
+		}
+	}
+
+	if total < int(req.MinBytes) && req.MaxWaitMillis > 0 && !anyErr && !c.Final {
+		putBig(buf)
+		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+		if g.Cfg.MaxFetchWait > 0 && wait > g.Cfg.MaxFetchWait {
+			wait = g.Cfg.MaxFetchWait
+		}
+		c.Park(fetchKeys(req), time.Now().Add(wait))
+		return nil, nil
+	}
+	if len(spans) == 0 {
+		putBig(buf)
+		return resp, nil
+	}
+	for _, s := range spans {
+		resp.Topics[s.t].Partitions[s.p].RecordBatches = buf.B[s.start:s.end:s.end]
+	}
+	c.Defer(func() { putBig(buf) })
+	return resp, nil
+}
+
+// fetchKeys lists the requested partitions for Call.Park.
+func fetchKeys(req *kmsg.FetchRequest) []PartitionKey {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	keys := make([]PartitionKey, 0, n)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			keys = append(keys, PartitionKey{Topic: t.Topic, Partition: t.Partitions[j].Partition})
+		}
+	}
+	return keys
+}
+
+// fetchPartition appends Kafka batches of topic/partition from offset from
+// to buf, within pmax bytes; when first, at least one record even above pmax
+// (KIP-74), else nothing that goes over. It returns the bytes appended and
+// an error code (0 also when a stored message cannot be mapped after some
+// records were appended: those are returned and the next fetch reports it).
+func (c *Call) fetchPartition(buf *bytebufferpool.ByteBuffer, topic string, partition int32, from uint64, pmax int, first bool) (int, int16) {
+	g := c.G
+	start := len(buf.B)
+	cur := bridge.FetchCursor{From: from, MaxBytes: pmax}
+	var mapErr error
+	// Iggy messages are larger than the Kafka records they map to (a
+	// 64-byte frame header against a few bytes), so asking the store for
+	// twice the Kafka budget rarely underfills; the callback stops early.
+	pollMax := pmax
+	if pollMax < math.MaxInt32/2 {
+		pollMax = 2*pollMax + bridge.BatchHeaderSize
+	}
+	err := g.Store.Poll(c.Ctx, g.Cfg.Stream, topic, partition, from, pollMax, func(batch []byte) bool {
+		var err error
+		buf.B, err = bridge.AppendKafkaBatch(buf.B, batch, &cur)
+		if err != nil {
+			mapErr = err
+			return false
+		}
+		if cur.Records == 0 {
+			return true // the whole batch lay below from
+		}
+		v, err := bridge.ParseIggyBatch(batch)
+		if err != nil {
+			return false
+		}
+		// Stop at the first record that did not fit: continuing with the
+		// next batch could skip it.
+		return cur.Next >= v.BaseOffset+uint64(v.Count) && cur.Bytes < cur.MaxBytes
+	})
+	if !first && cur.Bytes > pmax {
+		// The bridge lets a cursor's first record through whatever its
+		// size; past the first partition with data that is not allowed.
+		buf.B = buf.B[:start]
+		return 0, 0
+	}
+	n := len(buf.B) - start
+	switch {
+	case err != nil && n == 0:
+		return 0, errCode(err, opRead)
+	case mapErr != nil && n == 0:
+		if g.Log != nil {
+			g.Log.Warn("fetch: stored message cannot be mapped", "topic", topic, "partition", partition, "offset", cur.Next, "err", mapErr)
+		}
+		return 0, kerr.UnknownServerError.Code
+	}
+	return n, 0
+}

@@ -1,0 +1,162 @@
+// Metadata: v0-13
+//
+// Behavior:
+//   - One broker: Cfg.NodeID at Cfg.AdvertisedHost:AdvertisedPort, no rack.
+//     It is the controller and leads every partition with leader epoch 0;
+//     replicas and ISR are [NodeID], no offline replicas. Cluster id is
+//     Cfg.ClusterID.
+//   - All topics (a null list at v1+, an empty list at v0) lists the Iggy
+//     topics of Cfg.Stream sorted by name; a failed listing closes the
+//     connection (Metadata has no top-level error before v13, and clients
+//     retry a dropped connection).
+//   - Named topics are answered once each, in request order (duplicates
+//     collapsed). A bad name (empty, over 249 bytes, outside [A-Za-z0-9._-],
+//     "." or "..") is INVALID_TOPIC_EXCEPTION. An unknown topic is created
+//     with Cfg.DefaultPartitions when Cfg.AutoCreateTopics is on and the
+//     request allows it (always before v4, AllowAutoTopicCreation from v4),
+//     and answered at once with its partitions and no error (Kafka answers
+//     LEADER_NOT_AVAILABLE first because its creation is asynchronous; ours
+//     is not). Otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//   - v10+ topic ids are derived from stream, name and the store's topic id
+//     (see topicID): stable across restarts, new for a recreated topic.
+//     v12+ lookups by id list the stream and compare; an unknown id is
+//     UNKNOWN_TOPIC_ID.
+//   - A transient store failure on a named topic is LEADER_NOT_AVAILABLE
+//     for that topic, which every client retries.
+//   - Authorized operations are not computed: the Kafka default sentinel
+//     (INT32_MIN, "not requested") is returned even when asked (v8+).
+//   - Unlike the Rust gateway: auto-creation is supported, the controller
+//     and node id come from config, v10-13 are served, and the all-topics
+//     answer is never truncated (the loop's response cap applies).
+//
+// Version notes:
+//   - v1 adds rack, controller, is_internal and null = all topics; v2 cluster
+//     id; v3 throttle; v4 AllowAutoTopicCreation (KIP-361 client side);
+//     v5 offline replicas; v7 leader epoch (KIP-320); v8 authorized
+//     operations (KIP-430); v9 flexible; v10 topic ids (KIP-516); v11 drops
+//     cluster authorized operations; v12 allows lookup by topic id;
+//     v13 (KIP-1102) adds a top-level error code, always 0 here.
+
+package handlers
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+func init() {
+	register(Spec{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: metadata})
+}
+
+func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	cfg := &c.G.Cfg
+
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	resp.ClusterID = strp(cfg.ClusterID)
+	resp.ControllerID = cfg.NodeID
+
+	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if all {
+		ts, err := c.G.Store.Topics(c.Ctx, cfg.Stream)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: list topics: %w", err)
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
+		for _, ti := range ts {
+			resp.Topics = append(resp.Topics, c.metadataTopic(ti.Name, ti))
+		}
+		return resp, nil
+	}
+
+	create := req.Version < 4 || req.AllowAutoTopicCreation
+	var seen map[string]struct{}
+	if len(req.Topics) > 1 {
+		seen = make(map[string]struct{}, len(req.Topics))
+	}
+	resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if rt.Topic == nil {
+			// By id (v10+; Kafka serves it from v12, kmsg reads it from v10).
+			resp.Topics = append(resp.Topics, c.metadataByID(rt.TopicID))
+			continue
+		}
+		name := *rt.Topic
+		if seen != nil {
+			if _, dup := seen[name]; dup {
+				continue
+			}
+			seen[name] = struct{}{}
+		}
+		if !validTopicName(name) {
+			resp.Topics = append(resp.Topics, metadataErr(name, [16]byte{}, kerr.InvalidTopicException.Code))
+			continue
+		}
+		ti, err := c.topic(name, create)
+		if err != nil {
+			resp.Topics = append(resp.Topics, metadataErr(name, [16]byte{}, errCode(err, opMeta)))
+			continue
+		}
+		resp.Topics = append(resp.Topics, c.metadataTopic(name, ti))
+	}
+	return resp, nil
+}
+
+// metadataByID answers a topic asked by id.
+func (c *Call) metadataByID(id [16]byte) kmsg.MetadataResponseTopic {
+	if id == ([16]byte{}) {
+		return metadataErr("", id, kerr.InvalidRequest.Code)
+	}
+	ti, ok, err := c.topicByID(id)
+	switch {
+	case err != nil:
+		return metadataErr("", id, errCode(err, opMeta))
+	case !ok:
+		return metadataErr("", id, kerr.UnknownTopicID.Code)
+	}
+	return c.metadataTopic(ti.Name, ti)
+}
+
+func metadataErr(name string, id [16]byte, code int16) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	t.ErrorCode = code
+	if name != "" {
+		t.Topic = strp(name)
+	}
+	t.TopicID = id
+	t.Partitions = []kmsg.MetadataResponseTopicPartition{}
+	return t
+}
+
+// metadataTopic describes ti: every partition led by this node.
+func (c *Call) metadataTopic(name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
+	node := c.G.Cfg.NodeID
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic = strp(name)
+	t.TopicID = topicID(ti)
+	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, ti.Partitions)
+	// One backing array for all replica and ISR lists of this topic:
+	// [node] repeated, shared read-only.
+	nodes := []int32{node}
+	for p := range t.Partitions {
+		mp := &t.Partitions[p]
+		mp.Default()
+		mp.Partition = int32(p)
+		mp.Leader = node
+		mp.LeaderEpoch = 0
+		mp.Replicas = nodes
+		mp.ISR = nodes
+		mp.OfflineReplicas = []int32{}
+	}
+	return t
+}

@@ -1,0 +1,106 @@
+// ApiVersions: v0-4
+//
+// Behavior:
+//   - The key list is built only from the registry (Specs), sorted by key:
+//     what is advertised is exactly what the version firewall accepts and
+//     what the dispatch serves. Transaction keys 24/25/26/28 are never there.
+//   - No supported features and no finalized features (FinalizedFeaturesEpoch
+//     stays -1, so the tag is not sent): in particular transaction.version is
+//     never advertised.
+//   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's
+//     pattern [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?, else
+//     INVALID_REQUEST with an empty key list (as Kafka answers). Checked by
+//     hand, no regexp.
+//   - A version above our max is not decoded at all: the loop answers it with
+//     ApiVersionsUnsupported (a v0 body with UNSUPPORTED_VERSION and the key
+//     list) and keeps the connection (KIP-511).
+//   - Inline: no store call, no allocation beyond the response struct; the
+//     key list is built once and shared read-only by every response.
+//
+// Version notes:
+//   - v1 adds ThrottleMillis; v2 changes nothing on the wire.
+//   - v3 (KIP-511) is flexible and adds the client software name/version and
+//     tagged fields (supported/finalized features, KIP-584).
+//   - v4 (KIP-1022) adds nothing to the body; it lets a broker answer with
+//     an empty supported-feature range.
+//   - v5 (KIP-1082/KRaft) is not served: its cluster/node id fields are for
+//     brokers. A v5 request gets the KIP-511 v0 reply.
+//   - The response header is always v0, even for flexible versions (the loop
+//     and codec handle that).
+
+package handlers
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 4, Inline: true, Handle: apiVersions})
+}
+
+var (
+	apiKeysOnce sync.Once
+	apiKeys     []kmsg.ApiVersionsResponseApiKey
+)
+
+// advertisedKeys returns the registry as ApiVersions entries. Built once on
+// first use (the registry is complete after init); callers must not modify
+// the slice. Any goroutine.
+func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+	apiKeysOnce.Do(func() {
+		for _, s := range Specs() {
+			k := kmsg.NewApiVersionsResponseApiKey()
+			k.ApiKey, k.MinVersion, k.MaxVersion = s.Key, s.MinVersion, s.MaxVersion
+			apiKeys = append(apiKeys, k)
+		}
+	})
+	return apiKeys
+}
+
+func apiVersions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if req.Version >= 3 && (!validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	resp.ApiKeys = advertisedKeys()
+	return resp, nil
+}
+
+// ApiVersionsUnsupported is the KIP-511 answer to an ApiVersions request whose
+// version is above what we serve: a version 0 response with
+// UNSUPPORTED_VERSION and the full key list, from which the client picks a
+// version it shares with us and asks again. The loop encodes it as v0 (v0
+// response header, v0 body) whatever version was asked, and keeps the
+// connection open. It does not need the request body. Any goroutine.
+func ApiVersionsUnsupported(c *Call) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = advertisedKeys()
+	return resp
+}
+
+// validSoftwareField matches Kafka's client software name/version pattern
+// [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? without a regexp. No allocation.
+func validSoftwareField(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if alnum {
+			continue
+		}
+		if (c == '-' || c == '.') && i != 0 && i != len(s)-1 {
+			continue
+		}
+		return false
+	}
+	return true
+}

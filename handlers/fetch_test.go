@@ -1,0 +1,193 @@
+package handlers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestFetchErrors(t *testing.T) {
+	g := newGateway(t)
+	createTopic(t, g, "f", 1)
+	produceOne(t, g, produceReq(9, "f", 0, valueBatch(3)))
+
+	req := fetchReq(12, "f", 0, 0)
+	req.SessionID = 5
+	if resp := do(t, g, req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Errorf("session: %d", resp.ErrorCode)
+	}
+	for _, tc := range []struct {
+		name  string
+		topic string
+		part  int32
+		off   int64
+		code  int16
+	}{
+		{"past hwm", "f", 0, 4, kerr.OffsetOutOfRange.Code},
+		{"negative", "f", 0, -1, kerr.OffsetOutOfRange.Code},
+		{"unknown topic", "nope", 0, 0, kerr.UnknownTopicOrPartition.Code},
+		{"bad name", "a b", 0, 0, kerr.UnknownTopicOrPartition.Code},
+		{"partition range", "f", 1, 0, kerr.UnknownTopicOrPartition.Code},
+	} {
+		resp := do(t, g, fetchReq(12, tc.topic, tc.part, tc.off)).(*kmsg.FetchResponse)
+		if c := resp.Topics[0].Partitions[0].ErrorCode; c != tc.code {
+			t.Errorf("%s: code %d want %d", tc.name, c, tc.code)
+		}
+	}
+	// No auto-creation on Fetch.
+	if _, err := g.Store.Topic(t.Context(), "kafka", "nope"); err == nil {
+		t.Error("fetch created a topic")
+	}
+	// At the high watermark: no error, no records.
+	resp := do(t, g, fetchReq(12, "f", 0, 3)).(*kmsg.FetchResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != 3 {
+		t.Errorf("at hwm: %+v", p)
+	}
+}
+
+func TestFetchParks(t *testing.T) {
+	g := newGateway(t)
+	createTopic(t, g, "p", 2)
+	req := fetchReq(12, "p", 0, 0)
+	p1 := req.Topics[0].Partitions[0]
+	p1.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	req.MinBytes, req.MaxWaitMillis = 1, 60_000
+
+	c := newCall(g, 1, 12)
+	before := time.Now()
+	resp, err := run(t, c, req)
+	if resp != nil || err != nil {
+		t.Fatalf("no data: %v %v", resp, err)
+	}
+	w := c.Parked()
+	if w == nil || len(w.Keys) != 2 || w.Keys[0] != (PartitionKey{"p", 0}) || w.Keys[1] != (PartitionKey{"p", 1}) {
+		t.Fatalf("wait %+v", w)
+	}
+	// max_wait is capped at Cfg.MaxFetchWait (1s).
+	if d := w.Until.Sub(before); d > 2*time.Second || d < 500*time.Millisecond {
+		t.Fatalf("until in %v", d)
+	}
+	// A wake-up that finds nothing parks again, never past the first deadline.
+	time.Sleep(5 * time.Millisecond)
+	if resp, _ := run(t, c, req); resp != nil {
+		t.Fatal("answered without data")
+	}
+	if w2 := c.Parked(); w2 == nil || w2.Until.After(w.Until) {
+		t.Fatalf("re-park %+v after %v", w2, w.Until)
+	}
+
+	// Final answers, empty.
+	c.Final = true
+	resp, err = run(t, c, req)
+	if err != nil || resp == nil || c.Parked() != nil {
+		t.Fatalf("final: %v %v", resp, err)
+	}
+	for _, p := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+		if p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+			t.Errorf("final partition %+v", p)
+		}
+	}
+
+	// Data present: answers at once.
+	produceOne(t, g, produceReq(9, "p", 1, valueBatch(1)))
+	c = newCall(g, 1, 12)
+	resp, err = run(t, c, req)
+	if err != nil || resp == nil || c.Parked() != nil {
+		t.Fatalf("with data: %v %v", resp, err)
+	}
+	defer c.RunDeferred()
+	if got := readRecords(t, resp.(*kmsg.FetchResponse).Topics[0].Partitions[1].RecordBatches); len(got) != 1 {
+		t.Fatalf("%d records", len(got))
+	}
+
+	// max_wait 0 never parks; an errored partition never parks.
+	req.MinBytes = 1 << 20
+	req.MaxWaitMillis = 0
+	c = newCall(g, 1, 12)
+	if resp, _ := run(t, c, req); resp == nil {
+		t.Fatal("max_wait 0 parked")
+	}
+	c.RunDeferred()
+	bad := fetchReq(12, "nope", 0, 0)
+	bad.MinBytes, bad.MaxWaitMillis = 1, 1000
+	if resp, _ := run(t, newCall(g, 1, 12), bad); resp == nil {
+		t.Fatal("errored partition parked")
+	}
+}
+
+// KIP-74: the first partition with data returns a record even above the
+// limits; later partitions do not overshoot; no offset is skipped.
+func TestFetchLimits(t *testing.T) {
+	g := newGateway(t)
+	createTopic(t, g, "l", 2)
+	big := make([]byte, 4000)
+	for i := 0; i < 3; i++ {
+		produceOne(t, g, produceReq(9, "l", 0, batch(rec{value: big})))
+		produceOne(t, g, produceReq(9, "l", 1, batch(rec{value: big})))
+	}
+	// partition_max_bytes 100: one record from partition 0 (KIP-74), none
+	// from partition 1 (the response already holds data and max_bytes 100).
+	req := fetchReq(12, "l", 0, 0)
+	req.MaxBytes = 100
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 100
+	p1 := req.Topics[0].Partitions[0]
+	p1.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	resp := do(t, g, req).(*kmsg.FetchResponse)
+	ps := resp.Topics[0].Partitions
+	if got := readRecords(t, ps[0].RecordBatches); len(got) != 1 || got[0].offset != 0 {
+		t.Fatalf("partition 0: %d records", len(got))
+	}
+	if len(ps[1].RecordBatches) != 0 || ps[1].ErrorCode != 0 || ps[1].HighWatermark != 3 {
+		t.Fatalf("partition 1: %d bytes, code %d", len(ps[1].RecordBatches), ps[1].ErrorCode)
+	}
+
+	// Room for about two records per partition, 10000 per response.
+	req.MaxBytes = 10000
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 9000
+	req.Topics[0].Partitions[1].PartitionMaxBytes = 9000
+	resp = do(t, g, req).(*kmsg.FetchResponse)
+	ps = resp.Topics[0].Partitions
+	n0 := readRecords(t, ps[0].RecordBatches)
+	n1 := readRecords(t, ps[1].RecordBatches)
+	if len(n0) != 2 || len(n1) != 0 {
+		t.Fatalf("records %d + %d", len(n0), len(n1))
+	}
+	if total := len(ps[0].RecordBatches) + len(ps[1].RecordBatches); total > 10000 {
+		t.Fatalf("response %d bytes over max_bytes", total)
+	}
+	for i, r := range n0 {
+		if r.offset != int64(i) {
+			t.Fatalf("offset %d at %d", r.offset, i)
+		}
+	}
+}
+
+// The record buffer goes back to the pool only when the loop runs the
+// deferred functions.
+func TestFetchDefersRelease(t *testing.T) {
+	g := newGateway(t)
+	produceOne(t, g, produceReq(9, "r", 0, valueBatch(2)))
+	c := newCall(g, 1, 12)
+	resp := roundTrip(t, c, fetchReq(12, "r", 0, 0)).(*kmsg.FetchResponse)
+	if len(c.done) != 1 {
+		t.Fatalf("%d deferred functions", len(c.done))
+	}
+	before := append([]byte(nil), resp.Topics[0].Partitions[0].RecordBatches...)
+	if len(readRecords(t, before)) != 2 {
+		t.Fatal("records")
+	}
+	c.RunDeferred()
+	if len(c.done) != 0 {
+		t.Fatal("deferred not cleared")
+	}
+	// An empty answer defers nothing.
+	c = newCall(g, 1, 12)
+	roundTrip(t, c, fetchReq(12, "r", 0, 2))
+	if len(c.done) != 0 {
+		t.Fatalf("empty fetch deferred %d", len(c.done))
+	}
+}

@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkProduce decodes a Produce v9 request of one partition holding a
+// 100-record batch (100-byte values) and runs the handler: parse, map to an
+// Iggy batch, one Append to the embedded store (SyncNever), signal.
+func BenchmarkProduce(b *testing.B) {
+	g := newGateway(b)
+	createTopic(b, g, "bench", 1)
+	recs := make([]rec, 100)
+	for i := range recs {
+		recs[i] = rec{key: []byte("key-0001"), value: make([]byte, 100)}
+	}
+	body := produceReq(9, "bench", 0, batch(recs...)).AppendTo(nil)
+	spec := Lookup(0)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		req, err := Decode(0, 9, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := Call{G: g, Ctx: b.Context()}
+		resp, err := spec.Handle(&c, req)
+		if err != nil || resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFetch decodes a Fetch v12 request of one partition and builds the
+// response from the embedded store: 1000 stored records, 1 MiB limits, so
+// each iteration maps every record back to Kafka batches.
+func BenchmarkFetch(b *testing.B) {
+	g := newGateway(b)
+	createTopic(b, g, "bench", 1)
+	recs := make([]rec, 100)
+	for i := range recs {
+		recs[i] = rec{key: []byte("key-0001"), value: make([]byte, 100)}
+	}
+	bt := batch(recs...)
+	for i := 0; i < 10; i++ {
+		produceOne(b, g, produceReq(9, "bench", 0, bt))
+	}
+	body := fetchReq(12, "bench", 0, 0).AppendTo(nil)
+	spec := Lookup(1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var n int
+	for b.Loop() {
+		req, err := Decode(1, 12, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := Call{G: g, Ctx: b.Context()}
+		resp, err := spec.Handle(&c, req)
+		if err != nil || resp == nil {
+			b.Fatal(err)
+		}
+		n = len(resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches)
+		c.RunDeferred()
+	}
+	b.SetBytes(int64(n))
+}

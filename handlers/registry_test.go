@@ -1,0 +1,221 @@
+package handlers
+
+import (
+	"bufio"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/wire")
+
+// sharedFiles are the non-test files of the package that serve no single
+// API key.
+var sharedFiles = map[string]bool{
+	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
+	"errors.go": true, "topics.go": true, "pool.go": true,
+}
+
+var (
+	keyFileRE = regexp.MustCompile(`^([0-9]{2})_[a-z_]+\.go$`)
+	headerRE  = regexp.MustCompile(`^// (\w+): v(\d+)-(\d+)$`)
+)
+
+// Every registered key has exactly one NN_name.go whose header comment names
+// the registered version range, and every file is either such a file or a
+// named shared file.
+func TestRegistryFiles(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[int16]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || sharedFiles[f] {
+			continue
+		}
+		m := keyFileRE.FindStringSubmatch(f)
+		if m == nil {
+			t.Errorf("%s: neither NN_name.go nor a shared file", f)
+			continue
+		}
+		k, _ := strconv.Atoi(m[1])
+		byKey[int16(k)] = f
+	}
+	specs := Specs()
+	if len(specs) != len(byKey) {
+		t.Errorf("%d specs, %d key files", len(specs), len(byKey))
+	}
+	for _, s := range specs {
+		f, ok := byKey[s.Key]
+		if !ok {
+			t.Errorf("key %d has no %02d_*.go file", s.Key, s.Key)
+			continue
+		}
+		first := firstLine(t, f)
+		m := headerRE.FindStringSubmatch(first)
+		if m == nil {
+			t.Errorf("%s: first line %q is not `// Name: vMIN-vMAX`", f, first)
+			continue
+		}
+		if m[2] != strconv.Itoa(int(s.MinVersion)) || m[3] != strconv.Itoa(int(s.MaxVersion)) {
+			t.Errorf("%s: header says v%s-%s, registry v%d-%d", f, m[2], m[3], s.MinVersion, s.MaxVersion)
+		}
+	}
+	for k := range byKey {
+		if Lookup(k) == nil {
+			t.Errorf("file %s registers no spec", byKey[k])
+		}
+	}
+}
+
+func firstLine(t *testing.T, path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan()
+	return sc.Text()
+}
+
+// ApiVersions advertises exactly the registry, and never the transaction keys.
+func TestApiVersionsListsRegistry(t *testing.T) {
+	g := newGateway(t)
+	for _, v := range []int16{0, 3, 4} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.2.3"
+		resp := do(t, g, req).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
+		}
+		specs := Specs()
+		if len(resp.ApiKeys) != len(specs) {
+			t.Fatalf("v%d: %d keys advertised, %d registered", v, len(resp.ApiKeys), len(specs))
+		}
+		for i, k := range resp.ApiKeys {
+			s := specs[i]
+			if k.ApiKey != s.Key || k.MinVersion != s.MinVersion || k.MaxVersion != s.MaxVersion {
+				t.Errorf("v%d: entry %d = %d v%d-%d, registry %d v%d-%d", v, i, k.ApiKey, k.MinVersion, k.MaxVersion, s.Key, s.MinVersion, s.MaxVersion)
+			}
+		}
+		if len(resp.SupportedFeatures) != 0 || len(resp.FinalizedFeatures) != 0 || resp.FinalizedFeaturesEpoch != -1 {
+			t.Errorf("v%d: features advertised", v)
+		}
+	}
+	for _, k := range []int16{24, 25, 26, 28} {
+		if Lookup(k) != nil {
+			t.Errorf("transaction key %d is registered", k)
+		}
+	}
+}
+
+func TestApiVersionsSoftwareName(t *testing.T) {
+	g := newGateway(t)
+	cases := []struct {
+		name, version string
+		ok            bool
+	}{
+		{"kgo", "1.2.3", true},
+		{"apache-kafka-java", "3.7.0", true},
+		{"librdkafka", "2.3.0-RC1", true},
+		{"a", "1", true},
+		{"", "1", false},
+		{"kgo", "", false},
+		{"-kgo", "1", false},
+		{"kgo.", "1", false},
+		{"k go", "1", false},
+		{"kgo", "1_2", false},
+		{"kgo", "1/2", false},
+	}
+	for _, tc := range cases {
+		if got := validSoftwareField(tc.name) && validSoftwareField(tc.version); got != tc.ok {
+			t.Errorf("%q %q: valid=%v want %v", tc.name, tc.version, got, tc.ok)
+		}
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 3
+		req.ClientSoftwareName, req.ClientSoftwareVersion = tc.name, tc.version
+		resp := do(t, g, req).(*kmsg.ApiVersionsResponse)
+		want := int16(0)
+		if !tc.ok {
+			want = kerr.InvalidRequest.Code
+		}
+		if resp.ErrorCode != want {
+			t.Errorf("%q %q: code %d want %d", tc.name, tc.version, resp.ErrorCode, want)
+		}
+		if !tc.ok && len(resp.ApiKeys) != 0 {
+			t.Errorf("%q %q: INVALID_REQUEST with keys", tc.name, tc.version)
+		}
+	}
+	// v0-2 carry no software fields: always accepted.
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 2
+	if resp := do(t, g, req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Errorf("v2: code %d", resp.ErrorCode)
+	}
+}
+
+func TestApiVersionsUnsupported(t *testing.T) {
+	g := newGateway(t)
+	resp := ApiVersionsUnsupported(newCall(g, 18, 5)).(*kmsg.ApiVersionsResponse)
+	if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("version %d code %d", resp.Version, resp.ErrorCode)
+	}
+	if len(resp.ApiKeys) != len(Specs()) {
+		t.Fatalf("%d keys", len(resp.ApiKeys))
+	}
+	// A client decodes it as v0.
+	back := kmsg.NewPtrApiVersionsResponse()
+	back.Version = 0
+	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if back.ErrorCode != kerr.UnsupportedVersion.Code || len(back.ApiKeys) != len(Specs()) {
+		t.Fatalf("decoded: %+v", back)
+	}
+}
+
+// The ApiVersions bodies are pinned byte for byte: any change to the
+// advertised keys, versions or features shows up as a fixture diff.
+// Regenerate with: go test ./handlers -run Golden -update
+func TestGoldenApiVersions(t *testing.T) {
+	g := newGateway(t)
+	for _, v := range []int16{0, 3} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.0.0"
+		got := do(t, g, req).AppendTo(nil)
+		path := filepath.Join("testdata", "wire", fmt.Sprintf("18_api_versions_v%d_resp.hex", v))
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create)", err)
+		}
+		want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("v%d body differs from %s:\n got %x\nwant %x", v, path, got, want)
+		}
+	}
+}

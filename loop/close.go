@@ -1,0 +1,46 @@
+package loop
+
+// CloseReason says why the gateway closed a connection. Every close goes
+// through connState.close with one of these, so logs and metrics name it.
+type CloseReason uint8
+
+const (
+	CloseClient             CloseReason = iota // the client closed or the socket failed
+	CloseFrameSize                             // size prefix <= 0 or over the max frame size
+	CloseFrameHTTP                             // an HTTP request on the Kafka port
+	CloseFrameTLS                              // a TLS handshake on the plaintext port
+	CloseBadHeader                             // request header unparseable
+	CloseUnknownKey                            // API key the gateway does not serve
+	CloseUnsupportedVersion                    // version outside the advertised range
+	CloseDecode                                // request body undecodable
+	CloseHandler                               // a handler returned an error (e.g. acks=0 failure)
+	CloseBufferedBytes                         // unread inbound bytes over the per-connection cap
+	CloseIdle                                  // no request for the idle timeout
+	CloseMaxConnections                        // over the connection cap at accept
+	CloseShutdown                              // the gateway is stopping
+	CloseInternal                              // a bug: panic in a handler, encode failure
+)
+
+var closeReasonNames = [...]string{
+	CloseClient:             "client",
+	CloseFrameSize:          "frame_size",
+	CloseFrameHTTP:          "frame_http",
+	CloseFrameTLS:           "frame_tls",
+	CloseBadHeader:          "bad_header",
+	CloseUnknownKey:         "unknown_key",
+	CloseUnsupportedVersion: "unsupported_version",
+	CloseDecode:             "decode",
+	CloseHandler:            "handler",
+	CloseBufferedBytes:      "buffered_bytes",
+	CloseIdle:               "idle",
+	CloseMaxConnections:     "max_connections",
+	CloseShutdown:           "shutdown",
+	CloseInternal:           "internal",
+}
+
+func (r CloseReason) String() string {
+	if int(r) < len(closeReasonNames) {
+		return closeReasonNames[r]
+	}
+	return "unknown"
+}

@@ -1,0 +1,193 @@
+package loop
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/handlers"
+)
+
+// hookStore wraps the real embedded store so a test can hold an Append
+// until it says so: the way to make one worker reply slow on purpose.
+type hookStore struct {
+	bridge.Store
+	mu       sync.Mutex
+	onAppend func()
+}
+
+func (h *hookStore) Append(ctx context.Context, stream, topic string, p int32, batch []byte) (uint64, error) {
+	h.mu.Lock()
+	fn := h.onAppend
+	h.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return h.Store.Append(ctx, stream, topic, p, batch)
+}
+
+func (h *hookStore) setOnAppend(fn func()) {
+	h.mu.Lock()
+	h.onAppend = fn
+	h.mu.Unlock()
+}
+
+// newTestServer starts a gateway on 127.0.0.1:0 over a fresh embedded store.
+func newTestServer(t testing.TB, cfg Config) (*Server, *hookStore) {
+	t.Helper()
+	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &hookStore{Store: st}
+	g := &handlers.Gateway{
+		Cfg: handlers.Config{
+			Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
+			ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
+			MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
+		},
+		Store:     hs,
+		Producers: handlers.NewProducerIDs(0, time.Now()),
+		Watch:     handlers.NewWatchers(),
+	}
+	cfg.Addr = "127.0.0.1:0"
+	if cfg.EventLoops == 0 {
+		cfg.EventLoops = 1
+	}
+	srv := NewServer(cfg, g)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = st.Close()
+	})
+	return srv, hs
+}
+
+// rawConn speaks the Kafka framing by hand, for tests that need to control
+// exactly what goes on the wire.
+type rawConn struct {
+	t    testing.TB
+	c    net.Conn
+	corr int32
+}
+
+func dialRaw(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &rawConn{t: t, c: c}
+}
+
+// frame encodes req at its set version with the next correlation id.
+func (r *rawConn) frame(req kmsg.Request) ([]byte, int32) {
+	r.corr++
+	b := make([]byte, 4, 256)
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, uint32(r.corr))
+	b = binary.BigEndian.AppendUint16(b, 4)
+	b = append(b, "test"...)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b, r.corr
+}
+
+func (r *rawConn) write(b []byte) {
+	r.t.Helper()
+	if _, err := r.c.Write(b); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// read returns the next response frame's correlation id and the bytes after it.
+func (r *rawConn) read() (int32, []byte, error) {
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(r.c, size[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.c, body); err != nil {
+		return 0, nil, err
+	}
+	return int32(binary.BigEndian.Uint32(body)), body[4:], nil
+}
+
+// readResp reads one reply and decodes it as resp (at resp's version).
+func (r *rawConn) readResp(resp kmsg.Response) int32 {
+	r.t.Helper()
+	corr, body, err := r.read()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if resp.IsFlexible() && resp.Key() != 18 {
+		body = body[1:] // empty response header tags
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		r.t.Fatalf("decode %T: %v", resp, err)
+	}
+	return corr
+}
+
+func produceReq(topic string, acks int16, value string) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = acks
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 0
+	rp.Records = oneRecordBatch(value)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// oneRecordBatch builds a valid uncompressed v2 batch with one record.
+func oneRecordBatch(value string) []byte {
+	var bb codec.BatchBuilder
+	b := bb.Begin(nil, 0, time.Now().UnixMilli())
+	b = bb.AppendRecord(b, 0, 0, nil, []byte(value), 0)
+	return bb.Finish(b)
+}
+
+func metadataReq(topics ...string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	for _, tp := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(tp)
+		req.Topics = append(req.Topics, rt)
+	}
+	req.AllowAutoTopicCreation = true
+	return req
+}
+
+func apiVersionsReq(v int16) *kmsg.ApiVersionsRequest {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(v)
+	req.ClientSoftwareName = "loop-test"
+	req.ClientSoftwareVersion = "1.0"
+	return req
+}

@@ -1,0 +1,194 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/metrics"
+)
+
+const apiVersionsKey = 18
+
+// OnTraffic handles every whole frame buffered on c, in order. It stops
+// early, leaving bytes unread, when the connection has MaxInFlightPerConn
+// requests in flight or the worker queue is full; whoever frees room wakes
+// the connection (gnet does not fire OnTraffic again for bytes already
+// buffered). Loop only.
+func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
+	cs, ok := c.Context().(*connState)
+	if !ok || cs.closed.Load() {
+		return gnet.None
+	}
+	if s.draining.Load() {
+		// Stopping: take no new requests; the connection closes with the
+		// engine once in-flight replies are out.
+		return gnet.None
+	}
+	for {
+		if int(cs.inflight.Load()) >= s.cfg.MaxInFlightPerConn {
+			cs.held.Store(true)
+			// A reply may have freed room between the load and the store.
+			if int(cs.inflight.Load()) < s.cfg.MaxInFlightPerConn && cs.held.CompareAndSwap(true, false) {
+				continue
+			}
+			break
+		}
+		more, reason, err := s.nextFrame(cs, c)
+		if reason != CloseClient {
+			cs.close(reason, err)
+			return gnet.None
+		}
+		if !more {
+			break
+		}
+	}
+	if c.InboundBuffered() > s.cfg.MaxBufferedPerConn {
+		cs.close(CloseBufferedBytes, fmt.Errorf("%d unread bytes", c.InboundBuffered()))
+	}
+	return gnet.None
+}
+
+// nextFrame handles one buffered frame. more=false means no whole frame is
+// buffered (or the queue is full); a reason other than CloseClient closes the
+// connection. Loop only.
+func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseReason, err error) {
+	reason = CloseClient
+	head, _ := c.Peek(4)
+	if len(head) < 4 {
+		return false, CloseClient, nil
+	}
+	size, _, ferr := codec.FrameSize(head, s.cfg.MaxFrameSize)
+	if ferr != nil {
+		switch {
+		case errors.Is(ferr, codec.ErrFrameHTTP):
+			return false, CloseFrameHTTP, ferr
+		case errors.Is(ferr, codec.ErrFrameTLS):
+			return false, CloseFrameTLS, ferr
+		default:
+			return false, CloseFrameSize, ferr
+		}
+	}
+	total := 4 + int(size)
+	if c.InboundBuffered() < total {
+		return false, CloseClient, nil
+	}
+	frame, perr := c.Peek(total)
+	if perr != nil {
+		return false, CloseInternal, perr
+	}
+	body := frame[4:]
+	hdr, herr := codec.ParseRequestHeader(body)
+	if herr != nil {
+		return false, CloseBadHeader, herr
+	}
+	spec := handlers.Lookup(hdr.Key)
+	if spec == nil {
+		return false, CloseUnknownKey, fmt.Errorf("api key %d", hdr.Key)
+	}
+	now := time.Now()
+	cs.lastActive.Store(now.UnixNano())
+	s.cfg.Metrics.BytesIn(total)
+	tooNew := false
+	if hdr.Version < spec.MinVersion || hdr.Version > spec.MaxVersion {
+		// KIP-511: a too-new ApiVersions is answered with v0 and error 35
+		// so the client retries with a version we list; anything else
+		// outside the advertised range closes.
+		if hdr.Key != apiVersionsKey || hdr.Version < spec.MinVersion {
+			return false, CloseUnsupportedVersion, fmt.Errorf("api key %d version %d", hdr.Key, hdr.Version)
+		}
+		tooNew = true
+	}
+	if !spec.Inline && !tooNew {
+		return s.queueFrame(cs, c, spec, &hdr, body, total, now)
+	}
+	reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now)
+	if reason != CloseClient {
+		return false, reason, err
+	}
+	_, _ = c.Discard(total)
+	return true, CloseClient, nil
+}
+
+// answerInline decodes and answers a cheap request on the loop, straight
+// from the peeked bytes (nothing of them is kept). Loop only.
+func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.RequestHeader, body []byte,
+	tooNew bool, now time.Time) (CloseReason, error) {
+	cs.inflight.Add(1)
+	s.inflight.Add(1)
+	seq := cs.takeSeq()
+	call := handlers.Call{G: s.g, Header: *hdr, Ctx: s.ctx}
+	var resp kmsg.Response
+	if tooNew {
+		resp = handlers.ApiVersionsUnsupported(&call)
+	} else {
+		req, err := handlers.Decode(hdr.Key, hdr.Version, body[hdr.BodyOffset:])
+		if err != nil {
+			s.abandon(cs, seq, hdr.Key, now)
+			return CloseDecode, err
+		}
+		if resp, err = spec.Handle(&call, req); err != nil {
+			s.abandon(cs, seq, hdr.Key, now)
+			return CloseHandler, err
+		}
+	}
+	var out *bytebufferpool.ByteBuffer
+	pool := replyPool(hdr.Key)
+	if resp != nil {
+		out = encodeReply(pool, hdr, resp)
+	}
+	call.RunDeferred()
+	s.cfg.Metrics.Request(hdr.Key, metrics.OutcomeOK, time.Since(now))
+	cs.finish(seq, out, pool)
+	return CloseClient, nil
+}
+
+// abandon ends a request whose connection is about to close, keeping the
+// in-flight books straight. Loop only.
+func (s *Server) abandon(cs *connState, seq uint64, key int16, now time.Time) {
+	s.cfg.Metrics.Request(key, metrics.OutcomeClosed, time.Since(now))
+	cs.finish(seq, nil, &smallBufs)
+}
+
+// queueFrame copies the frame into a pooled buffer (the only copy of the
+// request) and queues it for a worker. When the queue is full the frame is
+// left unread and the connection is held until a worker frees room.
+// Loop only.
+func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr *codec.RequestHeader,
+	body []byte, total int, now time.Time) (bool, CloseReason, error) {
+	noReply := false
+	if hdr.Key == 0 {
+		if acks, ok := codec.ProduceAcks(body[hdr.BodyOffset:], hdr.Version); ok && acks == 0 {
+			noReply = true
+		}
+	}
+	j := getJob()
+	j.cs, j.spec, j.noReply, j.start = cs, spec, noReply, now
+	j.call = handlers.Call{G: s.g, Ctx: s.ctx}
+	j.frame = largeBufs.Get()
+	j.frame.B = append(j.frame.B[:0], body...)
+	cs.inflight.Add(1)
+	s.inflight.Add(1)
+	if !noReply {
+		j.seq = cs.nextSeq // taken only once the job is queued
+	}
+	if !cs.dispatch(j) {
+		cs.inflight.Add(-1)
+		s.inflight.Add(-1)
+		largeBufs.Put(j.frame)
+		putJob(j)
+		s.holdForQueue(cs)
+		return false, CloseClient, nil
+	}
+	if !noReply {
+		cs.nextSeq++
+	}
+	_, _ = c.Discard(total)
+	return true, CloseClient, nil
+}

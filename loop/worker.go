@@ -1,0 +1,223 @@
+package loop
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/metrics"
+)
+
+// job is one request handed to the worker pool. It owns frame, the only
+// copy of the request bytes; kmsg's decoded byte fields alias it, so frame
+// goes back to its pool only after the handler and the encode are done.
+type job struct {
+	cs      *connState
+	spec    *handlers.Spec
+	seq     uint64
+	noReply bool // acks=0 Produce: no reply slot
+	frame   *bytebufferpool.ByteBuffer
+	req     kmsg.Request
+	call    handlers.Call
+	start   time.Time
+}
+
+var jobPool = sync.Pool{New: func() any { return new(job) }}
+
+func getJob() *job { return jobPool.Get().(*job) }
+
+func putJob(j *job) {
+	*j = job{}
+	jobPool.Put(j)
+}
+
+// worker runs jobs until the server quits. The queue is never closed, so
+// a late resubmit cannot panic. One goroutine per configured
+// worker; never one per request.
+func (s *Server) worker() {
+	defer s.workersDone.Done()
+	for {
+		select {
+		case j := <-s.jobs:
+			s.runJob(j)
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// trySubmit queues j without blocking. Loop or any goroutine.
+func (s *Server) trySubmit(j *job) bool {
+	select {
+	case s.jobs <- j:
+		s.cfg.Metrics.QueueDepth(len(s.jobs))
+		return true
+	default:
+		return false
+	}
+}
+
+// resubmit queues a woken parked job; it must not block the goroutine that
+// woke it (a timer or a producing worker), so a full queue hands the send to
+// a goroutine of its own. That happens only under overload.
+func (s *Server) resubmit(j *job) {
+	if !s.trySubmit(j) {
+		go func() { s.jobs <- j }()
+	}
+}
+
+// runJob decodes (first run only), handles, encodes and hands the reply to
+// the ordered writer. Worker goroutines only.
+func (s *Server) runJob(j *job) {
+	out, outcome, parkedOn := s.handleJob(j)
+	if parkedOn != nil {
+		s.park(j, parkedOn)
+		return
+	}
+	s.endJob(j, out, outcome)
+}
+
+// handleJob runs the handler; a panic in it closes the connection instead
+// of the process. Worker goroutines only.
+func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome string, w *handlers.Wait) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panic", "key", j.spec.Key, "panic", r)
+			j.cs.close(CloseInternal, fmt.Errorf("panic: %v", r))
+			out, outcome, w = nil, metrics.OutcomeClosed, nil
+		}
+	}()
+	if j.req == nil {
+		hdr, err := codec.ParseRequestHeader(j.frame.B)
+		if err != nil {
+			j.cs.close(CloseBadHeader, err)
+			return nil, metrics.OutcomeClosed, nil
+		}
+		j.call.Header = hdr
+		req, err := handlers.Decode(hdr.Key, hdr.Version, j.frame.B[hdr.BodyOffset:])
+		if err != nil {
+			j.cs.close(CloseDecode, err)
+			return nil, metrics.OutcomeClosed, nil
+		}
+		j.req = req
+	}
+	resp, err := j.spec.Handle(&j.call, j.req)
+	if err != nil {
+		j.cs.close(CloseHandler, err)
+		return nil, metrics.OutcomeClosed, nil
+	}
+	if resp == nil {
+		if w := j.call.Parked(); w != nil {
+			return nil, "", w
+		}
+		return nil, metrics.OutcomeNoAck, nil
+	}
+	if j.noReply {
+		return nil, metrics.OutcomeNoAck, nil
+	}
+	return encodeReply(replyPool(j.spec.Key), &j.call.Header, resp), metrics.OutcomeOK, nil
+}
+
+// endJob releases what the job holds and passes out (nil: no bytes) to the
+// ordered writer. Any goroutine.
+func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) {
+	j.call.RunDeferred()
+	largeBufs.Put(j.frame)
+	key := j.spec.Key
+	s.cfg.Metrics.Request(key, outcome, time.Since(j.start))
+	cs, seq, noReply := j.cs, j.seq, j.noReply
+	putJob(j)
+	cs.runNext()
+	if noReply {
+		cs.finishNoReply()
+		return
+	}
+	cs.finish(seq, out, replyPool(key))
+}
+
+// replyPool picks the pool for a key's replies: Fetch replies are large.
+func replyPool(key int16) *bytebufferpool.Pool {
+	if key == 1 {
+		return &largeBufs
+	}
+	return &smallBufs
+}
+
+// encodeReply frames resp for the request hdr answered. Any goroutine.
+func encodeReply(pool *bytebufferpool.Pool, hdr *codec.RequestHeader, resp kmsg.Response) *bytebufferpool.ByteBuffer {
+	buf := pool.Get()
+	buf.B = codec.AppendResponseHeader(buf.B[:0], hdr.Key, resp.GetVersion(), hdr.CorrelationID)
+	buf.B = resp.AppendTo(buf.B)
+	codec.PatchFrameSize(buf.B, 0)
+	return buf
+}
+
+// parked is a Fetch waiting for data or its deadline.
+type parked struct {
+	mu     sync.Mutex
+	j      *job
+	fired  bool
+	timer  *time.Timer
+	cancel func()
+}
+
+// park holds j until one of w.Keys is signalled or w.Until passes, without
+// holding a worker. Worker goroutines only.
+func (s *Server) park(j *job, w *handlers.Wait) {
+	p := &parked{j: j}
+	s.parkMu.Lock()
+	if s.draining.Load() {
+		s.parkMu.Unlock()
+		j.call.Final = true
+		s.resubmit(j)
+		return
+	}
+	s.parkedSet[p] = struct{}{}
+	s.parkMu.Unlock()
+	p.mu.Lock()
+	p.timer = time.AfterFunc(time.Until(w.Until), func() { s.wake(p, true) })
+	p.cancel = s.g.Watch.Watch(w.Keys, func() { s.wake(p, false) })
+	p.mu.Unlock()
+}
+
+// wake re-runs a parked job once; final means its deadline passed (or the
+// gateway is draining) and the handler must answer. Any goroutine.
+func (s *Server) wake(p *parked, final bool) {
+	p.mu.Lock()
+	if p.fired {
+		p.mu.Unlock()
+		return
+	}
+	p.fired = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	cancel := p.cancel
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.parkMu.Lock()
+	delete(s.parkedSet, p)
+	s.parkMu.Unlock()
+	p.j.call.Final = final
+	s.resubmit(p.j)
+}
+
+// wakeAllParked answers every parked fetch now (shutdown drain).
+func (s *Server) wakeAllParked() {
+	s.parkMu.Lock()
+	all := make([]*parked, 0, len(s.parkedSet))
+	for p := range s.parkedSet {
+		all = append(all, p)
+	}
+	s.parkMu.Unlock()
+	for _, p := range all {
+		s.wake(p, true)
+	}
+}

@@ -98,3 +98,20 @@ func (c *Call) Parked() *Wait {
 	c.wait = nil
 	return w
 }
+
+// NewGateway builds the shared state for cfg over store, with every
+// sub-state (producer ids, fetch watchers, and what later features add) set
+// up. cmd and the test helpers build gateways only through it, so a new
+// feature's state is wired everywhere at once.
+func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Gateway{
+		Cfg:       cfg,
+		Store:     store,
+		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),
+		Watch:     NewWatchers(),
+		Log:       log,
+	}
+}

@@ -74,6 +74,15 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		limit = m
 	}
 
+	// Take the watch generation before reading, so data produced after
+	// this read but before the park still wakes the call.
+	var keys []PartitionKey
+	var since uint64
+	if req.MaxWaitMillis > 0 && req.MinBytes > 0 && !c.Final {
+		keys = fetchKeys(req)
+		since = g.Watch.Generation(keys)
+	}
+
 	buf := getBig()
 	// Where each partition's records sit in buf.B; slices are taken only
 	// after the last append, since appends may move buf.B.
@@ -150,13 +159,13 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 	}
 
-	if total < int(req.MinBytes) && req.MaxWaitMillis > 0 && !anyErr && !c.Final {
+	if keys != nil && total < int(req.MinBytes) && !anyErr {
 		putBig(buf)
 		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 		if g.Cfg.MaxFetchWait > 0 && wait > g.Cfg.MaxFetchWait {
 			wait = g.Cfg.MaxFetchWait
 		}
-		c.Park(fetchKeys(req), time.Now().Add(wait))
+		c.ParkSince(keys, time.Now().Add(wait), since)
 		return nil, nil
 	}
 	if len(spans) == 0 {

@@ -45,6 +45,10 @@ type PartitionKey struct {
 type Wait struct {
 	Keys  []PartitionKey
 	Until time.Time
+	// Since is Watchers.Generation(Keys) taken before the handler read
+	// the data it found lacking; a signal after that wakes the call even
+	// if it came before the watch was registered (no lost wake-up).
+	Since uint64
 }
 
 // Call is one request in flight. The loop builds it; a handler may read the
@@ -83,13 +87,18 @@ func (c *Call) RunDeferred() {
 // at until; the handler returns (nil, nil) after calling it. A call that
 // parks again after a wake-up keeps its first deadline: until is clamped to
 // it. The loop re-runs the call with Final set once Until has passed.
-func (c *Call) Park(keys []PartitionKey, until time.Time) {
+func (c *Call) Park(keys []PartitionKey, until time.Time) { c.ParkSince(keys, until, 0) }
+
+// ParkSince is Park for a handler that took since = G.Watch.Generation(keys)
+// before reading: a signal between that read and the loop's watch wakes the
+// call at once instead of being lost.
+func (c *Call) ParkSince(keys []PartitionKey, until time.Time, since uint64) {
 	if c.first.IsZero() {
 		c.first = until
 	} else if until.After(c.first) {
 		until = c.first
 	}
-	c.wait = &Wait{Keys: keys, Until: until}
+	c.wait = &Wait{Keys: keys, Until: until, Since: since}
 }
 
 // Parked returns the pending wait and clears it, or nil.

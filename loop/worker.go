@@ -181,7 +181,17 @@ func (s *Server) park(j *job, w *handlers.Wait) {
 	s.parkMu.Unlock()
 	p.mu.Lock()
 	p.timer = time.AfterFunc(time.Until(w.Until), func() { s.wake(p, true) })
-	p.cancel = s.g.Watch.Watch(w.Keys, func() { s.wake(p, false) })
+	p.mu.Unlock()
+	// WatchSince may run the callback right here (a signal came after the
+	// handler's read), so it is called without p.mu held.
+	cancel := s.g.Watch.WatchSince(w.Keys, w.Since, func() { s.wake(p, false) })
+	p.mu.Lock()
+	if p.fired {
+		p.mu.Unlock()
+		cancel()
+		return
+	}
+	p.cancel = cancel
 	p.mu.Unlock()
 }
 

@@ -114,7 +114,13 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			sp.Default()
 			sp.Partition = rp.Partition
 			sp.HighWatermark = -1
+			// Never a null record set: librdkafka rejects size -1 and
+			// retries forever; Kafka brokers always send an empty one.
+			sp.RecordBatches = []byte{}
 			sp.PreferredReadReplica = -1
+			// Never null: librdkafka rejects a null record set
+			// ("invalid MessageSetSize -1") and drops the whole reply.
+			sp.RecordBatches = []byte{}
 			code := tcode
 			if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
 				code = kerr.UnknownTopicOrPartition.Code

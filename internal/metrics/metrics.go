@@ -3,7 +3,17 @@
 // Hot-path methods do not allocate: label children are resolved once.
 package metrics
 
-import "time"
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // Outcome of one request, as a label value.
 const (
@@ -12,28 +22,268 @@ const (
 	OutcomeNoAck  = "noack"  // acks=0 Produce, no reply by design
 )
 
-// Metrics is the set of collectors. (metrics.go; owner: cmd/metrics work)
+// outcomeOther absorbs an outcome string outside the fixed set, so a typo in
+// a caller shows up as a series instead of a panic or an allocation.
+const outcomeOther = "other"
+
+var outcomes = [...]string{OutcomeOK, OutcomeClosed, OutcomeNoAck, outcomeOther}
+
+func outcomeIndex(o string) int {
+	switch o {
+	case OutcomeOK:
+		return 0
+	case OutcomeClosed:
+		return 1
+	case OutcomeNoAck:
+		return 2
+	}
+	return 3
+}
+
+// maxKey is the highest API key with its own label children; higher (or
+// negative) keys share the "unknown" children. Kafka's keys stay well below.
+const maxKey = 100
+
+// Buckets in seconds. Requests span from an inline ApiVersions answered in
+// microseconds to a Fetch long-poll parked for seconds; store calls range
+// from a cached metadata read to an fsync.
+var (
+	requestBuckets = prometheus.ExponentialBuckets(50e-6, 4, 10) // 50µs .. ~13s
+	storeBuckets   = prometheus.ExponentialBuckets(10e-6, 4, 10) // 10µs .. ~2.6s
+)
+
+// Metrics is the set of collectors.
 type Metrics struct{ impl *collectors }
 
-type collectors struct{}
+type keyChildren struct {
+	count   [len(outcomes)]prometheus.Counter
+	latency prometheus.Observer
+}
+
+type collectors struct {
+	gatherer prometheus.Gatherer
+
+	requests    *prometheus.CounterVec
+	reqLatency  *prometheus.HistogramVec
+	bytesIn     prometheus.Counter
+	bytesOut    prometheus.Counter
+	connsOpen   prometheus.Gauge
+	connsClosed *prometheus.CounterVec
+	queueDepth  prometheus.Gauge
+	storeLat    *prometheus.HistogramVec
+
+	// byKey holds the resolved children of keys 0..maxKey, indexed by key,
+	// so the hot path is an index, an atomic load and an interface call.
+	// A slot is filled on the key's first request (under keyMu) rather than
+	// in New: resolving a child creates its series, and 100 keys times four
+	// outcomes plus a histogram each would bury the dozen keys a gateway
+	// actually serves under a thousand zero lines.
+	byKey   [maxKey + 1]atomic.Pointer[keyChildren]
+	keyMu   sync.Mutex
+	unknown *keyChildren // keys outside 0..maxKey; resolved in New
+
+	closed labelCache[prometheus.Counter]
+	store  labelCache[prometheus.Observer]
+}
+
+// New registers the gateway's collectors on reg and returns them. A nil reg
+// gets a private registry (useful in tests). It panics if the collectors are
+// already registered on reg, like prometheus.MustRegister.
+func New(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	c := &collectors{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iggy_kafka_requests_total",
+			Help: "Kafka requests finished, by API key name and outcome (ok, closed, noack).",
+		}, []string{"api", "outcome"}),
+		reqLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "iggy_kafka_request_duration_seconds",
+			Help:    "Time from a request's frame being read to its reply being queued, by API key name.",
+			Buckets: requestBuckets,
+		}, []string{"api"}),
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "iggy_kafka_received_bytes_total",
+			Help: "Bytes read from Kafka clients.",
+		}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "iggy_kafka_sent_bytes_total",
+			Help: "Bytes written to Kafka clients.",
+		}),
+		connsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iggy_kafka_connections_open",
+			Help: "Kafka client connections currently open.",
+		}),
+		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iggy_kafka_connections_closed_total",
+			Help: "Kafka client connections closed, by reason.",
+		}, []string{"reason"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iggy_kafka_worker_queue_depth",
+			Help: "Jobs waiting for a worker (Produce, Fetch and other store calls).",
+		}),
+		storeLat: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "iggy_kafka_store_duration_seconds",
+			Help:    "Latency of store calls, by operation.",
+			Buckets: storeBuckets,
+		}, []string{"op"}),
+	}
+	reg.MustRegister(c.requests, c.reqLatency, c.bytesIn, c.bytesOut,
+		c.connsOpen, c.connsClosed, c.queueDepth, c.storeLat)
+	if g, ok := reg.(prometheus.Gatherer); ok {
+		c.gatherer = g
+	} else {
+		c.gatherer = prometheus.DefaultGatherer
+	}
+	c.unknown = c.newKeyChildren("unknown")
+	c.closed.make = func(reason string) prometheus.Counter { return c.connsClosed.WithLabelValues(reason) }
+	c.store.make = func(op string) prometheus.Observer { return c.storeLat.WithLabelValues(op) }
+	return &Metrics{impl: c}
+}
+
+// newKeyChildren resolves the children of one api label.
+func (c *collectors) newKeyChildren(name string) *keyChildren {
+	kc := &keyChildren{latency: c.reqLatency.WithLabelValues(name)}
+	for i, o := range outcomes {
+		kc.count[i] = c.requests.WithLabelValues(name, o)
+	}
+	return kc
+}
+
+// keyChildrenFor returns the children of key, resolving them on first use.
+func (c *collectors) keyChildrenFor(key int16) *keyChildren {
+	if key < 0 || key > maxKey {
+		return c.unknown
+	}
+	slot := &c.byKey[key]
+	if kc := slot.Load(); kc != nil {
+		return kc
+	}
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	if kc := slot.Load(); kc != nil {
+		return kc
+	}
+	name := kmsg.NameForKey(key)
+	if name == "Unknown" {
+		// Not a key kmsg knows: keep the number so the series still says
+		// which key a client sent.
+		name = "key_" + strconv.Itoa(int(key))
+	}
+	kc := c.newKeyChildren(name)
+	slot.Store(kc)
+	return kc
+}
+
+// Handler serves the registry New was given in the Prometheus text format.
+// On a nil *Metrics it answers 404, so a caller can mount it unconditionally.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.impl.gatherer, promhttp.HandlerOpts{})
+}
 
 // Request records one finished request of key with its outcome and latency.
-func (m *Metrics) Request(key int16, outcome string, d time.Duration) {}
+func (m *Metrics) Request(key int16, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	kc := m.impl.keyChildrenFor(key)
+	kc.count[outcomeIndex(outcome)].Inc()
+	kc.latency.Observe(d.Seconds())
+}
 
 // BytesIn counts bytes read from Kafka clients.
-func (m *Metrics) BytesIn(n int) {}
+func (m *Metrics) BytesIn(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.impl.bytesIn.Add(float64(n))
+}
 
 // BytesOut counts bytes written to Kafka clients.
-func (m *Metrics) BytesOut(n int) {}
+func (m *Metrics) BytesOut(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.impl.bytesOut.Add(float64(n))
+}
 
 // ConnOpened counts an accepted connection.
-func (m *Metrics) ConnOpened() {}
+func (m *Metrics) ConnOpened() {
+	if m == nil {
+		return
+	}
+	m.impl.connsOpen.Inc()
+}
 
 // ConnClosed counts a closed connection by close reason.
-func (m *Metrics) ConnClosed(reason string) {}
+func (m *Metrics) ConnClosed(reason string) {
+	if m == nil {
+		return
+	}
+	m.impl.connsOpen.Dec()
+	m.impl.closed.get(reason).Inc()
+}
 
 // QueueDepth sets the current worker-pool queue depth.
-func (m *Metrics) QueueDepth(n int) {}
+func (m *Metrics) QueueDepth(n int) {
+	if m == nil {
+		return
+	}
+	m.impl.queueDepth.Set(float64(n))
+}
 
 // StoreLatency records one store call (op: append, poll, meta).
-func (m *Metrics) StoreLatency(op string, d time.Duration) {}
+func (m *Metrics) StoreLatency(op string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.impl.store.get(op).Observe(d.Seconds())
+}
+
+// labelCache maps a label value to its resolved child. The set of values
+// (close reasons, store ops) is small and fixed by the code, but not known
+// to this package, so children are made on first use. Reads go through an
+// immutable map behind an atomic pointer: no lock and no allocation once a
+// value has been seen; only a new value takes the lock and copies the map.
+type labelCache[T any] struct {
+	mu   sync.Mutex
+	m    atomic.Pointer[map[string]T]
+	make func(string) T
+}
+
+func (lc *labelCache[T]) get(v string) T {
+	if m := lc.m.Load(); m != nil {
+		if c, ok := (*m)[v]; ok {
+			return c
+		}
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	old := lc.m.Load()
+	if old != nil {
+		if c, ok := (*old)[v]; ok {
+			return c
+		}
+	}
+	next := make(map[string]T, 1+lenMap(old))
+	if old != nil {
+		for k, c := range *old {
+			next[k] = c
+		}
+	}
+	c := lc.make(v)
+	next[v] = c
+	lc.m.Store(&next)
+	return c
+}
+
+func lenMap[T any](m *map[string]T) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}

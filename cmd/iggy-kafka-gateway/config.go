@@ -1,0 +1,404 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge/embedded"
+)
+
+// envPrefix starts every environment variable the gateway reads. Any other
+// variable with this prefix is a startup error: a typo in a deployment file
+// would otherwise silently run the gateway on a default.
+const envPrefix = "IGGY_KAFKA_"
+
+// envIgnored are variables with the prefix that belong to something else
+// (the e2e suite sets this one for the whole `go test` run, and the gateway
+// binary it spawns inherits it).
+var envIgnored = map[string]bool{"IGGY_KAFKA_E2E_REQUIRED": true}
+
+// iggyMaxMessageSize caps one Iggy message (payload + headers); it is the
+// Iggy server's default message_bus.max_message_size, so data written here
+// also fits a real server.
+const iggyMaxMessageSize = 64 << 20
+
+// config is everything the command line and environment decide.
+type config struct {
+	BindAddr           string
+	AdvertisedHost     string
+	AdvertisedPort     int
+	MaxConnections     int
+	MaxFrameSize       int
+	IdleTimeout        time.Duration
+	DrainTimeout       time.Duration
+	InstanceID         uint16
+	EventLoops         int // 0: loop default (GOMAXPROCS)
+	Workers            int // 0: loop default
+	QueueDepth         int
+	MaxInflightPerConn int
+	MaxBufferedPerConn int // 0: loop default (4 x MaxFrameSize)
+	DataDir            string
+	Fsync              string // always, interval, never
+	FsyncInterval      time.Duration
+	Stream             string
+	AutoCreateTopics   bool
+	DefaultPartitions  int32
+	NodeID             int32
+	ClusterID          string
+	MaxFetchWait       time.Duration
+	Backend            string
+	MetricsAddr        string
+	PprofAddr          string
+	LogLevel           slog.Level
+	LogFormat          string
+}
+
+// option is one setting: a flag, its variable and how to parse it. The
+// table below is the single source for parsing, --help and the docs tables
+// (a test checks README.md and docs/CONFIG.md against it).
+type option struct {
+	flag string
+	env  string
+	def  string // default as shown and as parsed; "" for none
+	// defText replaces def in help when the default is computed at run
+	// time (GOMAXPROCS) or derived from another option.
+	defText string
+	usage   string
+	set     func(c *config, v string) error
+}
+
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func options() []option {
+	opts := []option{
+		{flag: "bind-addr", def: "127.0.0.1:9092",
+			usage: "host:port the Kafka listener binds",
+			set:   func(c *config, v string) error { c.BindAddr = v; return nil }},
+		{flag: "advertised-host", defText: "the bind host",
+			usage: "host clients are told to connect to in Metadata; required when binding every interface",
+			set:   func(c *config, v string) error { c.AdvertisedHost = v; return nil }},
+		{flag: "advertised-port", defText: "the bind port",
+			usage: "port clients are told to connect to",
+			set:   intIn(1, 65535, func(c *config, n int) { c.AdvertisedPort = n })},
+		{flag: "max-connections", def: "1024",
+			usage: "open client connections; more are refused",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnections = n })},
+		{flag: "max-frame-size", def: "8388608",
+			usage: "largest request frame in bytes; also the decompression budget and the Fetch max_bytes ceiling",
+			set:   intIn(1024, 1<<30, func(c *config, n int) { c.MaxFrameSize = n })},
+		{flag: "idle-timeout-secs", def: "600",
+			usage: "close a connection idle this long between requests",
+			set:   secondsIn(1, func(c *config, d time.Duration) { c.IdleTimeout = d })},
+		{flag: "shutdown-drain-timeout-secs", def: "25",
+			usage: "on SIGTERM/SIGINT, time in-flight requests get to finish (0: close at once)",
+			set:   secondsIn(0, func(c *config, d time.Duration) { c.DrainTimeout = d })},
+		{flag: "instance-id", def: "0",
+			usage: "0..65535, high bits of the producer ids this gateway hands out; unique per gateway sharing one Iggy",
+			set:   intIn(0, 65535, func(c *config, n int) { c.InstanceID = uint16(n) })},
+		{flag: "event-loops", defText: "GOMAXPROCS",
+			usage: "network event loops",
+			set:   intIn(1, 1024, func(c *config, n int) { c.EventLoops = n })},
+		{flag: "workers", defText: "4 x GOMAXPROCS",
+			usage: "worker goroutines for Produce, Fetch and other store calls",
+			set:   intIn(1, 1<<16, func(c *config, n int) { c.Workers = n })},
+		{flag: "queue-depth", def: "4096",
+			usage: "jobs queued for the workers before connections are held back",
+			set:   intIn(1, 1<<24, func(c *config, n int) { c.QueueDepth = n })},
+		{flag: "max-inflight-per-conn", def: "64",
+			usage: "requests in flight on one connection before its reading pauses",
+			set:   intIn(1, 1<<16, func(c *config, n int) { c.MaxInflightPerConn = n })},
+		{flag: "max-buffered-per-conn", defText: "4 x max-frame-size",
+			usage: "unread inbound bytes on one connection before it is closed",
+			set:   intIn(1024, 1<<31-1, func(c *config, n int) { c.MaxBufferedPerConn = n })},
+		{flag: "data-dir", def: "./data",
+			usage: "directory of the embedded store",
+			set:   nonEmpty(func(c *config, v string) { c.DataDir = v })},
+		{flag: "fsync", def: "always",
+			usage: "when the embedded store syncs to disk: always (before every ack), interval, never",
+			set: oneOf([]string{"always", "interval", "never"},
+				func(c *config, v string) { c.Fsync = v })},
+		{flag: "fsync-interval-ms", def: "100",
+			usage: "sync period with --fsync=interval",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.FsyncInterval = d })},
+		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
+			usage: "Iggy stream that holds the Kafka topics",
+			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},
+		{flag: "auto-create-topics", def: "true",
+			usage: "create an unknown topic on first Metadata or Produce, as Kafka's auto.create.topics.enable",
+			set: func(c *config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return errors.New("want true or false")
+				}
+				c.AutoCreateTopics = b
+				return nil
+			}},
+		{flag: "default-partitions", def: "1",
+			usage: "partitions of an auto-created topic",
+			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.DefaultPartitions = int32(n) })},
+		{flag: "node-id", def: "1",
+			usage: "broker id this gateway reports in Metadata",
+			set:   intIn(0, 1<<31-1, func(c *config, n int) { c.NodeID = int32(n) })},
+		{flag: "cluster-id", def: "iggy-kafka-gateway",
+			usage: "cluster id reported in Metadata",
+			set:   nonEmpty(func(c *config, v string) { c.ClusterID = v })},
+		{flag: "max-fetch-wait-ms", def: "10000",
+			usage: "cap on a Fetch's max_wait_ms: longer waits are cut to this",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.MaxFetchWait = d })},
+		{flag: "backend", def: "embedded",
+			usage: "store: embedded (in-process, under --data-dir); iggy (a real Iggy server) is not built yet, issue #4",
+			set: func(c *config, v string) error {
+				switch v {
+				case "embedded":
+				case "iggy":
+					return errors.New("the iggy backend is not built yet (issue #4); use embedded")
+				default:
+					return errors.New("want embedded")
+				}
+				c.Backend = v
+				return nil
+			}},
+		{flag: "metrics-addr", defText: "off",
+			usage: "host:port serving Prometheus /metrics",
+			set:   addr(func(c *config, v string) { c.MetricsAddr = v })},
+		{flag: "pprof-addr", defText: "off",
+			usage: "host:port serving /debug/pprof/ (keep it on loopback)",
+			set:   addr(func(c *config, v string) { c.PprofAddr = v })},
+		{flag: "log-level", def: "info",
+			usage: "debug, info, warn or error",
+			set: func(c *config, v string) error {
+				var l slog.Level
+				if err := l.UnmarshalText([]byte(v)); err != nil {
+					return errors.New("want debug, info, warn or error")
+				}
+				c.LogLevel = l
+				return nil
+			}},
+		{flag: "log-format", def: "text",
+			usage: "text or json",
+			set:   oneOf([]string{"text", "json"}, func(c *config, v string) { c.LogFormat = v })},
+	}
+	for i := range opts {
+		if opts[i].env == "" {
+			opts[i].env = envName(opts[i].flag)
+		}
+	}
+	return opts
+}
+
+// optValue adapts an option to flag.Value.
+type optValue struct {
+	c   *config
+	o   *option
+	cur string
+}
+
+func (v *optValue) String() string { return v.cur }
+func (v *optValue) Set(s string) error {
+	if err := v.o.set(v.c, s); err != nil {
+		return err
+	}
+	v.cur = s
+	return nil
+}
+
+// IsBoolFlag lets --auto-create-topics stand alone, like a Go bool flag.
+func (v *optValue) IsBoolFlag() bool { return v.o.flag == "auto-create-topics" }
+
+// parseConfig builds the configuration from defaults, then the environment,
+// then the command line, so a flag beats its variable. It returns
+// flag.ErrHelp for -h/--help (print usageText then).
+func parseConfig(args, environ []string) (config, error) {
+	var c config
+	opts := options()
+	byEnv := make(map[string]*option, len(opts))
+	for i := range opts {
+		o := &opts[i]
+		byEnv[o.env] = o
+		if o.def != "" {
+			if err := o.set(&c, o.def); err != nil {
+				panic(fmt.Sprintf("default of --%s: %v", o.flag, err))
+			}
+		}
+	}
+
+	// Sorted so the first error is the same on every run.
+	var env []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, envPrefix) {
+			env = append(env, kv)
+		}
+	}
+	sort.Strings(env)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if envIgnored[k] {
+			continue
+		}
+		o := byEnv[k]
+		if o == nil {
+			return c, fmt.Errorf("unknown environment variable %s (see --help for the %s* variables)", k, envPrefix)
+		}
+		if err := o.set(&c, v); err != nil {
+			return c, fmt.Errorf("environment variable %s=%q: %v", k, v, err)
+		}
+	}
+
+	fs := flag.NewFlagSet("iggy-kafka-gateway", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // main prints errors and help itself
+	fs.Usage = func() {}
+	for i := range opts {
+		fs.Var(&optValue{c: &c, o: &opts[i]}, opts[i].flag, opts[i].usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		// The flag package already names the flag ("invalid value "x"
+		// for flag -fsync: ...").
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (every setting is a --flag)", fs.Arg(0))
+	}
+	return c, c.resolve()
+}
+
+// resolve fills the derived defaults and checks settings against each other.
+func (c *config) resolve() error {
+	host, portStr, err := net.SplitHostPort(c.BindAddr)
+	if err != nil {
+		return fmt.Errorf("--bind-addr %q: %v", c.BindAddr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("--bind-addr %q: bad port", c.BindAddr)
+	}
+	if c.AdvertisedHost == "" {
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			return fmt.Errorf("--advertised-host (%s) is required when --bind-addr %q binds every interface: clients must be told an address they can reach",
+				envName("advertised-host"), c.BindAddr)
+		}
+		c.AdvertisedHost = host
+	}
+	if c.AdvertisedPort == 0 {
+		if port == 0 {
+			return fmt.Errorf("--advertised-port (%s) is required when --bind-addr %q picks a random port",
+				envName("advertised-port"), c.BindAddr)
+		}
+		c.AdvertisedPort = port
+	}
+	if c.MaxBufferedPerConn != 0 && c.MaxBufferedPerConn < c.MaxFrameSize {
+		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
+			c.MaxBufferedPerConn, c.MaxFrameSize)
+	}
+	return nil
+}
+
+// usageText is the --help output: every flag with its variable and default.
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("iggy-kafka-gateway: serves the Kafka wire protocol on Apache Iggy's storage model.\n\n")
+	b.WriteString("Usage: iggy-kafka-gateway [--flag=value ...]\n\n")
+	b.WriteString("Every flag can also be set by its environment variable; a flag beats its variable.\n")
+	b.WriteString("An unknown " + envPrefix + "* variable is a startup error.\n\n")
+	for _, o := range options() {
+		fmt.Fprintf(&b, "  --%s\n", o.flag)
+		fmt.Fprintf(&b, "        %s\n", o.usage)
+		fmt.Fprintf(&b, "        env %s, default %s\n", o.env, o.defaultText())
+	}
+	return b.String()
+}
+
+func (o option) defaultText() string {
+	if o.defText != "" {
+		return o.defText
+	}
+	return o.def
+}
+
+// markdownTable is the flags table of README.md and docs/CONFIG.md.
+func markdownTable() string {
+	var b strings.Builder
+	b.WriteString("| Flag | Variable | Default | Meaning |\n")
+	b.WriteString("| --- | --- | --- | --- |\n")
+	for _, o := range options() {
+		fmt.Fprintf(&b, "| `--%s` | `%s` | %s | %s |\n", o.flag, o.env, mdDefault(o), o.usage)
+	}
+	return b.String()
+}
+
+func mdDefault(o option) string {
+	if o.defText != "" {
+		return o.defText
+	}
+	return "`" + o.def + "`"
+}
+
+// Parsers. Each error says what is wanted; parseConfig adds the name.
+
+func intIn(lo, hi int, store func(*config, int)) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("want an integer in %d..%d", lo, hi)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is outside %d..%d", n, lo, hi)
+		}
+		store(c, n)
+		return nil
+	}
+}
+
+func secondsIn(lo int, store func(*config, time.Duration)) func(*config, string) error {
+	return intIn(lo, 86400*365, func(c *config, n int) { store(c, time.Duration(n)*time.Second) })
+}
+
+func millisIn(lo int, store func(*config, time.Duration)) func(*config, string) error {
+	return intIn(lo, 86400*1000, func(c *config, n int) { store(c, time.Duration(n)*time.Millisecond) })
+}
+
+func nonEmpty(store func(*config, string)) func(*config, string) error {
+	return func(c *config, v string) error {
+		if v == "" {
+			return errors.New("must not be empty")
+		}
+		store(c, v)
+		return nil
+	}
+}
+
+func oneOf(allowed []string, store func(*config, string)) func(*config, string) error {
+	return func(c *config, v string) error {
+		for _, a := range allowed {
+			if v == a {
+				store(c, v)
+				return nil
+			}
+		}
+		return fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+func addr(store func(*config, string)) func(*config, string) error {
+	return func(c *config, v string) error {
+		if v != "" {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return fmt.Errorf("want host:port: %v", err)
+			}
+		}
+		store(c, v)
+		return nil
+	}
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaults(t *testing.T) {
+	c, err := parseConfig(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config{
+		BindAddr:           "127.0.0.1:9092",
+		AdvertisedHost:     "127.0.0.1",
+		AdvertisedPort:     9092,
+		MaxConnections:     1024,
+		MaxFrameSize:       8 << 20,
+		IdleTimeout:        600 * time.Second,
+		DrainTimeout:       25 * time.Second,
+		QueueDepth:         4096,
+		MaxInflightPerConn: 64,
+		DataDir:            "./data",
+		Fsync:              "always",
+		FsyncInterval:      100 * time.Millisecond,
+		Stream:             "kafka",
+		AutoCreateTopics:   true,
+		DefaultPartitions:  1,
+		NodeID:             1,
+		ClusterID:          "iggy-kafka-gateway",
+		MaxFetchWait:       10 * time.Second,
+		Backend:            "embedded",
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          "text",
+	}
+	if c != want {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		check   func(t *testing.T, c config)
+		wantErr string // substring; "" means success
+	}{
+		{name: "flag sets", args: []string{"--bind-addr=127.0.0.2:19092", "--max-connections", "7", "--fsync=interval", "--fsync-interval-ms=5"},
+			check: func(t *testing.T, c config) {
+				if c.BindAddr != "127.0.0.2:19092" || c.AdvertisedHost != "127.0.0.2" || c.AdvertisedPort != 19092 {
+					t.Errorf("bind/advertise = %q %q %d", c.BindAddr, c.AdvertisedHost, c.AdvertisedPort)
+				}
+				if c.MaxConnections != 7 || c.Fsync != "interval" || c.FsyncInterval != 5*time.Millisecond {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "env sets", env: []string{"IGGY_KAFKA_MAX_CONNECTIONS=9", "IGGY_KAFKA_IGGY_STREAM=orders", "IGGY_KAFKA_AUTO_CREATE_TOPICS=false", "IGGY_KAFKA_LOG_LEVEL=debug"},
+			check: func(t *testing.T, c config) {
+				if c.MaxConnections != 9 || c.Stream != "orders" || c.AutoCreateTopics || c.LogLevel != slog.LevelDebug {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "flag beats env", args: []string{"--max-connections=3", "--stream=s2", "--auto-create-topics"},
+			env: []string{"IGGY_KAFKA_MAX_CONNECTIONS=9", "IGGY_KAFKA_IGGY_STREAM=s1", "IGGY_KAFKA_AUTO_CREATE_TOPICS=false"},
+			check: func(t *testing.T, c config) {
+				if c.MaxConnections != 3 || c.Stream != "s2" || !c.AutoCreateTopics {
+					t.Errorf("got %+v", c)
+				}
+			}},
+		{name: "bool flag false", args: []string{"--auto-create-topics=false"},
+			check: func(t *testing.T, c config) {
+				if c.AutoCreateTopics {
+					t.Error("auto-create still on")
+				}
+			}},
+		{name: "other env ignored", env: []string{"PATH=/bin", "KAFKA_X=1", "IGGY_KAFKA_E2E_REQUIRED=1"}},
+		{name: "unknown env", env: []string{"IGGY_KAFKA_MAX_CONECTIONS=9"}, wantErr: "unknown environment variable IGGY_KAFKA_MAX_CONECTIONS"},
+		{name: "flag name is not the env of stream", env: []string{"IGGY_KAFKA_STREAM=x"}, wantErr: "IGGY_KAFKA_STREAM"},
+		{name: "bad env value", env: []string{"IGGY_KAFKA_MAX_FRAME_SIZE=big"}, wantErr: "IGGY_KAFKA_MAX_FRAME_SIZE"},
+		{name: "bad env bool", env: []string{"IGGY_KAFKA_AUTO_CREATE_TOPICS=maybe"}, wantErr: "IGGY_KAFKA_AUTO_CREATE_TOPICS"},
+		{name: "bad flag value", args: []string{"--fsync=sometimes"}, wantErr: "-fsync"},
+		{name: "unknown flag", args: []string{"--max-conections=1"}, wantErr: "max-conections"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: `unexpected argument "serve"`},
+		{name: "zero connections", args: []string{"--max-connections=0"}, wantErr: "-max-connections"},
+		{name: "zero idle timeout", args: []string{"--idle-timeout-secs=0"}, wantErr: "-idle-timeout-secs"},
+		{name: "zero drain allowed", args: []string{"--shutdown-drain-timeout-secs=0"},
+			check: func(t *testing.T, c config) {
+				if c.DrainTimeout != 0 {
+					t.Errorf("drain = %v", c.DrainTimeout)
+				}
+			}},
+		{name: "zero workers", env: []string{"IGGY_KAFKA_WORKERS=0"}, wantErr: "IGGY_KAFKA_WORKERS"},
+		{name: "zero event loops", args: []string{"--event-loops=0"}, wantErr: "-event-loops"},
+		{name: "zero queue", args: []string{"--queue-depth=0"}, wantErr: "-queue-depth"},
+		{name: "zero inflight", args: []string{"--max-inflight-per-conn=0"}, wantErr: "-max-inflight-per-conn"},
+		{name: "zero partitions", args: []string{"--default-partitions=0"}, wantErr: "-default-partitions"},
+		{name: "zero fetch wait", args: []string{"--max-fetch-wait-ms=0"}, wantErr: "-max-fetch-wait-ms"},
+		{name: "negative frame", args: []string{"--max-frame-size=-1"}, wantErr: "-max-frame-size"},
+		{name: "instance id range", args: []string{"--instance-id=65536"}, wantErr: "-instance-id"},
+		{name: "instance id max", args: []string{"--instance-id=65535"},
+			check: func(t *testing.T, c config) {
+				if c.InstanceID != 65535 {
+					t.Errorf("instance = %d", c.InstanceID)
+				}
+			}},
+		{name: "buffered below frame", args: []string{"--max-buffered-per-conn=2048", "--max-frame-size=4096"}, wantErr: "--max-buffered-per-conn"},
+		{name: "wildcard bind needs host", args: []string{"--bind-addr=0.0.0.0:9092"}, wantErr: "--advertised-host"},
+		{name: "wildcard v6 bind needs host", args: []string{"--bind-addr=[::]:9092"}, wantErr: "IGGY_KAFKA_ADVERTISED_HOST"},
+		{name: "empty host bind needs host", args: []string{"--bind-addr=:9092"}, wantErr: "--advertised-host"},
+		{name: "wildcard bind with host", args: []string{"--bind-addr=0.0.0.0:9092", "--advertised-host=gw.example"},
+			check: func(t *testing.T, c config) {
+				if c.AdvertisedHost != "gw.example" || c.AdvertisedPort != 9092 {
+					t.Errorf("advertise = %q %d", c.AdvertisedHost, c.AdvertisedPort)
+				}
+			}},
+		{name: "port 0 needs advertised port", args: []string{"--bind-addr=127.0.0.1:0"}, wantErr: "--advertised-port"},
+		{name: "bad bind", args: []string{"--bind-addr=localhost"}, wantErr: "--bind-addr"},
+		{name: "iggy backend not built", args: []string{"--backend=iggy"}, wantErr: "issue #4"},
+		{name: "unknown backend", env: []string{"IGGY_KAFKA_BACKEND=kafka"}, wantErr: "IGGY_KAFKA_BACKEND"},
+		{name: "bad metrics addr", args: []string{"--metrics-addr=9100"}, wantErr: "-metrics-addr"},
+		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "-log-level"},
+		{name: "bad log format", env: []string{"IGGY_KAFKA_LOG_FORMAT=xml"}, wantErr: "IGGY_KAFKA_LOG_FORMAT"},
+		{name: "empty data dir", args: []string{"--data-dir="}, wantErr: "-data-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig(tt.args, tt.env)
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatalf("no error, want one containing %q (config %+v)", tt.wantErr, c)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %q does not contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil {
+				tt.check(t, c)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		if _, err := parseConfig([]string{arg}, nil); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%s: err = %v, want flag.ErrHelp", arg, err)
+		}
+	}
+	help := usageText()
+	for _, o := range options() {
+		for _, want := range []string{"--" + o.flag + "\n", o.env, "default " + o.defaultText(), o.usage} {
+			if !strings.Contains(help, want) {
+				t.Errorf("help lacks %q for --%s", want, o.flag)
+			}
+		}
+	}
+	var out, errOut strings.Builder
+	if code := run([]string{"--help"}, nil, &out, &errOut); code != 0 || out.String() != help {
+		t.Errorf("run --help: code %d, stdout %d bytes, stderr %q", code, out.Len(), errOut.String())
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	var out, errOut strings.Builder
+	code := run(nil, []string{"IGGY_KAFKA_BIND=1"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "IGGY_KAFKA_BIND") {
+		t.Fatalf("code %d, stderr %q", code, errOut.String())
+	}
+}
+
+// Every option's parser must accept its own default, and every env name
+// must be unique: a clash would make one variable set two flags.
+func TestOptionTable(t *testing.T) {
+	seen := map[string]string{}
+	for _, o := range options() {
+		if prev, dup := seen[o.env]; dup {
+			t.Errorf("%s used by --%s and --%s", o.env, prev, o.flag)
+		}
+		seen[o.env] = o.flag
+		if !strings.HasPrefix(o.env, envPrefix) {
+			t.Errorf("--%s: variable %s lacks the %s prefix", o.flag, o.env, envPrefix)
+		}
+		if o.def == "" && o.defText == "" {
+			t.Errorf("--%s has no default text", o.flag)
+		}
+	}
+}
+
+// The flags tables in README.md and docs/CONFIG.md are generated from the
+// option table; this keeps them true. Run with UPDATE_DOCS=1 to rewrite
+// them in place (between the flags-table markers).
+func TestDocsTables(t *testing.T) {
+	table := markdownTable()
+	for _, path := range []string{"../../README.md", "../../docs/CONFIG.md"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := string(b)
+		const begin, end = "<!-- flags-table:begin -->\n", "<!-- flags-table:end -->"
+		i, j := strings.Index(doc, begin), strings.Index(doc, end)
+		if i < 0 || j < i {
+			t.Errorf("%s lacks the %q ... %q markers", path, strings.TrimSpace(begin), end)
+			continue
+		}
+		if got := doc[i+len(begin) : j]; got != table {
+			if os.Getenv("UPDATE_DOCS") == "1" {
+				doc = doc[:i+len(begin)] + table + doc[j:]
+				if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			t.Errorf("%s flags table is stale; run UPDATE_DOCS=1 go test ./cmd/iggy-kafka-gateway -run TestDocsTables\nwant:\n%s", path, table)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+// Command iggy-kafka-gateway serves the Kafka wire protocol on Apache Iggy's
+// storage model. Flags and IGGY_KAFKA_* variables are listed by --help and
+// in docs/CONFIG.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/loop"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr)) }
+
+// run is main without the process exit, so every path returns its code.
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, environ)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usageText())
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "iggy-kafka-gateway: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+
+	policy, err := embedded.ParseSyncPolicy(cfg.Fsync)
+	if err != nil { // parseConfig already checked; kept so the two cannot drift silently
+		log.Error("fsync policy", "err", err)
+		return 2
+	}
+	store, err := embedded.Open(cfg.DataDir, embedded.Options{
+		Sync: policy, SyncInterval: cfg.FsyncInterval, Logger: log,
+	})
+	if err != nil {
+		log.Error("opening the embedded store", "data_dir", cfg.DataDir, "err", err)
+		return 1
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("closing the store", "err", err)
+		}
+	}()
+
+	m, stopHTTP, err := startDebugServers(cfg, log)
+	if err != nil {
+		return 1
+	}
+	defer stopHTTP()
+
+	g := &handlers.Gateway{
+		Cfg: handlers.Config{
+			Stream:            cfg.Stream,
+			AdvertisedHost:    cfg.AdvertisedHost,
+			AdvertisedPort:    int32(cfg.AdvertisedPort),
+			NodeID:            cfg.NodeID,
+			ClusterID:         cfg.ClusterID,
+			AutoCreateTopics:  cfg.AutoCreateTopics,
+			DefaultPartitions: cfg.DefaultPartitions,
+			InstanceID:        cfg.InstanceID,
+			MaxFrameSize:      int32(cfg.MaxFrameSize),
+			MaxFetchWait:      cfg.MaxFetchWait,
+			MaxMessageSize:    iggyMaxMessageSize,
+		},
+		Store:     store,
+		Producers: handlers.NewProducerIDs(cfg.InstanceID, time.Now()),
+		Watch:     handlers.NewWatchers(),
+		Log:       log,
+	}
+	srv := loop.NewServer(loop.Config{
+		Addr:               cfg.BindAddr,
+		EventLoops:         cfg.EventLoops,
+		Workers:            cfg.Workers,
+		QueueDepth:         cfg.QueueDepth,
+		MaxInFlightPerConn: cfg.MaxInflightPerConn,
+		MaxBufferedPerConn: cfg.MaxBufferedPerConn,
+		MaxConnections:     cfg.MaxConnections,
+		MaxFrameSize:       int32(cfg.MaxFrameSize),
+		IdleTimeout:        cfg.IdleTimeout,
+		DrainTimeout:       cfg.DrainTimeout,
+		Metrics:            m,
+		Log:                log,
+	}, g)
+
+	// Subscribe before Start so a signal that arrives while binding is
+	// not lost to the default handler (which would skip the store Close).
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Start(); err != nil {
+		log.Error("starting the Kafka listener", "bind_addr", cfg.BindAddr, "err", err)
+		return 1
+	}
+	log.Info("listening", "addr", srv.Addr(),
+		"advertised", net.JoinHostPort(cfg.AdvertisedHost, fmt.Sprint(cfg.AdvertisedPort)),
+		"backend", cfg.Backend, "data_dir", cfg.DataDir, "fsync", cfg.Fsync, "stream", cfg.Stream)
+
+	<-ctx.Done()
+	stop() // a second signal now kills the process the default way
+	log.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
+	// The loop enforces the drain timeout itself; the context only adds a
+	// margin so a stuck Shutdown cannot hold the process forever.
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown did not drain cleanly", "err", err)
+	}
+	log.Info("stopped")
+	return 0
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/iggy-kafka/gateway/internal/metrics"
+)
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	o := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// startDebugServers starts the optional /metrics and /debug/pprof/
+// listeners. Metrics are nil (every call a no-op) without --metrics-addr.
+// stop shuts down whatever was started.
+func startDebugServers(cfg config, log *slog.Logger) (m *metrics.Metrics, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	if cfg.MetricsAddr != "" {
+		// A private registry: the default one would also carry whatever
+		// some imported package registered.
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m = metrics.New(reg)
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		s, err := serveHTTP(cfg.MetricsAddr, mux, "metrics", log)
+		if err != nil {
+			return nil, nil, err
+		}
+		stops = append(stops, s)
+	}
+	if cfg.PprofAddr != "" {
+		// Its own mux rather than net/http/pprof's registration on the
+		// default mux, so profiles are only ever on the address asked for.
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s, err := serveHTTP(cfg.PprofAddr, mux, "pprof", log)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		stops = append(stops, s)
+	}
+	return m, stop, nil
+}
+
+// serveHTTP binds addr now (so a taken port is a startup error, not a log
+// line later) and serves h in the background until the returned stop.
+func serveHTTP(addr string, h http.Handler, what string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("binding the "+what+" listener", "addr", addr, "err", err)
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(what+" listener failed", "err", err)
+		}
+	}()
+	log.Info(what+" listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kcatMeta is the part of `kcat -L -J` the tests read.
+type kcatMeta struct {
+	Brokers []struct {
+		ID   int32  `json:"id"`
+		Name string `json:"name"`
+	} `json:"brokers"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Err        string `json:"error"`
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Leader    int32 `json:"leader"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+func kcatList(t *testing.T, kcat, addr string, extra ...string) kcatMeta {
+	t.Helper()
+	out, errOut, err := runCmd(t, 30*time.Second, "", kcat, append([]string{"-b", addr, "-L", "-J"}, extra...)...)
+	if err != nil {
+		t.Fatalf("kcat -L: %v\nstderr: %s", err, errOut)
+	}
+	var m kcatMeta
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("kcat -L -J output: %v\n%s", err, out)
+	}
+	return m
+}
+
+// kcatInput is n key:value lines, values with spaces and non-ASCII text.
+func kcatInput(n int) (input string, keys, values []string) {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("order-%d", i%5)
+		v := fmt.Sprintf("item %d: naïve café ✓ %s", i, strings.Repeat("z", i%40))
+		keys, values = append(keys, k), append(values, v)
+		b.WriteString(k + ":" + v + "\n")
+	}
+	return b.String(), keys, values
+}
+
+// kcatConsumeLines reads topic from the beginning to its end with the
+// format key|headers|value and returns the lines.
+func kcatConsumeLines(t *testing.T, kcat, addr, topic string) []string {
+	t.Helper()
+	out, errOut, err := runCmd(t, 30*time.Second, "", kcat,
+		"-b", addr, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+		"-f", "%k|%h|%s\n")
+	if err != nil {
+		t.Fatalf("kcat -C: %v\nstderr: %s", err, errOut)
+	}
+	out = strings.TrimSuffix(out, "\n")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+// The user story: list, produce keyed records with headers, read every one
+// back in order, identical.
+func TestKcatProduceConsume(t *testing.T) {
+	kcat := needKcat(t)
+	gw := startGateway(t)
+
+	input, keys, values := kcatInput(200)
+	_, errOut, err := runCmd(t, 60*time.Second, input, kcat,
+		"-b", gw.Addr, "-P", "-t", "orders", "-K:", "-H", "k=v", "-H", "trace=abc-123")
+	if err != nil {
+		t.Fatalf("kcat -P: %v\nstderr: %s", err, errOut)
+	}
+
+	m := kcatList(t, kcat, gw.Addr)
+	if len(m.Brokers) != 1 || m.Brokers[0].ID != 1 || m.Brokers[0].Name != gw.Addr {
+		t.Errorf("brokers = %+v, want one: id 1 at %s", m.Brokers, gw.Addr)
+	}
+	found := false
+	for _, tp := range m.Topics {
+		if tp.Topic == "orders" {
+			found = true
+			if len(tp.Partitions) != 1 || tp.Partitions[0].Leader != 1 || tp.Err != "" {
+				t.Errorf("orders metadata = %+v", tp)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("kcat -L does not list orders: %+v", m.Topics)
+	}
+
+	lines := kcatConsumeLines(t, kcat, gw.Addr, "orders")
+	if len(lines) != len(keys) {
+		t.Fatalf("read %d records, want %d:\n%s", len(lines), len(keys), strings.Join(lines, "\n"))
+	}
+	for i, l := range lines {
+		want := keys[i] + "|k=v,trace=abc-123|" + values[i]
+		if l != want {
+			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
+		}
+	}
+}
+
+// kcat -z snappy: librdkafka's snappy framing decodes on Produce.
+func TestKcatSnappy(t *testing.T) {
+	kcat := needKcat(t)
+	gw := startGateway(t)
+	input, keys, values := kcatInput(300)
+	_, errOut, err := runCmd(t, 60*time.Second, input, kcat,
+		"-b", gw.Addr, "-P", "-t", "snappy-orders", "-K:", "-z", "snappy", "-H", "c=snappy")
+	if err != nil {
+		t.Fatalf("kcat -P -z snappy: %v\nstderr: %s", err, errOut)
+	}
+	lines := kcatConsumeLines(t, kcat, gw.Addr, "snappy-orders")
+	if len(lines) != len(keys) {
+		t.Fatalf("read %d records, want %d", len(lines), len(keys))
+	}
+	for i, l := range lines {
+		if want := keys[i] + "|c=snappy|" + values[i]; l != want {
+			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
+		}
+	}
+}
+
+// An unknown topic is created on first use by default; kcat -L then lists
+// it with the default partition count.
+func TestKcatAutoCreate(t *testing.T) {
+	kcat := needKcat(t)
+	gw := startGateway(t)
+	_, errOut, err := runCmd(t, 60*time.Second, "a:1\nb:2\n", kcat, "-b", gw.Addr, "-P", "-t", "fresh-topic", "-K:")
+	if err != nil {
+		t.Fatalf("kcat -P: %v\nstderr: %s", err, errOut)
+	}
+	m := kcatList(t, kcat, gw.Addr, "-t", "fresh-topic")
+	if len(m.Topics) != 1 || m.Topics[0].Err != "" || len(m.Topics[0].Partitions) != 1 {
+		t.Fatalf("fresh-topic metadata = %+v", m.Topics)
+	}
+	if lines := kcatConsumeLines(t, kcat, gw.Addr, "fresh-topic"); strings.Join(lines, ";") != "a||1;b||2" {
+		t.Fatalf("read back %q", lines)
+	}
+}
+
+// With auto-create off (--auto-create-topics=false), kcat's produce to an
+// unknown topic fails and the topic is never made.
+func TestKcatAutoCreateOff(t *testing.T) {
+	kcat := needKcat(t)
+	gw := startGateway(t, withAutoCreate(false))
+	_, errOut, err := runCmd(t, 60*time.Second, "a:1\n", kcat, "-b", gw.Addr, "-P", "-t", "not-there", "-K:",
+		"-X", "message.timeout.ms=4000", "-X", "topic.metadata.propagation.max.ms=1000")
+	if err == nil && !strings.Contains(strings.ToLower(errOut), "unknown topic") {
+		t.Fatalf("kcat -P to an unknown topic with auto-create off succeeded; stderr: %s", errOut)
+	}
+	if _, err := gw.Store.Topic(context.Background(), "kafka", "not-there"); err == nil {
+		t.Fatal("the topic exists although auto-create is off")
+	}
+	m := kcatList(t, kcat, gw.Addr, "-t", "not-there")
+	if len(m.Topics) != 1 || m.Topics[0].Err == "" {
+		t.Fatalf("kcat -L -t not-there = %+v, want an unknown-topic error", m.Topics)
+	}
+}
+
+// kcat as a consumer of what franz-go produced, partition by partition.
+func TestKcatReadsKgoRecords(t *testing.T) {
+	kcat := needKcat(t)
+	gw := startGateway(t)
+	cl := newClient(t, gw.Addr)
+	createTopic(t, cl, "mixed", 2)
+	want := produceAll(t, cl, testRecords("mixed", 100))
+	out, errOut, err := runCmd(t, 30*time.Second, "", kcat,
+		"-b", gw.Addr, "-C", "-t", "mixed", "-o", "beginning", "-e", "-q", "-f", "%p|%o|%k|%h|%s\n")
+	if err != nil {
+		t.Fatalf("kcat -C: %v\nstderr: %s", err, errOut)
+	}
+	var got []rec
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		f := strings.SplitN(l, "|", 5)
+		if len(f) != 5 {
+			t.Fatalf("bad kcat line %q", l)
+		}
+		p, _ := strconv.Atoi(f[0])
+		o, _ := strconv.ParseInt(f[1], 10, 64)
+		got = append(got, rec{Partition: int32(p), Offset: o, Key: f[2], Headers: f[3], Value: f[4]})
+	}
+	sortRecs(got)
+	sameRecs(t, want, got)
+}

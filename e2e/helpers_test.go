@@ -182,13 +182,7 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 		for _, o := range opts {
 			o(&hc, &lc)
 		}
-		g := &handlers.Gateway{
-			Cfg:       hc,
-			Store:     store,
-			Producers: handlers.NewProducerIDs(0, time.Now()),
-			Watch:     handlers.NewWatchers(),
-			Log:       log,
-		}
+		g := handlers.NewGateway(hc, store, log)
 		srv := loop.NewServer(lc, g)
 		if lastErr = srv.Start(); lastErr != nil {
 			continue // the port was taken in between; pick another

@@ -19,16 +19,11 @@ func newFakeServer(t testing.TB, cfg Config, workers bool) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &handlers.Gateway{
-		Cfg: handlers.Config{
-			Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
-			ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
-			MaxFrameSize: 8 << 20, MaxFetchWait: time.Second, MaxMessageSize: 1 << 20,
-		},
-		Store:     st,
-		Producers: handlers.NewProducerIDs(0, time.Now()),
-		Watch:     handlers.NewWatchers(),
-	}
+	g := handlers.NewGateway(handlers.Config{
+		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
+		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
+		MaxFrameSize: 8 << 20, MaxFetchWait: time.Second, MaxMessageSize: 1 << 20,
+	}, st, nil)
 	s := NewServer(cfg, g)
 	if workers {
 		s.startWorkers()

@@ -49,16 +49,11 @@ func newTestServer(t testing.TB, cfg Config) (*Server, *hookStore) {
 		t.Fatal(err)
 	}
 	hs := &hookStore{Store: st}
-	g := &handlers.Gateway{
-		Cfg: handlers.Config{
-			Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
-			ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
-			MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
-		},
-		Store:     hs,
-		Producers: handlers.NewProducerIDs(0, time.Now()),
-		Watch:     handlers.NewWatchers(),
-	}
+	g := handlers.NewGateway(handlers.Config{
+		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
+		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
+		MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
+	}, hs, nil)
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.EventLoops == 0 {
 		cfg.EventLoops = 1

@@ -59,25 +59,19 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer stopHTTP()
 
-	g := &handlers.Gateway{
-		Cfg: handlers.Config{
-			Stream:            cfg.Stream,
-			AdvertisedHost:    cfg.AdvertisedHost,
-			AdvertisedPort:    int32(cfg.AdvertisedPort),
-			NodeID:            cfg.NodeID,
-			ClusterID:         cfg.ClusterID,
-			AutoCreateTopics:  cfg.AutoCreateTopics,
-			DefaultPartitions: cfg.DefaultPartitions,
-			InstanceID:        cfg.InstanceID,
-			MaxFrameSize:      int32(cfg.MaxFrameSize),
-			MaxFetchWait:      cfg.MaxFetchWait,
-			MaxMessageSize:    iggyMaxMessageSize,
-		},
-		Store:     store,
-		Producers: handlers.NewProducerIDs(cfg.InstanceID, time.Now()),
-		Watch:     handlers.NewWatchers(),
-		Log:       log,
-	}
+	g := handlers.NewGateway(handlers.Config{
+		Stream:            cfg.Stream,
+		AdvertisedHost:    cfg.AdvertisedHost,
+		AdvertisedPort:    int32(cfg.AdvertisedPort),
+		NodeID:            cfg.NodeID,
+		ClusterID:         cfg.ClusterID,
+		AutoCreateTopics:  cfg.AutoCreateTopics,
+		DefaultPartitions: cfg.DefaultPartitions,
+		InstanceID:        cfg.InstanceID,
+		MaxFrameSize:      int32(cfg.MaxFrameSize),
+		MaxFetchWait:      cfg.MaxFetchWait,
+		MaxMessageSize:    iggyMaxMessageSize,
+	}, store, log)
 	srv := loop.NewServer(loop.Config{
 		Addr:               cfg.BindAddr,
 		EventLoops:         cfg.EventLoops,

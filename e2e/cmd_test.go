@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -81,7 +82,7 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 	}{
 		{env: []string{"IGGY_KAFKA_MAX_CONECTIONS=5"}, want: "IGGY_KAFKA_MAX_CONECTIONS"},
 		{env: []string{"IGGY_KAFKA_FSYNC=sometimes"}, want: "IGGY_KAFKA_FSYNC"},
-		{args: []string{"--backend=iggy"}, want: "issue #4"},
+		{args: []string{"--backend=sqlite"}, want: "-backend"},
 		{args: []string{"--bind-addr=0.0.0.0:9092"}, want: "--advertised-host"},
 	}
 	for _, c := range cases {
@@ -92,5 +93,21 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("env %v args %v: err %v, output %q; want exit 2 naming %q", c.env, c.args, err, out, c.want)
 		}
+	}
+}
+
+// An Iggy server that cannot be reached at startup is fatal (exit 1) with a
+// message naming the address and the user: never a silent fallback.
+func TestBinaryIggyUnreachableIsFatal(t *testing.T) {
+	bin := gatewayBinary(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))) // nothing listens there
+	cmd := exec.Command(bin, "--backend=iggy", "--iggy-addr="+addr, "--iggy-username=kafka-gw",
+		"--iggy-call-timeout-ms=2000", "--bind-addr=127.0.0.1:"+strconv.Itoa(freePort(t)))
+	cmd.Env = childEnv()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), addr) ||
+		!strings.Contains(string(out), "kafka-gw") {
+		t.Fatalf("err %v, output %q; want exit 1 naming %s and the user", err, out, addr)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/metrics"
 	"github.com/iggy-kafka/gateway/loop"
@@ -117,7 +117,7 @@ func (s *syncBuffer) String() string {
 // gateway is an in-process gateway serving on 127.0.0.1.
 type gateway struct {
 	Addr  string
-	Store *embedded.Store
+	Store bridge.Store // the embedded store, or the Iggy client over iggytest (backend.go)
 	G     *handlers.Gateway
 	Srv   *loop.Server
 	Log   *syncBuffer
@@ -152,10 +152,7 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 	t.Helper()
 	logBuf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: log.With("component", "store")})
-	if err != nil {
-		t.Fatalf("embedded.Open: %v", err)
-	}
+	store := openBackend(t, t.TempDir(), log.With("component", "store"))
 	var gw *gateway
 	var lastErr error
 	for attempt := 0; attempt < 5 && gw == nil; attempt++ {
@@ -278,7 +275,8 @@ func spawnGateway(t testing.TB, dataDir string, args ...string) *process {
 	for attempt := 0; attempt < 3; attempt++ {
 		port := freePort(t)
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		full := append([]string{"--bind-addr=" + addr, "--data-dir=" + dataDir, "--log-level=debug"}, args...)
+		full := append([]string{"--bind-addr=" + addr, "--log-level=debug"}, backendArgs(t, dataDir)...)
+		full = append(full, args...)
 		cmd := exec.Command(bin, full...)
 		cmd.Env = childEnv()
 		p = &process{t: t, Addr: addr, cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}}

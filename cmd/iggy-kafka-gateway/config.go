@@ -23,7 +23,7 @@ const envPrefix = "IGGY_KAFKA_"
 // envIgnored are variables with the prefix that belong to something else
 // (the e2e suite sets this one for the whole `go test` run, and the gateway
 // binary it spawns inherits it).
-var envIgnored = map[string]bool{"IGGY_KAFKA_E2E_REQUIRED": true}
+var envIgnored = map[string]bool{"IGGY_KAFKA_E2E_REQUIRED": true, "IGGY_KAFKA_E2E_BACKEND": true}
 
 // iggyMaxMessageSize caps one Iggy message (payload + headers); it is the
 // Iggy server's default message_bus.max_message_size, so data written here
@@ -55,10 +55,20 @@ type config struct {
 	ClusterID          string
 	MaxFetchWait       time.Duration
 	Backend            string
+	Iggy               iggyConfig
 	MetricsAddr        string
 	PprofAddr          string
 	LogLevel           slog.Level
 	LogFormat          string
+}
+
+// iggyConfig is the --backend iggy connection.
+type iggyConfig struct {
+	Addr, Username, Password, Token string
+	PoolSize                        int
+	CallTimeout                     time.Duration
+	TLS, TLSInsecureSkipVerify      bool
+	TLSCAFile, TLSServerName        string
 }
 
 // option is one setting: a flag, its variable and how to parse it. The
@@ -135,14 +145,7 @@ func options() []option {
 			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},
 		{flag: "auto-create-topics", def: "true",
 			usage: "create an unknown topic on first Metadata or Produce, as Kafka's auto.create.topics.enable",
-			set: func(c *config, v string) error {
-				b, err := strconv.ParseBool(v)
-				if err != nil {
-					return errors.New("want true or false")
-				}
-				c.AutoCreateTopics = b
-				return nil
-			}},
+			set:   boolVal(func(c *config, b bool) { c.AutoCreateTopics = b })},
 		{flag: "default-partitions", def: "1",
 			usage: "partitions of an auto-created topic",
 			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.DefaultPartitions = int32(n) })},
@@ -156,18 +159,38 @@ func options() []option {
 			usage: "cap on a Fetch's max_wait_ms: longer waits are cut to this",
 			set:   millisIn(1, func(c *config, d time.Duration) { c.MaxFetchWait = d })},
 		{flag: "backend", def: "embedded",
-			usage: "store: embedded (in-process, under --data-dir); iggy (a real Iggy server) is not built yet, issue #4",
-			set: func(c *config, v string) error {
-				switch v {
-				case "embedded":
-				case "iggy":
-					return errors.New("the iggy backend is not built yet (issue #4); use embedded")
-				default:
-					return errors.New("want embedded")
-				}
-				c.Backend = v
-				return nil
-			}},
+			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
+			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Backend = v })},
+		{flag: "iggy-addr", def: "127.0.0.1:8090",
+			usage: "Iggy server TCP address (--backend iggy)",
+			set:   addr(func(c *config, v string) { c.Iggy.Addr = v })},
+		{flag: "iggy-username", def: "iggy",
+			usage: "Iggy user the gateway logs in as",
+			set:   nonEmpty(func(c *config, v string) { c.Iggy.Username = v })},
+		{flag: "iggy-password", defText: "iggy",
+			usage: "password of --iggy-username (prefer the variable to the flag)",
+			set:   func(c *config, v string) error { c.Iggy.Password = v; return nil }},
+		{flag: "iggy-token", defText: "none",
+			usage: "Iggy personal access token, used instead of username/password",
+			set:   func(c *config, v string) error { c.Iggy.Token = v; return nil }},
+		{flag: "iggy-pool-size", def: "4",
+			usage: "connections to Iggy; partitions are pinned to one each so their order holds",
+			set:   intIn(1, 1024, func(c *config, n int) { c.Iggy.PoolSize = n })},
+		{flag: "iggy-call-timeout-ms", def: "10000",
+			usage: "deadline of one Iggy request",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.Iggy.CallTimeout = d })},
+		{flag: "iggy-tls", def: "false",
+			usage: "connect to Iggy over TLS",
+			set:   boolVal(func(c *config, b bool) { c.Iggy.TLS = b })},
+		{flag: "iggy-tls-ca-file", defText: "system roots",
+			usage: "PEM file of CAs to trust for Iggy's certificate",
+			set:   func(c *config, v string) error { c.Iggy.TLSCAFile = v; return nil }},
+		{flag: "iggy-tls-server-name", defText: "host of --iggy-addr",
+			usage: "name to verify in Iggy's certificate",
+			set:   func(c *config, v string) error { c.Iggy.TLSServerName = v; return nil }},
+		{flag: "iggy-tls-insecure-skip-verify", def: "false",
+			usage: "skip Iggy certificate checks (self-signed test servers only)",
+			set:   boolVal(func(c *config, b bool) { c.Iggy.TLSInsecureSkipVerify = b })},
 		{flag: "metrics-addr", defText: "off",
 			usage: "host:port serving Prometheus /metrics",
 			set:   addr(func(c *config, v string) { c.MetricsAddr = v })},
@@ -212,8 +235,26 @@ func (v *optValue) Set(s string) error {
 	return nil
 }
 
-// IsBoolFlag lets --auto-create-topics stand alone, like a Go bool flag.
-func (v *optValue) IsBoolFlag() bool { return v.o.flag == "auto-create-topics" }
+// IsBoolFlag lets the boolean flags stand alone, like Go bool flags.
+func (v *optValue) IsBoolFlag() bool {
+	switch v.o.flag {
+	case "auto-create-topics", "iggy-tls", "iggy-tls-insecure-skip-verify":
+		return true
+	}
+	return false
+}
+
+// boolVal parses true/false (and Go's other bool spellings).
+func boolVal(set func(c *config, b bool)) func(c *config, v string) error {
+	return func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		set(c, b)
+		return nil
+	}
+}
 
 // parseConfig builds the configuration from defaults, then the environment,
 // then the command line, so a flag beats its variable. It returns

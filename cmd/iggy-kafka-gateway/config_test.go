@@ -35,6 +35,7 @@ func TestDefaults(t *testing.T) {
 		ClusterID:          "iggy-kafka-gateway",
 		MaxFetchWait:       10 * time.Second,
 		Backend:            "embedded",
+		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", PoolSize: 4, CallTimeout: 10 * time.Second},
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "text",
 	}
@@ -121,7 +122,15 @@ func TestParse(t *testing.T) {
 			}},
 		{name: "port 0 needs advertised port", args: []string{"--bind-addr=127.0.0.1:0"}, wantErr: "--advertised-port"},
 		{name: "bad bind", args: []string{"--bind-addr=localhost"}, wantErr: "--bind-addr"},
-		{name: "iggy backend not built", args: []string{"--backend=iggy"}, wantErr: "issue #4"},
+		{name: "iggy backend", args: []string{"--backend=iggy", "--iggy-addr=127.0.0.1:8091", "--iggy-tls"},
+			env: []string{"IGGY_KAFKA_IGGY_PASSWORD=secret", "IGGY_KAFKA_IGGY_POOL_SIZE=8"},
+			check: func(t *testing.T, c config) {
+				if c.Backend != "iggy" || c.Iggy.Addr != "127.0.0.1:8091" || !c.Iggy.TLS ||
+					c.Iggy.Password != "secret" || c.Iggy.PoolSize != 8 {
+					t.Errorf("iggy config = %+v (backend %q)", c.Iggy, c.Backend)
+				}
+			}},
+		{name: "zero iggy pool", args: []string{"--iggy-pool-size=0"}, wantErr: "-iggy-pool-size"},
 		{name: "unknown backend", env: []string{"IGGY_KAFKA_BACKEND=kafka"}, wantErr: "IGGY_KAFKA_BACKEND"},
 		{name: "bad metrics addr", args: []string{"--metrics-addr=9100"}, wantErr: "-metrics-addr"},
 		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "-log-level"},

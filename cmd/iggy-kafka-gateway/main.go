@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/loop"
 )
@@ -35,16 +34,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg, stderr)
 
-	policy, err := embedded.ParseSyncPolicy(cfg.Fsync)
-	if err != nil { // parseConfig already checked; kept so the two cannot drift silently
-		log.Error("fsync policy", "err", err)
-		return 2
-	}
-	store, err := embedded.Open(cfg.DataDir, embedded.Options{
-		Sync: policy, SyncInterval: cfg.FsyncInterval, Logger: log,
-	})
+	store, err := openStore(cfg, log)
 	if err != nil {
-		log.Error("opening the embedded store", "data_dir", cfg.DataDir, "err", err)
 		return 1
 	}
 	defer func() {

@@ -374,13 +374,14 @@ func appendLenBytes(dst, b []byte) []byte {
 }
 
 // messageID derives the id of record i of an idempotent batch, so a retried
-// produce carries the same ids and a native reader can drop duplicates.
-// Layout (bytes, u128 LE as Rust reads it):
+// produce carries the same ids and the gateway can rebuild its producer
+// state from what is stored (ParseMessageID). Layout (bytes, u128 LE as
+// Rust reads it):
 //
 //	0..4   sequence (base sequence + i, wrapping at 2^31 as Kafka does), u32 LE
 //	4..6   producer epoch, u16 LE
 //	6..14  producer id, u64 LE
-//	14     id layout version (1)
+//	14     bits 0..6: id layout version (2); bit 7: first record of its batch
 //	15     'K' (0x4B), marking a gateway-derived id
 //
 // Non-idempotent batches (producer id < 0) get the all-zero id.
@@ -392,8 +393,46 @@ func (e *encoder) messageID(id []byte, i uint32) {
 	binary.LittleEndian.PutUint32(id[0:], uint32(seq))
 	binary.LittleEndian.PutUint16(id[4:], uint16(e.rb.ProducerEpoch))
 	binary.LittleEndian.PutUint64(id[6:], uint64(e.rb.ProducerID))
-	id[14] = 1
+	id[14] = IDLayoutVersion
+	if i == 0 {
+		id[14] |= idFirstRecord
+	}
 	id[15] = 'K'
+}
+
+// IDLayoutVersion is the message-id layout messageID writes.
+const IDLayoutVersion = 2
+
+// idFirstRecord flags the first record of a batch in id byte 14.
+const idFirstRecord = 0x80
+
+// ProducerSeq is what a gateway-derived message id says about its record.
+type ProducerSeq struct {
+	ProducerID int64
+	Epoch      int16
+	Sequence   int32
+	// First is set on the first record of the Kafka batch the record came
+	// in: a stored batch runs from a First record up to the next one.
+	First bool
+}
+
+// ParseMessageID reads a message id written by messageID. ok is false for
+// any other id: zero (not idempotent), native producers' ids, and ids of
+// layout version 1, which did not mark batch boundaries.
+func ParseMessageID(id *[16]byte) (ProducerSeq, bool) {
+	if id[15] != 'K' || id[14]&^idFirstRecord != IDLayoutVersion {
+		return ProducerSeq{}, false
+	}
+	seq := binary.LittleEndian.Uint32(id[0:])
+	epoch := binary.LittleEndian.Uint16(id[4:])
+	pid := binary.LittleEndian.Uint64(id[6:])
+	if seq > math.MaxInt32 || epoch > math.MaxInt16 || pid > math.MaxInt64 {
+		return ProducerSeq{}, false
+	}
+	return ProducerSeq{
+		ProducerID: int64(pid), Epoch: int16(epoch), Sequence: int32(seq),
+		First: id[14]&idFirstRecord != 0,
+	}, true
 }
 
 // FetchCursor carries state while Kafka records are built from Iggy batches.

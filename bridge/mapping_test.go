@@ -230,9 +230,16 @@ func TestIdempotentIDs(t *testing.T) {
 		binary.LittleEndian.PutUint32(want[0:], seq)
 		binary.LittleEndian.PutUint16(want[4:], 9)
 		binary.LittleEndian.PutUint64(want[6:], 0x0102030405060708)
-		want[14], want[15] = 1, 'K'
+		want[14], want[15] = 2, 'K'
+		if i == 0 {
+			want[14] |= 0x80
+		}
 		if msg.ID != want {
 			t.Errorf("message %d id %x want %x", i, msg.ID, want)
+		}
+		ps, ok := ParseMessageID(&msg.ID)
+		if !ok || ps != (ProducerSeq{ProducerID: 0x0102030405060708, Epoch: 9, Sequence: int32(seq), First: i == 0}) {
+			t.Errorf("message %d: ParseMessageID = %+v, %v", i, ps, ok)
 		}
 	}
 	// A retry of the same batch maps to the same ids; another epoch does not.

@@ -36,9 +36,18 @@
 //   - After each append the partition is signalled so parked Fetches wake.
 //   - acks=0: no response when every partition succeeded; any failure closes
 //     the connection (a Go error), as Kafka does, so the producer notices.
-//   - Producer id, epoch and sequence are not checked: a retried batch is
-//     stored again (at-least-once; docs/IDEMPOTENCE.md). timeout_ms is not
-//     used; c.Ctx bounds the store calls.
+//   - Idempotent batches (producer id >= 0) are deduplicated per
+//     (partition, producer) as a Kafka broker does (handlers/idempotence.go,
+//     docs/IDEMPOTENCE.md): a duplicate of one of the last five batches is
+//     answered with success and its original base offset, nothing stored;
+//     a stale epoch gets INVALID_PRODUCER_EPOCH; a sequence gap or a new
+//     epoch not starting at 0 gets OUT_OF_ORDER_SEQUENCE_NUMBER after
+//     waiting up to 500 ms for the missing batch (it may be in flight on
+//     another connection); an unknown producer is accepted at any sequence
+//     (KIP-360). A producer id with a negative epoch or base sequence is
+//     INVALID_RECORD. DUPLICATE_SEQUENCE_NUMBER is never sent (no Kafka
+//     broker since 1.0 sends it for Produce). timeout_ms is not used; c.Ctx
+//     bounds the store calls.
 //
 // Version notes:
 //   - v3 adds transactional_id and requires record batch v2 (KIP-98); v7
@@ -73,6 +82,8 @@ var (
 	msgTransactional = "transactions are not supported by this gateway"
 	msgAcks          = "acks must be -1, 0 or 1"
 	msgOneBatch      = "a partition must carry exactly one record batch"
+
+	msgIdempotentFields = "a batch with a producer id needs a producer epoch and base sequence >= 0"
 )
 
 func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
@@ -122,7 +133,7 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 					pcode = kerr.UnknownTopicOrPartition.Code
 				} else {
 					var base uint64
-					base, pcode, pmsg = c.producePartition(req.Version, rt.Topic, rp.Partition, rp.Records, &budget)
+					base, pcode, pmsg = c.producePartition(req.Version, &ti, rp.Partition, rp.Records, &budget)
 					sp.BaseOffset = int64(base)
 				}
 			}
@@ -148,7 +159,8 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 // producePartition stores one partition's records and returns the base
 // offset, or an error code and an optional message. budget is what is left
 // of the request's decompression budget.
-func (c *Call) producePartition(version int16, topic string, partition int32, records []byte, budget *int) (uint64, int16, *string) {
+func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int) (uint64, int16, *string) {
+	topic := ti.Name
 	if len(records) == 0 {
 		return 0, kerr.InvalidRecord.Code, &msgOneBatch
 	}
@@ -161,6 +173,9 @@ func (c *Call) producePartition(version int16, topic string, partition int32, re
 	}
 	if rb.IsTransactional() || rb.IsControl() {
 		return 0, kerr.UnsupportedVersion.Code, &msgTransactional
+	}
+	if rb.ProducerID >= 0 && (rb.ProducerEpoch < 0 || rb.BaseSequence < 0) {
+		return 0, kerr.InvalidRecord.Code, &msgIdempotentFields
 	}
 
 	recs := rb.Records
@@ -192,7 +207,16 @@ func (c *Call) producePartition(version int16, topic string, partition int32, re
 	if err != nil {
 		return 0, errCode(err, opWrite), nil
 	}
-	base, err := g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, eb.B)
+	var base uint64
+	if rb.ProducerID >= 0 {
+		var code int16
+		base, code, err = c.produceIdempotent(ti, partition, &rb, eb.B)
+		if code != 0 {
+			return 0, code, nil
+		}
+	} else {
+		base, err = g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, eb.B)
+	}
 	if err != nil {
 		return 0, errCode(err, opWrite), nil
 	}

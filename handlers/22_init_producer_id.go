@@ -2,23 +2,31 @@
 //
 // Behavior:
 //   - Idempotent producers get a fresh producer id from Gateway.Producers
-//     (instance id in bits 47..62, a 47-bit counter seeded from the wall
-//     clock, bit 63 clear; docs/IDEMPOTENCE.md) and epoch 0. Nothing is
-//     persisted and nothing is deduplicated yet: a retried batch is stored
-//     twice (at-least-once).
+//     (instance id in bits 47..62, a 47-bit counter, bit 63 clear;
+//     docs/IDEMPOTENCE.md) and epoch 0. When the store keeps a high-water
+//     mark (bridge.ProducerIDMarks; the embedded store does) ids are issued
+//     only below a durably stored mark, so a restart never reissues one.
+//     Until the first mark is stored (the first call waits up to a second)
+//     or when a burst used up the reserved block, the answer is
+//     COORDINATOR_LOAD_IN_PROGRESS, which every client retries.
 //   - A non-empty transactional_id is refused with UNSUPPORTED_VERSION and
 //     producer id/epoch -1; the connection stays open. Transactions are not
 //     supported (keys 24/25/26/28 are not served).
-//   - v3+ re-initialisation with an existing producer id and epoch (KIP-360
-//     epoch bump after an UNKNOWN_PRODUCER_ID / sequence error) gets a fresh
-//     id with epoch 0 instead of a bumped epoch; real bumps come with the
-//     deduplication issue.
-//   - Inline: no store call; one atomic add.
+//   - v3+ with an existing producer id and epoch (KIP-360, after a sequence
+//     error): the same id with epoch+1; a fresh id with epoch 0 when the
+//     epoch is exhausted. An epoch older than one this gateway already
+//     bumped that id to is fenced: PRODUCER_FENCED on v4+ (KIP-588),
+//     INVALID_PRODUCER_EPOCH before; a retry of the last bump gets the same
+//     answer. (A Kafka broker hands an idempotent
+//     producer a fresh id here; the Java producer bumps its epoch locally
+//     and never asks, franz-go asks.)
+//   - Inline: a map lookup and an atomic add; a store call only for the
+//     first reservation (waited for) and in the background afterwards.
 //
 // Version notes:
 //   - v2 is flexible; v3 adds ProducerID/ProducerEpoch (KIP-360); v4 lets the
-//     broker answer PRODUCER_FENCED (KIP-588), which we never send; v5 is
-//     KIP-890 part 1 (transactions only). v6 (KIP-939, 2PC) is not served.
+//     broker answer PRODUCER_FENCED (KIP-588); v5 is KIP-890 part 1
+//     (transactions only). v6 (KIP-939, 2PC) is not served.
 
 package handlers
 
@@ -39,7 +47,28 @@ func initProducerID(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		return resp, nil
 	}
-	resp.ProducerID = c.G.Producers.Next()
+	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
+		epoch, fresh, fenced := c.G.Idem.bumpEpoch(req.ProducerID, req.ProducerEpoch)
+		switch {
+		case fenced:
+			resp.ErrorCode = kerr.InvalidProducerEpoch.Code
+			if req.Version >= 4 {
+				resp.ErrorCode = kerr.ProducerFenced.Code
+			}
+			resp.ProducerID, resp.ProducerEpoch = -1, -1
+			return resp, nil
+		case !fresh:
+			resp.ProducerID, resp.ProducerEpoch = req.ProducerID, epoch
+			return resp, nil
+		}
+	}
+	id, ok := c.G.Producers.Allocate(c.G.Store, c.G.Log)
+	if !ok {
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
+	resp.ProducerID = id
 	resp.ProducerEpoch = 0
 	return resp, nil
 }

@@ -21,7 +21,8 @@ type Config struct {
 	InstanceID        uint16
 	MaxFrameSize      int32 // also the decompression budget and Fetch max_bytes ceiling
 	MaxFetchWait      time.Duration
-	MaxMessageSize    int // cap on one Iggy message (payload + headers)
+	MaxMessageSize    int         // cap on one Iggy message (payload + headers)
+	Groups            GroupConfig // consumer-group coordinator (zero fields: defaults)
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -30,7 +31,9 @@ type Gateway struct {
 	Cfg       Config
 	Store     bridge.Store
 	Producers *ProducerIDs
+	Idem      Idempotence // idempotent producer state; the zero value is ready
 	Watch     *Watchers
+	Groups    *Groups // consumer-group coordinator (groups.go)
 	Log       *slog.Logger
 }
 
@@ -66,6 +69,9 @@ type Call struct {
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time
+	// gwait is the coordinator wait a parked JoinGroup/SyncGroup re-runs
+	// with (groups.go).
+	gwait *groupWait
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),
@@ -116,11 +122,13 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 	if log == nil {
 		log = slog.Default()
 	}
+	watch := NewWatchers()
 	return &Gateway{
 		Cfg:       cfg,
 		Store:     store,
 		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),
-		Watch:     NewWatchers(),
+		Watch:     watch,
+		Groups:    NewGroups(cfg.Groups, watch, log),
 		Log:       log,
 	}
 }

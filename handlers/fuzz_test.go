@@ -97,6 +97,8 @@ func seedRequest(key, version int16) kmsg.Request {
 		r := kmsg.NewPtrInitProducerIDRequest()
 		r.TransactionalID = kmsg.StringPtr("")
 		req = r
+	case 8, 9, 11, 12, 13, 14, 15, 16, 42, 47:
+		req = groupSeed(key)
 	case 18:
 		r := kmsg.NewPtrApiVersionsRequest()
 		r.ClientSoftwareName, r.ClientSoftwareVersion = "kgo", "1.0.0"

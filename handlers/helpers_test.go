@@ -45,11 +45,13 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 	for _, m := range mods {
 		m(&cfg)
 	}
+	watch := NewWatchers()
 	return &Gateway{
 		Cfg:       cfg,
 		Store:     st,
 		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),
-		Watch:     NewWatchers(),
+		Watch:     watch,
+		Groups:    NewGroups(cfg.Groups, watch, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

@@ -1,0 +1,74 @@
+// FindCoordinator: v0-6
+//
+// Behavior:
+//   - Every group has this gateway as its coordinator: the answer is the node
+//     id and advertised host/port Metadata reports. Answered inline (no store
+//     call).
+//   - Key type 1 (transaction) is refused with
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java client and
+//     librdkafka treat as fatal, so no transactional producer gets past
+//     initialisation (transactions are not served). Key type 2 (share
+//     group) and unknown types are INVALID_REQUEST.
+//   - A group id over 246 bytes is INVALID_GROUP_ID (it must fit an Iggy
+//     consumer name, docs/CONSUMER_GROUPS.md).
+//
+// Version notes:
+//   - v1 adds the key type and error message; v3 is flexible; v4 batches
+//     keys (KIP-699), each answered on its own; v5 adds
+//     TRANSACTION_ABORTABLE (never sent); v6 the share key type (KIP-932,
+//     refused).
+
+package handlers
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 10, MinVersion: 0, MaxVersion: 6, Inline: true, Handle: findCoordinator})
+}
+
+// Coordinator key types.
+const (
+	coordinatorGroup = 0
+	coordinatorTxn   = 1
+)
+
+func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	cfg := &c.G.Cfg
+	answer := func(key string) (code int16, node int32, host string, port int32) {
+		switch {
+		case req.CoordinatorType == coordinatorTxn:
+			code = kerr.TransactionalIDAuthorizationFailed.Code
+		case req.CoordinatorType != coordinatorGroup:
+			code = kerr.InvalidRequest.Code
+		case len(key) > maxGroupIDLen:
+			code = kerr.InvalidGroupID.Code
+		default:
+			return 0, cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort
+		}
+		return code, -1, "", -1
+	}
+	if req.Version < 4 {
+		code, node, host, port := answer(req.CoordinatorKey)
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, node, host, port
+		if code != 0 && req.Version >= 1 {
+			resp.ErrorMessage = strp(kerr.ErrorForCode(code).Error())
+		}
+		return resp, nil
+	}
+	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, len(req.CoordinatorKeys))
+	for i, key := range req.CoordinatorKeys {
+		rc := &resp.Coordinators[i]
+		rc.Default()
+		rc.Key = key
+		rc.ErrorCode, rc.NodeID, rc.Host, rc.Port = answer(key)
+		if rc.ErrorCode != 0 {
+			rc.ErrorMessage = strp(kerr.ErrorForCode(rc.ErrorCode).Error())
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,86 @@
+// JoinGroup: v0-9
+//
+// Behavior:
+//   - The classic protocol's join barrier, run by the in-process coordinator
+//     (groups.go, docs/CONSUMER_GROUPS.md). A join that has to wait for the
+//     barrier parks the call (no worker or loop is held) and is answered when
+//     the barrier closes: every member rejoined, the rebalance timeout
+//     passed (members that did not rejoin are removed), or the initial
+//     rebalance delay of an empty group ended.
+//   - KIP-394 from v4: a member with no member id gets MEMBER_ID_REQUIRED and
+//     a fresh id, and joins with it; the id expires after its session
+//     timeout if it never does. Before v4 the member is added at once.
+//   - Static membership (KIP-345, group.instance.id, v5+): a returning
+//     static member gets a new member id in place of its old one; in a
+//     Stable group with unchanged protocols it keeps its assignment and the
+//     group does not rebalance (the leader is told SkipAssignment at v9).
+//     The old member id is fenced (FENCED_INSTANCE_ID).
+//   - The protocol chosen is the one most members list first among those
+//     every member supports. Assignment and metadata blobs stay opaque.
+//   - Caps: session timeout within [MinSessionTimeout, MaxSessionTimeout]
+//     (INVALID_SESSION_TIMEOUT); members per group (GROUP_MAX_SIZE_REACHED);
+//     groups and members in total (COORDINATOR_NOT_AVAILABLE); protocols
+//     per member and metadata bytes per member (INVALID_REQUEST); group id
+//     1..246 bytes (INVALID_GROUP_ID).
+//   - A parked join whose backstop deadline passes first (or that is
+//     drained at shutdown) gets REBALANCE_IN_PROGRESS and rejoins.
+//
+// Version notes:
+//   - v1 rebalance timeout (v0: the session timeout); v4 KIP-394; v5
+//     group.instance.id; v6 flexible; v7 protocol type in the response; v8
+//     reason (logged nowhere, ignored); v9 SkipAssignment (KIP-814).
+
+package handlers
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: joinGroup})
+}
+
+func joinGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.JoinGroupRequest)
+	gs := c.G.coordinator()
+	if c.gwait != nil {
+		resp, ok := gs.resume(c)
+		if !ok {
+			c.Park([]PartitionKey{c.gwait.key}, c.first)
+			return nil, nil
+		}
+		return resp, nil
+	}
+	a := &joinArgs{
+		ver:          req.Version,
+		group:        req.Group,
+		memberID:     req.MemberID,
+		clientID:     string(c.Header.ClientID),
+		session:      time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
+		rebalance:    time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
+		protocolType: req.ProtocolType,
+	}
+	if req.Version == 0 {
+		a.rebalance = a.session
+	}
+	if req.InstanceID != nil {
+		a.instance = *req.InstanceID
+	}
+	a.protocols = make([]protocol, len(req.Protocols))
+	for i, p := range req.Protocols {
+		// Copied: the request bytes go back to their pool after this run.
+		a.protocols[i] = protocol{name: p.Name, meta: append([]byte(nil), p.Metadata...)}
+	}
+	resp, ticket, until := gs.Join(a)
+	if ticket == 0 {
+		return resp, nil
+	}
+	ver, id := req.Version, req.MemberID
+	park(c, ticket, until, func() kmsg.Response {
+		return joinError(ver, kerr.RebalanceInProgress.Code, id)
+	})
+	return nil, nil
+}

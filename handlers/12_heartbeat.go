@@ -1,0 +1,34 @@
+// Heartbeat: v0-4
+//
+// Behavior:
+//   - Restarts the member's session timer. A heartbeat during a join
+//     barrier gets REBALANCE_IN_PROGRESS (the member must rejoin); a
+//     stale generation ILLEGAL_GENERATION; an unknown member or group
+//     UNKNOWN_MEMBER_ID (also after a gateway restart: membership is soft
+//     state, the member rejoins); a static member whose instance id now
+//     belongs to another member id FENCED_INSTANCE_ID.
+//   - Runs on a worker, not inline, so it is processed in request order
+//     after a parked JoinGroup/SyncGroup of the same connection, as on a
+//     broker.
+//
+// Version notes:
+//   - v3 group.instance.id; v4 flexible.
+
+package handlers
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(Spec{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: heartbeat})
+}
+
+func heartbeat(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	instance := ""
+	if req.InstanceID != nil {
+		instance = *req.InstanceID
+	}
+	resp.ErrorCode = c.G.coordinator().Heartbeat(req.Group, req.MemberID, instance, req.Generation)
+	return resp, nil
+}

@@ -1,0 +1,49 @@
+// LeaveGroup: v0-5
+//
+// Behavior:
+//   - Removes members at once (their parked JoinGroup/SyncGroup calls get
+//     UNKNOWN_MEMBER_ID) and moves the group on: a Stable or
+//     CompletingRebalance group starts a rebalance; an open barrier closes
+//     if everyone left is in; a group left with no members becomes Empty
+//     (its committed offsets stay in the store).
+//   - v3+ batches members (KIP-345); a member named by group.instance.id
+//     is removed whatever its member id, unless a member id is given and
+//     differs (FENCED_INSTANCE_ID). Unknown members get UNKNOWN_MEMBER_ID
+//     each. v0-2 name one member and carry its error at the top level.
+//
+// Version notes:
+//   - v3 batch by member/instance id; v4 flexible; v5 reason (ignored).
+
+package handlers
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(Spec{Key: 13, MinVersion: 0, MaxVersion: 5, Handle: leaveGroup})
+}
+
+func leaveGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.LeaveGroupRequest)
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if req.Version < 3 {
+		who := []leaveOne{{memberID: req.MemberID}}
+		c.G.coordinator().Leave(req.Group, who)
+		resp.ErrorCode = who[0].code
+		return resp, nil
+	}
+	who := make([]leaveOne, len(req.Members))
+	for i, m := range req.Members {
+		who[i].memberID = m.MemberID
+		if m.InstanceID != nil {
+			who[i].instance = *m.InstanceID
+		}
+	}
+	resp.ErrorCode = c.G.coordinator().Leave(req.Group, who)
+	resp.Members = make([]kmsg.LeaveGroupResponseMember, len(who))
+	for i, m := range req.Members {
+		rm := &resp.Members[i]
+		rm.Default()
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, who[i].code
+	}
+	return resp, nil
+}

@@ -1,0 +1,71 @@
+// SyncGroup: v0-5
+//
+// Behavior:
+//   - The leader's SyncGroup carries the assignment of every member; the
+//     coordinator stores the blobs as they are (opaque) and answers each
+//     member with its own. A follower that syncs before the leader parks
+//     (no worker held) until the leader's assignment arrives, a new
+//     rebalance starts (REBALANCE_IN_PROGRESS) or it is removed
+//     (UNKNOWN_MEMBER_ID). Members the leader left out get an empty
+//     assignment.
+//   - In a Stable group a member gets its current assignment at once (a
+//     static member rejoining without a rebalance does this).
+//   - Members that do not sync within the rebalance timeout after the
+//     barrier closed are removed, and the group rebalances, as on Kafka.
+//   - Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+//     REBALANCE_IN_PROGRESS (during a join barrier),
+//     INCONSISTENT_GROUP_PROTOCOL (v5 protocol type or name differ),
+//     INVALID_REQUEST (an assignment over MaxAssignmentBytes).
+//
+// Version notes:
+//   - v3 group.instance.id; v4 flexible; v5 protocol type and name (KIP-559).
+
+package handlers
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: syncGroup})
+}
+
+func syncGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.SyncGroupRequest)
+	gs := c.G.coordinator()
+	if c.gwait != nil {
+		resp, ok := gs.resume(c)
+		if !ok {
+			c.Park([]PartitionKey{c.gwait.key}, c.first)
+			return nil, nil
+		}
+		return resp, nil
+	}
+	a := &syncArgs{
+		ver:          req.Version,
+		group:        req.Group,
+		memberID:     req.MemberID,
+		generation:   req.Generation,
+		protocolType: req.ProtocolType,
+		protocol:     req.Protocol,
+	}
+	if req.InstanceID != nil {
+		a.instance = *req.InstanceID
+	}
+	if len(req.GroupAssignment) > 0 {
+		a.assignments = make(map[string][]byte, len(req.GroupAssignment))
+		for _, ga := range req.GroupAssignment {
+			a.assignments[ga.MemberID] = append([]byte(nil), ga.MemberAssignment...)
+		}
+	}
+	resp, ticket, until := gs.Sync(a)
+	if ticket == 0 {
+		return resp, nil
+	}
+	ver := req.Version
+	park(c, ticket, until, func() kmsg.Response {
+		return syncError(ver, kerr.RebalanceInProgress.Code)
+	})
+	return nil, nil
+}

@@ -1,0 +1,78 @@
+// DescribeGroups: v0-6
+//
+// Behavior:
+//   - A group in the coordinator's memory is described live: state,
+//     protocol type and name, members with client id, instance id,
+//     metadata (not during a join barrier) and assignment (Stable only).
+//     ClientHost is empty (handlers do not see the peer address).
+//   - A group with no live members but committed offsets in the store is
+//     Empty with protocol type "consumer" (as after a Kafka broker restart).
+//   - Any other group is Dead; v6 adds GROUP_ID_NOT_FOUND (KIP-1043), v0-5
+//     answer it without an error as Kafka does.
+//   - Authorized operations are never computed (INT32_MIN, "not
+//     requested"). An invalid group id is INVALID_GROUP_ID; a store failure
+//     while looking for offsets COORDINATOR_NOT_AVAILABLE.
+//
+// Version notes:
+//   - v3 authorized operations; v4 group.instance.id; v5 flexible; v6 error
+//     message and GROUP_ID_NOT_FOUND.
+
+package handlers
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: describeGroups})
+}
+
+func describeGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
+	for i, name := range req.Groups {
+		rg := &resp.Groups[i]
+		rg.Default()
+		rg.Group = name
+		rg.State = stateDead.String()
+		if !validGroupID(name) {
+			rg.ErrorCode = kerr.InvalidGroupID.Code
+			continue
+		}
+		if v, ok := c.G.coordinator().View(name); ok {
+			rg.State, rg.ProtocolType, rg.Protocol = v.state.String(), v.protocolType, v.protocol
+			for _, m := range v.members {
+				rm := kmsg.NewDescribeGroupsResponseGroupMember()
+				rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.clientHost
+				if m.instance != "" {
+					rm.InstanceID = strp(m.instance)
+				}
+				rm.ProtocolMetadata = m.metadata
+				rm.MemberAssignment = m.assignment
+				if rm.ProtocolMetadata == nil {
+					rm.ProtocolMetadata = []byte{}
+				}
+				if rm.MemberAssignment == nil {
+					rm.MemberAssignment = []byte{}
+				}
+				rg.Members = append(rg.Members, rm)
+			}
+			continue
+		}
+		has, err := c.G.groupHasOffsets(c.Ctx, name)
+		switch {
+		case err != nil:
+			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case has:
+			rg.State, rg.ProtocolType = stateEmpty.String(), "consumer"
+		case req.Version >= 6:
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+		}
+		if rg.ErrorCode != 0 && req.Version >= 6 {
+			rg.ErrorMessage = strp(kerr.ErrorForCode(rg.ErrorCode).Error())
+		}
+	}
+	return resp, nil
+}

@@ -123,10 +123,14 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 		log = slog.Default()
 	}
 	watch := NewWatchers()
+	ids := NewProducerIDs(cfg.InstanceID, time.Now())
+	// Reserve the first block of producer ids now, so InitProducerId (on
+	// the event loop) never waits for the store.
+	ids.Bind(store, log)
 	return &Gateway{
 		Cfg:       cfg,
 		Store:     store,
-		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),
+		Producers: ids,
 		Watch:     watch,
 		Groups:    NewGroups(cfg.Groups, watch, log),
 		Log:       log,

@@ -59,7 +59,13 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 func noAutoCreate(c *Config) { c.AutoCreateTopics = false }
 
 // newCall returns a fresh call for key at version.
+// For InitProducerId it first waits for the id reservation that NewGateway
+// starts at startup (handlers never wait for it).
 func newCall(g *Gateway, key, version int16) *Call {
+	if key == 22 && g.Producers != nil {
+		g.Producers.Bind(g.Store, g.Log)
+		<-g.Producers.Ready()
+	}
 	return &Call{G: g, Header: codec.RequestHeader{Key: key, Version: version}, Ctx: context.Background()}
 }
 

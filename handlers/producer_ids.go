@@ -37,11 +37,6 @@ const producerCounterBits = 47
 // skips what was left of the block; 2^47 ids leave room for ~2^31 restarts.
 const producerIDBlock = 1 << 16
 
-// producerBindWait bounds how long the first InitProducerId waits for the
-// first reservation (one store read and one synced write) before it
-// answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
-const producerBindWait = time.Second
-
 // NewProducerIDs seeds the counter from now.
 func NewProducerIDs(instance uint16, now time.Time) *ProducerIDs {
 	p := &ProducerIDs{instance: uint64(instance), bound: make(chan struct{})}
@@ -59,12 +54,9 @@ func (p *ProducerIDs) id(c uint64) int64 {
 	return int64(p.instance<<producerCounterBits | c&(1<<producerCounterBits-1))
 }
 
-// Allocate returns a fresh producer id that no earlier run of this instance
-// issued, binding to store's high-water mark on the first call. ok is false
-// while no durably reserved id is available (the first reservation is
-// still running or failed, or a burst used up the block before the next
-// one was written); the caller answers a retriable error.
-func (p *ProducerIDs) Allocate(store bridge.Store, log *slog.Logger) (int64, bool) {
+// Bind starts the first reservation against store's high-water mark (once;
+// later calls do nothing). It does not wait. Any goroutine.
+func (p *ProducerIDs) Bind(store bridge.Store, log *slog.Logger) {
 	p.bindOnce.Do(func() {
 		m, ok := store.(bridge.ProducerIDMarks)
 		if !ok {
@@ -78,16 +70,26 @@ func (p *ProducerIDs) Allocate(store bridge.Store, log *slog.Logger) (int64, boo
 			close(p.bound)
 		}()
 	})
+}
+
+// Ready is closed once Bind's first reservation finished (or the store
+// keeps no mark). Tests wait on it; the gateway never does.
+func (p *ProducerIDs) Ready() <-chan struct{} { return p.bound }
+
+// Allocate returns a fresh producer id that no earlier run of this instance
+// issued, binding to store's high-water mark on the first call. ok is false
+// while no durably reserved id is available (the first reservation is
+// still running or failed, or a burst used up the block before the next
+// one was written); the caller answers a retriable error.
+func (p *ProducerIDs) Allocate(store bridge.Store, log *slog.Logger) (int64, bool) {
+	p.Bind(store, log)
 	select {
 	case <-p.bound:
 	default:
-		t := time.NewTimer(producerBindWait)
-		select {
-		case <-p.bound:
-			t.Stop()
-		case <-t.C:
-			return 0, false
-		}
+		// Never wait here: InitProducerId runs on the event loop. The
+		// client retries COORDINATOR_LOAD_IN_PROGRESS; NewGateway binds at
+		// startup, so only a request in the first milliseconds sees it.
+		return 0, false
 	}
 	if p.marks == nil {
 		return p.Next(), true

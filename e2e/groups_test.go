@@ -396,7 +396,8 @@ func TestGroupsJavaConsumerCommitResume(t *testing.T) {
 	}()
 	checkFor(t, 60*time.Second, time.Second, func() error {
 		out := tool("--describe", "--group", "grp-live", "--members")
-		if !strings.Contains(out, "live-client") {
+		// The HOST column is the member's peer address, as on Kafka.
+		if !strings.Contains(out, "live-client") || !strings.Contains(out, "/127.0.0.1") {
 			return fmt.Errorf("--members:\n%s", out)
 		}
 		return nil

@@ -59,6 +59,7 @@ func joinGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		group:        req.Group,
 		memberID:     req.MemberID,
 		clientID:     string(c.Header.ClientID),
+		clientHost:   c.ClientHost,
 		session:      time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
 		rebalance:    time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
 		protocolType: req.ProtocolType,

@@ -4,7 +4,7 @@
 //   - A group in the coordinator's memory is described live: state,
 //     protocol type and name, members with client id, instance id,
 //     metadata (not during a join barrier) and assignment (Stable only).
-//     ClientHost is empty (handlers do not see the peer address).
+//     ClientHost is the member's peer address as the loop saw it at join.
 //   - A group with no live members but committed offsets in the store is
 //     Empty with protocol type "consumer" (as after a Kafka broker restart).
 //   - Any other group is Dead; v6 adds GROUP_ID_NOT_FOUND (KIP-1043), v0-5

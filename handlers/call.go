@@ -64,8 +64,11 @@ type Call struct {
 	// Final is true on the run after a Wait's deadline passed: the handler
 	// must answer now.
 	Final bool
-	wait  *Wait
-	done  []func()
+	// ClientHost is the peer address of the connection ("/ip" as Kafka
+	// reports it in DescribeGroups), computed once per connection.
+	ClientHost string
+	wait       *Wait
+	done       []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

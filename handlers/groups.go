@@ -778,6 +778,7 @@ type joinArgs struct {
 	group, memberID    string
 	instance           string
 	clientID           string
+	clientHost         string
 	session, rebalance time.Duration
 	protocolType       string
 	protocols          []protocol
@@ -976,7 +977,7 @@ func (gs *Groups) joinStaticUnknown(g *group, a *joinArgs, wake *[]uint64) (kmsg
 func (gs *Groups) addMemberAndRebalance(g *group, a *joinArgs, id string, wake *[]uint64) (kmsg.Response, uint64, time.Time) {
 	g.joinSeq++
 	m := &member{
-		id: id, instance: a.instance, clientID: a.clientID,
+		id: id, instance: a.instance, clientID: a.clientID, clientHost: a.clientHost,
 		session: a.session, rebalance: a.rebalance,
 		protocolType: a.protocolType, protocols: a.protocols,
 		joinedAt: g.joinSeq, isNew: true,
@@ -1024,7 +1025,7 @@ func (gs *Groups) joinOutcome(g *group, m *member, t uint64, wake *[]uint64) (km
 
 // updateAndRebalance records m's new protocols and starts a rebalance.
 func (gs *Groups) updateAndRebalance(g *group, m *member, a *joinArgs, wake *[]uint64) (kmsg.Response, uint64, time.Time) {
-	m.protocols, m.clientID = a.protocols, a.clientID
+	m.protocols, m.clientID, m.clientHost = a.protocols, a.clientID, a.clientHost
 	m.session, m.rebalance = a.session, a.rebalance
 	gs.touch(g, m)
 	t := gs.newTicket()
@@ -1035,7 +1036,7 @@ func (gs *Groups) updateAndRebalance(g *group, m *member, a *joinArgs, wake *[]u
 
 // updateAndAwait: a member rejoining an open barrier.
 func (gs *Groups) updateAndAwait(g *group, m *member, a *joinArgs, wake *[]uint64) (kmsg.Response, uint64, time.Time) {
-	m.protocols, m.clientID = a.protocols, a.clientID
+	m.protocols, m.clientID, m.clientHost = a.protocols, a.clientID, a.clientHost
 	m.session, m.rebalance = a.session, a.rebalance
 	gs.touch(g, m)
 	if m.joinTicket != 0 {

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,9 @@ type connState struct {
 	dead     bool // connection closed: drop replies
 	iov      [][]byte
 	iovBufs  []reply
+	// host is the peer IP as Kafka shows it ("/127.0.0.1"), for
+	// DescribeGroups; computed once at accept.
+	host string
 	// writtenCB is cs.written bound once: a method value made per write
 	// would allocate.
 	writtenCB gnet.AsyncCallback
@@ -74,6 +78,9 @@ func newConnState(s *Server, c gnet.Conn) *connState {
 		iovBufs: make([]reply, 0, s.cfg.MaxInFlightPerConn),
 	}
 	cs.writtenCB = cs.written
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cs.host = "/" + a.IP.String()
+	}
 	cs.lastActive.Store(time.Now().UnixNano())
 	return cs
 }

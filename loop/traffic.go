@@ -123,7 +123,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 	cs.inflight.Add(1)
 	s.inflight.Add(1)
 	seq := cs.takeSeq()
-	call := handlers.Call{G: s.g, Header: *hdr, Ctx: s.ctx}
+	call := handlers.Call{G: s.g, Header: *hdr, Ctx: s.ctx, ClientHost: cs.host}
 	var resp kmsg.Response
 	if tooNew {
 		resp = handlers.ApiVersionsUnsupported(&call)
@@ -170,7 +170,7 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	}
 	j := getJob()
 	j.cs, j.spec, j.noReply, j.start = cs, spec, noReply, now
-	j.call = handlers.Call{G: s.g, Ctx: s.ctx}
+	j.call = handlers.Call{G: s.g, Ctx: s.ctx, ClientHost: cs.host}
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
 	cs.inflight.Add(1)

@@ -74,6 +74,10 @@ type Options struct {
 	// half of it are written to their own flushable, so keep it well above
 	// the largest produce request.
 	MemTableSize uint64
+	// CacheSize is pebble's block cache in bytes; default 256 MiB, so
+	// consumers reading what was just produced hit memory, not pread +
+	// checksum per block (docs/PERFORMANCE.md).
+	CacheSize int64
 }
 
 // Store is the embedded bridge.Store. All methods are safe for concurrent
@@ -124,10 +128,22 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 64 << 20
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 256 << 20
+	}
+	po := &pebble.Options{
 		Logger:       pebbleLogger{opts.Logger},
 		MemTableSize: opts.MemTableSize,
-	})
+		CacheSize:    opts.CacheSize,
+	}
+	// One flush makes one L0 file, not ~30 of pebble's default 2 MiB: L0
+	// stops filling with small files and writes stop stalling (3x sustained
+	// 1 KiB produce in docs/PERFORMANCE.md).
+	po.TargetFileSizes[0] = int64(opts.MemTableSize)
+	// Values are Kafka payloads that clients compress themselves, or that
+	// do not compress: block compression cost 10-12 % of produce CPU.
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
 	}

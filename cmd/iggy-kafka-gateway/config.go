@@ -48,6 +48,7 @@ type config struct {
 	DataDir            string
 	Fsync              string // always, interval, never
 	FsyncInterval      time.Duration
+	StoreCacheMB       int
 	Stream             string
 	AutoCreateTopics   bool
 	DefaultPartitions  int32
@@ -140,6 +141,9 @@ func options() []option {
 		{flag: "fsync-interval-ms", def: "100",
 			usage: "sync period with --fsync=interval",
 			set:   millisIn(1, func(c *config, d time.Duration) { c.FsyncInterval = d })},
+		{flag: "store-cache-mb", def: "256",
+			usage: "embedded store block cache in MiB (reads of recent data come from memory)",
+			set:   intIn(8, 1<<20, func(c *config, n int) { c.StoreCacheMB = n })},
 		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
 			usage: "Iggy stream that holds the Kafka topics",
 			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},

@@ -28,6 +28,7 @@ func TestDefaults(t *testing.T) {
 		DataDir:            "./data",
 		Fsync:              "always",
 		FsyncInterval:      100 * time.Millisecond,
+		StoreCacheMB:       256,
 		Stream:             "kafka",
 		AutoCreateTopics:   true,
 		DefaultPartitions:  1,

@@ -1,0 +1,482 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Workload is one row group of a comparison.
+type Workload struct {
+	Name       string `json:"name"`
+	Kind       string `json:"kind"` // produce, consume, latency (produce at half the gateway's peak), e2e
+	RecordSize int    `json:"record_size"`
+	Records    int    `json:"records"`
+	Partitions int32  `json:"partitions"`
+	Producers  int    `json:"producers"`
+	// Seconds is how long a latency or e2e run lasts; Records is then
+	// rate x Seconds, capped by Records.
+	Seconds float64 `json:"seconds,omitempty"`
+	// PeakOf names the produce workload whose gateway median sets the
+	// rate of a latency run (half of it); a latency run with Rate set
+	// uses that fixed rate instead.
+	PeakOf string  `json:"peak_of,omitempty"`
+	Rate   float64 `json:"rate,omitempty"` // e2e, latency: fixed records/s
+	// Linger overrides the producer linger (negative: none); latency
+	// workloads send at once instead of waiting kgo's 10ms for a batch.
+	Linger time.Duration `json:"linger,omitempty"`
+}
+
+// DefaultWorkloads is the full comparison; QuickWorkloads the one that
+// finishes in well under five minutes on the 2-core box.
+func DefaultWorkloads(quick bool) []Workload {
+	if quick {
+		return []Workload{
+			{Name: "produce-100B", Kind: "produce", RecordSize: 100, Records: 1_000_000, Partitions: 1, Producers: 1},
+			{Name: "produce-1KiB", Kind: "produce", RecordSize: 1024, Records: 200_000, Partitions: 1, Producers: 1},
+			{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 200_000, Partitions: 1},
+			{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 3_000_000, Partitions: 1, Producers: 1, Seconds: 3, PeakOf: "produce-100B", Linger: -1},
+		}
+	}
+	return []Workload{
+		{Name: "produce-100B", Kind: "produce", RecordSize: 100, Records: 1_000_000, Partitions: 1, Producers: 1},
+		{Name: "produce-1KiB", Kind: "produce", RecordSize: 1024, Records: 300_000, Partitions: 1, Producers: 1},
+		{Name: "consume-100B", Kind: "consume", RecordSize: 100, Records: 1_000_000, Partitions: 1},
+		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 300_000, Partitions: 1},
+		{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 5_000_000, Partitions: 1, Producers: 1, Seconds: 5, PeakOf: "produce-100B", Linger: -1},
+		{Name: "latency-100B-50k", Kind: "latency", RecordSize: 100, Records: 150_000, Partitions: 1, Producers: 1, Seconds: 3, Rate: 50_000, Linger: -1},
+		{Name: "e2e-100B-50k", Kind: "e2e", RecordSize: 100, Records: 150_000, Partitions: 1, Producers: 1, Seconds: 3, Rate: 50_000, Linger: -1},
+	}
+}
+
+// CompareOptions configures Compare.
+type CompareOptions struct {
+	Targets     []string
+	Workloads   []Workload
+	Reps        int           // runs per workload and target, interleaved A B A B
+	MaxDuration time.Duration // per run
+	Compression string
+	Acks        string
+	Idempotent  bool
+	Linger      time.Duration
+	Target      TargetConfig
+	Progress    io.Writer // progress lines
+	Log         io.Writer // one line per run and per target start/stop
+	// ProfileDir, if set, receives a CPU profile of the gateway target per
+	// workload (first repetition), fetched from Target.PprofAddr.
+	ProfileDir string
+}
+
+// Comparison is the outcome of Compare.
+type Comparison struct {
+	Date      time.Time          `json:"date"`
+	Command   string             `json:"command"`
+	Machine   Machine            `json:"machine"`
+	Reps      int                `json:"reps"`
+	Targets   []string           `json:"targets"`
+	Skipped   map[string]string  `json:"skipped,omitempty"`
+	Workloads []Workload         `json:"workloads"`
+	Runs      []*Result          `json:"runs"`
+	Rows      []Row              `json:"rows"`
+	Checks    []Check            `json:"checks,omitempty"`
+	Rates     map[string]float64 `json:"latency_rates,omitempty"` // latency workload -> records/s used
+}
+
+// Row is the summary of one (workload, target): medians over the runs.
+type Row struct {
+	Workload   string   `json:"workload"`
+	Target     string   `json:"target"`
+	Runs       int      `json:"runs"`
+	OK         int      `json:"ok"` // runs that counted every record
+	RecPerSec  float64  `json:"records_per_sec"`
+	MinRec     float64  `json:"min_records_per_sec"`
+	MaxRec     float64  `json:"max_records_per_sec"`
+	MBPerSec   float64  `json:"mb_per_sec"`
+	Latency    *Latency `json:"latency,omitempty"`
+	ServerCPU  float64  `json:"server_cpu_s,omitempty"`
+	GatewayX   float64  `json:"gateway_x,omitempty"` // gateway's median records/s ÷ this target's
+	PairedX    float64  `json:"paired_x,omitempty"`  // median of the per-repetition ratios gateway ÷ this target
+	Rate       float64  `json:"rate,omitempty"`
+	FirstError string   `json:"first_error,omitempty"`
+}
+
+// Compare starts every target, runs every workload on each, interleaved
+// and repeated, stops the targets and summarises. A target that cannot
+// start (ErrSkip: Java missing) is reported in Skipped; any other start
+// failure is an error.
+func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
+	if o.Reps <= 0 {
+		o.Reps = 3
+	}
+	if o.MaxDuration <= 0 {
+		o.MaxDuration = time.Minute
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Target.WorkDir == "" {
+		d, err := os.MkdirTemp("", "iggy-kafka-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		o.Target.WorkDir = d
+	}
+	c := &Comparison{Date: time.Now().UTC(), Machine: DescribeMachine(), Reps: o.Reps,
+		Workloads: o.Workloads, Skipped: map[string]string{}, Rates: map[string]float64{}}
+	var targets []Target
+	defer func() {
+		for _, t := range targets {
+			if err := t.Stop(); err != nil {
+				fmt.Fprintf(o.Log, "stopping %s: %v\n", t.Name(), err)
+			}
+		}
+	}()
+	for _, name := range o.Targets {
+		t, err := NewTarget(name, &o.Target)
+		if err == nil {
+			fmt.Fprintf(o.Log, "starting %s\n", name)
+			start := time.Now()
+			err = t.Start(ctx)
+			if err == nil {
+				fmt.Fprintf(o.Log, "%s up on %s in %s\n", name, t.Brokers()[0], time.Since(start).Round(time.Millisecond))
+				targets = append(targets, t)
+				c.Targets = append(c.Targets, name)
+				if name == "kafka" {
+					c.Machine.Java = javaVersion(o.Target.Java)
+				}
+				continue
+			}
+		}
+		if errors.Is(err, ErrSkip) {
+			fmt.Fprintf(o.Log, "SKIPPING %s: %v\n", name, err)
+			c.Skipped[name] = err.Error()
+			continue
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	if len(targets) == 0 {
+		return nil, errors.New("no target could start")
+	}
+
+	seq := 0
+	for _, w := range o.Workloads {
+		rate := 0.0
+		if w.Kind == "e2e" {
+			c.Rates[w.Name] = w.Rate
+		}
+		if w.Kind == "latency" && w.Rate > 0 {
+			rate = w.Rate
+			c.Rates[w.Name] = rate
+		} else if w.Kind == "latency" {
+			rate = c.halfPeak(w.PeakOf)
+			if rate <= 0 {
+				fmt.Fprintf(o.Log, "SKIPPING %s: no gateway peak from %q to take half of\n", w.Name, w.PeakOf)
+				continue
+			}
+			c.Rates[w.Name] = rate
+		}
+		for rep := 0; rep < o.Reps; rep++ {
+			for _, t := range targets {
+				if (w.Kind == "consume" || w.Kind == "e2e") && t.Name() == "kfake-blackhole" {
+					continue // it stores nothing to read
+				}
+				seq++
+				topic := fmt.Sprintf("bench-%s-%d", w.Name, seq)
+				label := fmt.Sprintf("[%d/%d] %s %s", rep+1, o.Reps, w.Name, t.Name())
+				var prof *profileFetch
+				if rep == 0 && o.ProfileDir != "" && o.Target.PprofAddr != "" && t.Name() == "gateway" {
+					prof = startProfile(o.Target.PprofAddr, o.ProfileDir, w.Name)
+				}
+				r := c.runOne(ctx, o, t, w, topic, label, rate)
+				if prof != nil {
+					prof.finish(o.Log)
+				}
+				r.Target = t.Name()
+				r.Workload = w.Name
+				c.Runs = append(c.Runs, r)
+				status := "ok"
+				if !r.Complete {
+					status = "INCOMPLETE: " + r.Err
+				}
+				lat := ""
+				if r.Latency != nil {
+					lat = fmt.Sprintf(" p50 %.2fms p99 %.2fms", r.Latency.P50, r.Latency.P99)
+				}
+				fmt.Fprintf(o.Log, "%s: %s rec/s %.1f MB/s%s server CPU %.2fs, %s\n", label,
+					human(r.RecPerSec), r.MBPerSec, lat, r.ServerCPU, status)
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				if err := DeleteTopic(dctx, t.Brokers(), topic); err != nil {
+					fmt.Fprintf(o.Log, "%s: %v\n", label, err)
+				}
+				cancel()
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+			}
+		}
+	}
+	c.summarise()
+	c.Checks = c.checks()
+	return c, nil
+}
+
+// runOne runs workload w on t once. Failures are recorded in the Result.
+func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w Workload, topic, label string, rate float64) *Result {
+	po := ProduceOptions{
+		Brokers: t.Brokers(), Topic: topic, Records: w.Records, RecordSize: w.RecordSize,
+		Producers: w.Producers, Partitions: max(w.Partitions, 1), CreateTopic: true,
+		Acks: o.Acks, Compression: o.Compression, Idempotent: o.Idempotent, Linger: o.Linger,
+		MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label,
+	}
+	fail := func(err error) *Result {
+		return &Result{Workload: w.Kind, RecordSize: w.RecordSize, Records: int64(w.Records), Err: err.Error()}
+	}
+	if w.Linger != 0 {
+		po.Linger = w.Linger
+	}
+	var r *Result
+	var err error
+	pid := t.PID()
+	switch w.Kind {
+	case "produce", "latency":
+		po.Warmup = true
+		if w.Kind == "latency" {
+			po.Rate = rate
+			po.Records = min(w.Records, int(rate*w.Seconds))
+		}
+		s0, c0 := procCPU(pid), selfCPU()
+		r, err = RunProduce(ctx, po)
+		if err != nil {
+			return fail(err)
+		}
+		r.ServerCPU, r.ClientCPU = (procCPU(pid) - s0).Seconds(), (selfCPU() - c0).Seconds()
+		if r.Complete && po.Acks != "none" && po.Acks != "0" {
+			// Count what the target stored, not only what it acknowledged.
+			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			n, err := EndOffsets(hctx, t.Brokers(), topic, po.Partitions)
+			cancel()
+			want := int64(po.Records + po.Producers) // + one warm-up record each
+			if err != nil || n != want {
+				r.Complete = false
+				r.Err = fmt.Sprintf("high watermark %d, want %d (%v)", n, want, err)
+			}
+		}
+	case "consume":
+		pre := po
+		pre.Progress = nil
+		pre.Linger = 0
+		if _, err := RunProduce(ctx, pre); err != nil {
+			return fail(fmt.Errorf("preload: %w", err))
+		}
+		s0, c0 := procCPU(pid), selfCPU()
+		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Topic: topic, Records: w.Records,
+			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
+		if err != nil {
+			return fail(err)
+		}
+		r.ServerCPU, r.ClientCPU = (procCPU(pid) - s0).Seconds(), (selfCPU() - c0).Seconds()
+	case "e2e":
+		po.Rate = w.Rate
+		po.Records = min(w.Records, int(w.Rate*w.Seconds))
+		s0 := procCPU(pid)
+		r, err = RunE2E(ctx, E2EOptions{Produce: po})
+		if err != nil {
+			return fail(err)
+		}
+		r.ServerCPU = (procCPU(pid) - s0).Seconds()
+	default:
+		return fail(fmt.Errorf("unknown workload kind %q", w.Kind))
+	}
+	if pid == 0 {
+		r.ServerCPU = 0 // in this process: not separable
+	}
+	return r
+}
+
+// halfPeak is half the gateway's median records/s in workload name so far.
+func (c *Comparison) halfPeak(name string) float64 {
+	var xs []float64
+	for _, r := range c.Runs {
+		if r.Workload == name && isGateway(r.Target) && r.Complete {
+			xs = append(xs, r.RecPerSec)
+		}
+	}
+	return median(xs) / 2
+}
+
+func isGateway(name string) bool { return name == "gateway" || name == "gateway-inproc" }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// summarise fills Rows: per (workload, target), medians over the runs and
+// the ratio of the gateway's median to the target's, and the median of the
+// per-repetition ratios (pairs run back to back share the machine's mood).
+func (c *Comparison) summarise() {
+	c.Rows = nil
+	base := ""
+	for _, t := range c.Targets {
+		if isGateway(t) {
+			base = t
+			break
+		}
+	}
+	for _, w := range c.Workloads {
+		var baseRuns []*Result
+		for _, r := range c.Runs {
+			if r.Workload == w.Name && r.Target == base {
+				baseRuns = append(baseRuns, r)
+			}
+		}
+		for _, t := range c.Targets {
+			var runs []*Result
+			for _, r := range c.Runs {
+				if r.Workload == w.Name && r.Target == t {
+					runs = append(runs, r)
+				}
+			}
+			if len(runs) == 0 {
+				continue
+			}
+			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
+			var rec, mb, cpu, p50, p99, p999, pmax, ratios []float64
+			for i, r := range runs {
+				if !r.Complete {
+					if row.FirstError == "" {
+						row.FirstError = r.Err
+					}
+					continue
+				}
+				row.OK++
+				rec = append(rec, r.RecPerSec)
+				mb = append(mb, r.MBPerSec)
+				cpu = append(cpu, r.ServerCPU)
+				l := r.Latency
+				if r.E2ELatency != nil {
+					l = r.E2ELatency
+				}
+				if l != nil {
+					p50, p99, p999, pmax = append(p50, l.P50), append(p99, l.P99), append(p999, l.P999), append(pmax, l.Max)
+				}
+				if i < len(baseRuns) && baseRuns[i].Complete && r.RecPerSec > 0 {
+					ratios = append(ratios, baseRuns[i].RecPerSec/r.RecPerSec)
+				}
+			}
+			if len(rec) > 0 {
+				row.RecPerSec, row.MBPerSec, row.ServerCPU = median(rec), median(mb), median(cpu)
+				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
+				row.PairedX = median(ratios)
+			}
+			if len(p99) > 0 {
+				row.Latency = &Latency{P50: median(p50), P99: median(p99), P999: median(p999), Max: median(pmax)}
+			}
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if b := c.row(r.Workload, base); b != nil && r.RecPerSec > 0 {
+			r.GatewayX = b.RecPerSec / r.RecPerSec
+		}
+	}
+}
+
+// Check is one of the issue's targets with what was measured.
+type Check struct {
+	What      string  `json:"what"`
+	Want      string  `json:"want"`
+	Got       float64 `json:"got"`
+	GotText   string  `json:"got_text"`
+	Pass      bool    `json:"pass"`
+	Shortfall string  `json:"shortfall,omitempty"`
+}
+
+func (c *Comparison) row(w, t string) *Row {
+	for i := range c.Rows {
+		if c.Rows[i].Workload == w && c.Rows[i].Target == t && c.Rows[i].OK > 0 {
+			return &c.Rows[i]
+		}
+	}
+	return nil
+}
+
+// checks evaluates the issue's targets against the rows that exist.
+func (c *Comparison) checks() []Check {
+	var out []Check
+	ratio := func(w, t string, want float64) {
+		r := c.row(w, t)
+		if r == nil || r.GatewayX == 0 {
+			return
+		}
+		ck := Check{What: fmt.Sprintf("%s: gateway ÷ %s", w, t), Want: fmt.Sprintf(">= %.1fx", want),
+			Got: r.GatewayX, GotText: fmt.Sprintf("%.2fx", r.GatewayX), Pass: r.GatewayX >= want}
+		if !ck.Pass {
+			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-r.GatewayX/want))
+		}
+		out = append(out, ck)
+	}
+	abs := func(what, w string, want float64, unit string, get func(*Row) float64, atMost bool) {
+		var r *Row
+		for _, g := range []string{"gateway", "gateway-inproc"} {
+			if r = c.row(w, g); r != nil {
+				break
+			}
+		}
+		if r == nil {
+			return
+		}
+		v := get(r)
+		ck := Check{What: what, Got: v, GotText: fmt.Sprintf("%.3g %s", v, unit)}
+		if atMost {
+			ck.Want, ck.Pass = fmt.Sprintf("<= %g %s", want, unit), v <= want
+			if !ck.Pass {
+				ck.Shortfall = fmt.Sprintf("%.1fx over", v/want)
+			}
+		} else {
+			ck.Want, ck.Pass = fmt.Sprintf(">= %g %s", want, unit), v >= want
+			if !ck.Pass {
+				ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-v/want))
+			}
+		}
+		out = append(out, ck)
+	}
+	for _, w := range []string{"produce-100B", "produce-1KiB"} {
+		ratio(w, "kfake", 1.0)
+		ratio(w, "kafka", 2.0)
+	}
+	abs("produce 100 B records/s", "produce-100B", 1e6, "rec/s", func(r *Row) float64 { return r.RecPerSec }, false)
+	abs("consume-1KiB throughput", "consume-1KiB", 800, "MB/s", func(r *Row) float64 { return r.MBPerSec }, false)
+	abs("p99 produce latency at half the peak rate", "latency-100B", 2, "ms", func(r *Row) float64 {
+		if r.Latency == nil {
+			return 0
+		}
+		return r.Latency.P99
+	}, true)
+	return out
+}
+
+// Incomplete counts the runs that did not count every record.
+func (c *Comparison) Incomplete() int {
+	n := 0
+	for _, r := range c.Runs {
+		if !r.Complete {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteJSON writes v as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(v)
+}
+
+// MachineHeader is the block every report opens with.
+func MachineHeader(m Machine, command, date string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- machine: %s, %d cores", m.CPU, m.Cores)
+	if m.MemoryGiB > 0 {
+		fmt.Fprintf(&b, ", %d GiB", m.MemoryGiB)
+	}
+	fmt.Fprintf(&b, "; %s", m.OS)
+	if m.Kernel != "" {
+		fmt.Fprintf(&b, " (kernel %s)", m.Kernel)
+	}
+	fmt.Fprintf(&b, "; %s", m.Go)
+	if m.Java != "" {
+		fmt.Fprintf(&b, "; %s", m.Java)
+	}
+	fmt.Fprintf(&b, "\n- command: `%s`\n- date: %s\n", command, date)
+	return b.String()
+}
+
+// ResultsTable is a markdown table of single runs (produce, consume, e2e).
+func ResultsTable(rs []*Result) string {
+	var b strings.Builder
+	b.WriteString("| target | workload | size B | records | counted | seconds | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | complete |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rs {
+		l := r.Latency
+		if r.E2ELatency != nil {
+			l = r.E2ELatency
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.3f | %s | %.1f | %s | %s | %s | %s | %s |\n",
+			orDash(r.Target), r.Workload, r.RecordSize, r.Records, r.Counted, r.Seconds, human(r.RecPerSec), r.MBPerSec,
+			latCell(l, func(l *Latency) float64 { return l.P50 }), latCell(l, func(l *Latency) float64 { return l.P99 }),
+			latCell(l, func(l *Latency) float64 { return l.P999 }), latCell(l, func(l *Latency) float64 { return l.Max }),
+			completeCell(r))
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func latCell(l *Latency, f func(*Latency) float64) string {
+	if l == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", f(l))
+}
+
+func completeCell(r *Result) string {
+	if r.Complete {
+		return "yes"
+	}
+	return "NO: " + strings.ReplaceAll(r.Err, "|", "/")
+}
+
+// Markdown renders the comparison: machine header, the table of medians,
+// the checks against the issue's targets and what was skipped.
+func (c *Comparison) Markdown() string {
+	var b strings.Builder
+	b.WriteString(MachineHeader(c.Machine, c.Command, c.Date.Format("2006-01-02 15:04 UTC")))
+	fmt.Fprintf(&b, "- runs: %d per workload and target, interleaved (every target once, then again); medians; "+
+		"records/s range is min–max; \"gateway ÷ target\" is the gateway's median records/s over the target's, "+
+		"\"paired\" the median of the ratios of runs made back to back\n\n", c.Reps)
+	b.WriteString("| workload | target | ok/runs | records/s | range | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | gateway ÷ target | paired |\n")
+	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range c.Rows {
+		name := r.Workload
+		if r.Rate > 0 {
+			name = fmt.Sprintf("%s @ %s/s", r.Workload, human(r.Rate))
+		}
+		ratio, paired := "–", "–"
+		if r.GatewayX > 0 && !isGateway(r.Target) {
+			ratio = fmt.Sprintf("%.2fx", r.GatewayX)
+		}
+		if r.PairedX > 0 && !isGateway(r.Target) {
+			paired = fmt.Sprintf("%.2fx", r.PairedX)
+		}
+		cpu := "–"
+		if r.ServerCPU > 0 {
+			cpu = fmt.Sprintf("%.2f", r.ServerCPU)
+		}
+		rng := "–"
+		if r.OK > 0 {
+			rng = human(r.MinRec) + "–" + human(r.MaxRec)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
+			name, r.Target, r.OK, r.Runs, human(r.RecPerSec), rng, r.MBPerSec,
+			latCell(r.Latency, func(l *Latency) float64 { return l.P50 }), latCell(r.Latency, func(l *Latency) float64 { return l.P99 }),
+			latCell(r.Latency, func(l *Latency) float64 { return l.P999 }), latCell(r.Latency, func(l *Latency) float64 { return l.Max }),
+			cpu, ratio, paired)
+	}
+	for _, r := range c.Rows {
+		if r.FirstError != "" {
+			fmt.Fprintf(&b, "\n%s on %s: %d of %d runs incomplete, first: %s\n", r.Workload, r.Target, r.Runs-r.OK, r.Runs, r.FirstError)
+		}
+	}
+	if len(c.Checks) > 0 {
+		b.WriteString("\n| target from issue 3 | want | measured | met |\n|---|---|---:|---|\n")
+		for _, ck := range c.Checks {
+			met := "yes"
+			if !ck.Pass {
+				met = "**no**, " + ck.Shortfall
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", ck.What, ck.Want, ck.GotText, met)
+		}
+	}
+	for name, why := range c.Skipped {
+		fmt.Fprintf(&b, "\nskipped %s: %s\n", name, why)
+	}
+	return b.String()
+}
+
+// WriteFiles writes compare.json, compare.md and compare.png into dir.
+func (c *Comparison) WriteFiles(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	jp := filepath.Join(dir, "compare.json")
+	f, err := os.Create(jp)
+	if err != nil {
+		return nil, err
+	}
+	err = WriteJSON(f, c)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, jp)
+	mp := filepath.Join(dir, "compare.md")
+	if err := os.WriteFile(mp, []byte(c.Markdown()), 0o644); err != nil {
+		return nil, err
+	}
+	files = append(files, mp)
+	pp := filepath.Join(dir, "compare.png")
+	if err := c.Chart(pp); err != nil {
+		return files, fmt.Errorf("chart: %w", err)
+	}
+	if _, err := os.Stat(pp); err != nil {
+		return files, nil // nothing to chart
+	}
+	return append(files, pp), nil
+}
+
+// LoadComparison reads a compare.json written by WriteFiles and derives
+// the rows and checks again from its runs, so its table and chart can be
+// rendered again.
+func LoadComparison(path string) (*Comparison, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Comparison{}
+	if err := json.Unmarshal(b, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.summarise() // rows and checks follow the runs, as this version computes them
+	c.Checks = c.checks()
+	return c, nil
+}

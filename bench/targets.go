@@ -1,0 +1,492 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/loop"
+)
+
+// Target is a Kafka-wire server the harness starts on 127.0.0.1, runs
+// workloads against and stops.
+type Target interface {
+	Name() string
+	Start(ctx context.Context) error
+	Brokers() []string
+	// PID is the server's process id, or 0 when it runs in this process
+	// (its CPU time is then not separable from the client's).
+	PID() int
+	Stop() error
+}
+
+// TargetNames lists what NewTarget accepts.
+var TargetNames = []string{
+	"gateway",         // the gateway binary built from this tree, embedded store, --fsync never
+	"gateway-always",  // the same with --fsync always (the command's default)
+	"gateway-inproc",  // the gateway in this process (handlers.NewGateway + loop.NewServer), SyncNever
+	"kfake",           // franz-go kfake, in-memory storage
+	"kfake-blackhole", // kfake acknowledging produce without storing it
+	"kfake-disk",      // kfake persisting to a data dir (no per-batch fsync)
+	"kafka",           // Apache Kafka 4.x, single KRaft node, from bench/kafka/target/lib
+	"iggy",            // the gateway binary with --backend iggy --iggy-addr (needs TargetConfig.IggyAddr)
+}
+
+// TargetConfig says where the targets' programs are and how to run them.
+type TargetConfig struct {
+	ModuleDir  string   // module root; for building the gateway and finding bench/kafka
+	GatewayBin string   // prebuilt gateway binary; built from ModuleDir when empty
+	KafkaLib   string   // directory of the Kafka broker jars; default ModuleDir/bench/kafka/target/lib
+	Java       string   // java binary; default "java" on PATH
+	KafkaHeap  string   // -Xmx/-Xms of the broker; default 1g (as kafka-server-start.sh)
+	IggyAddr   string   // Iggy server for the iggy target
+	IggyArgs   []string // extra gateway flags for the iggy target (credentials, transport)
+	SelfExe    string   // this harness's binary, re-run as `serve-kfake`; empty runs kfake in this process
+	PprofAddr  string   // if set, the gateway binary serves pprof here
+	WorkDir    string   // temp files; default os.MkdirTemp
+	Log        io.Writer
+}
+
+// ErrSkip marks a target that cannot run on this machine (Java or jars
+// missing); compare reports it and goes on.
+var ErrSkip = errors.New("skipped")
+
+// NewTarget returns the named target; Start does the work.
+func NewTarget(name string, c *TargetConfig) (Target, error) {
+	switch name {
+	case "gateway":
+		return &procTarget{name: name, c: c, kind: "gateway", fsync: "never"}, nil
+	case "gateway-always":
+		return &procTarget{name: name, c: c, kind: "gateway", fsync: "always"}, nil
+	case "gateway-inproc":
+		return &inprocGateway{name: name, sync: embedded.SyncNever}, nil
+	case "kfake", "kfake-blackhole", "kfake-disk":
+		mode := strings.TrimPrefix(strings.TrimPrefix(name, "kfake"), "-")
+		if mode == "" {
+			mode = "memory"
+		}
+		if c.SelfExe == "" {
+			return &inprocKfake{name: name, mode: mode, c: c}, nil
+		}
+		return &procTarget{name: name, c: c, kind: "kfake", mode: mode}, nil
+	case "kafka":
+		return &procTarget{name: name, c: c, kind: "kafka"}, nil
+	case "iggy":
+		if c.IggyAddr == "" {
+			return nil, fmt.Errorf("target iggy needs --iggy-addr: %w", ErrSkip)
+		}
+		return &procTarget{name: name, c: c, kind: "iggy", fsync: "never"}, nil
+	}
+	return nil, fmt.Errorf("unknown target %q (one of %s)", name, strings.Join(TargetNames, ", "))
+}
+
+// freePort asks the kernel for a free 127.0.0.1 port. Another process may
+// take it before it is used; callers retry Start.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls addr with an ApiVersions round trip until it answers.
+func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
+	for {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("iggy-kafka-bench-ready"))
+		if err == nil {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			err = cl.Ping(pctx)
+			cancel()
+			cl.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer: %w (last: %v)", addr, ctx.Err(), err)
+		case <-exited:
+			return errors.New("the process exited before it answered")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// procTarget is a server in a child process: the gateway binary, kfake
+// (this harness re-run as serve-kfake) or the Kafka broker.
+type procTarget struct {
+	name, kind, fsync, mode string
+	c                       *TargetConfig
+	addr                    string
+	dir                     string
+	cmd                     *exec.Cmd
+	logf                    *os.File
+	exited                  chan struct{}
+}
+
+func (t *procTarget) Name() string      { return t.name }
+func (t *procTarget) Brokers() []string { return []string{t.addr} }
+func (t *procTarget) PID() int {
+	if t.cmd == nil || t.cmd.Process == nil {
+		return 0
+	}
+	return t.cmd.Process.Pid
+}
+
+func (t *procTarget) Start(ctx context.Context) error {
+	var err error
+	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
+		return err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if lastErr = t.startOnce(ctx); lastErr == nil || errors.Is(lastErr, ErrSkip) {
+			return lastErr
+		}
+	}
+	return lastErr
+}
+
+func (t *procTarget) startOnce(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	t.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var argv []string
+	var env []string
+	wait := 30 * time.Second
+	switch t.kind {
+	case "gateway", "iggy":
+		bin, err := t.c.gatewayBinary(ctx)
+		if err != nil {
+			return err
+		}
+		data := filepath.Join(t.dir, "data")
+		argv = []string{bin, "--bind-addr", t.addr, "--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
+		if t.c.PprofAddr != "" {
+			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
+		}
+		if t.kind == "iggy" {
+			argv = append(argv, "--backend", "iggy", "--iggy-addr", t.c.IggyAddr)
+			argv = append(argv, t.c.IggyArgs...)
+		}
+		// The gateway reads IGGY_KAFKA_* and refuses unknown ones; a
+		// stray variable from the caller's shell must not change the run.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "IGGY_KAFKA_") {
+				env = append(env, kv)
+			}
+		}
+	case "kfake":
+		argv = []string{t.c.SelfExe, "serve-kfake", "--addr", t.addr, "--mode", t.mode, "--data-dir", filepath.Join(t.dir, "data")}
+	case "kafka":
+		argv, err = t.kafkaCommand(ctx, port)
+		if err != nil {
+			return err
+		}
+		wait = 90 * time.Second
+	}
+	if t.logf, err = os.Create(filepath.Join(t.dir, "server.log")); err != nil {
+		return err
+	}
+	t.cmd = exec.Command(argv[0], argv[1:]...)
+	t.cmd.Env = env
+	t.cmd.Stdout, t.cmd.Stderr = t.logf, t.logf
+	t.cmd.Dir = t.dir
+	if err := t.cmd.Start(); err != nil {
+		t.logf.Close()
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	t.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		_ = cmd.Wait()
+		close(exited)
+	}(t.cmd, t.exited)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := waitReady(wctx, t.addr, t.exited); err != nil {
+		t.stopProcess()
+		return fmt.Errorf("%s on %s: %w; its log:\n%s", t.name, t.addr, err, t.logTail())
+	}
+	return nil
+}
+
+func (t *procTarget) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(t.dir, "server.log"))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Stop sends SIGTERM, waits up to 30 s, then kills; it removes the
+// target's temp dir.
+func (t *procTarget) Stop() error {
+	t.stopProcess()
+	if t.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(t.dir)
+}
+
+// stopProcess ends the child (SIGTERM, then SIGKILL after 30 s) and keeps
+// its dir, so a failed start can show its log and try again.
+func (t *procTarget) stopProcess() {
+	if t.cmd == nil || t.cmd.Process == nil {
+		return
+	}
+	_ = t.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-t.exited:
+	case <-time.After(30 * time.Second):
+		_ = t.cmd.Process.Kill()
+		<-t.exited
+	}
+	t.cmd = nil
+	if t.logf != nil {
+		t.logf.Close()
+		t.logf = nil
+	}
+}
+
+// gatewayBinary returns GatewayBin, building it once from ModuleDir. The
+// gateway runs as its own process, like every other target, so its GC,
+// scheduler and CPU time are its own and not mixed with the client's.
+func (c *TargetConfig) gatewayBinary(ctx context.Context) (string, error) {
+	if c.GatewayBin != "" {
+		return c.GatewayBin, nil
+	}
+	if c.ModuleDir == "" {
+		return "", errors.New("no gateway binary and no module dir to build it from")
+	}
+	out := filepath.Join(c.WorkDir, "iggy-kafka-gateway")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/iggy-kafka-gateway")
+	cmd.Dir = c.ModuleDir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building the gateway: %v\n%s", err, stderr.String())
+	}
+	c.GatewayBin = out
+	return out, nil
+}
+
+// inprocGateway runs the gateway in this process on the embedded store,
+// wired as the command wires it. Tests use it; compare --inproc too.
+type inprocGateway struct {
+	name  string
+	sync  embedded.SyncPolicy
+	dir   string
+	store *embedded.Store
+	srv   *loop.Server
+}
+
+func (t *inprocGateway) Name() string      { return t.name }
+func (t *inprocGateway) Brokers() []string { return []string{t.srv.Addr()} }
+func (t *inprocGateway) PID() int          { return 0 }
+
+func (t *inprocGateway) Start(ctx context.Context) error {
+	var err error
+	if t.dir, err = os.MkdirTemp("", "bench-gateway-"); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if t.store, err = embedded.Open(t.dir, embedded.Options{Sync: t.sync, Logger: log}); err != nil {
+		return err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		g := handlers.NewGateway(handlers.Config{
+			Stream:            "kafka",
+			AdvertisedHost:    "127.0.0.1",
+			AdvertisedPort:    int32(port),
+			NodeID:            1,
+			ClusterID:         "iggy-kafka-bench",
+			AutoCreateTopics:  true,
+			DefaultPartitions: 1,
+			MaxFrameSize:      8 << 20,
+			MaxFetchWait:      10 * time.Second,
+			MaxMessageSize:    64 << 20,
+		}, t.store, log)
+		t.srv = loop.NewServer(loop.Config{
+			Addr:         net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			DrainTimeout: 5 * time.Second,
+			Log:          log,
+		}, g)
+		if lastErr = t.srv.Start(); lastErr == nil {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			return waitReady(wctx, t.srv.Addr(), nil)
+		}
+	}
+	t.store.Close()
+	return lastErr
+}
+
+func (t *inprocGateway) Stop() error {
+	var errs []error
+	if t.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, t.srv.Shutdown(ctx))
+		cancel()
+	}
+	if t.store != nil {
+		errs = append(errs, t.store.Close())
+	}
+	errs = append(errs, os.RemoveAll(t.dir))
+	return errors.Join(errs...)
+}
+
+// inprocKfake runs kfake in this process.
+type inprocKfake struct {
+	name, mode string
+	c          *TargetConfig
+	dir        string
+	cl         *kfake.Cluster
+}
+
+func (t *inprocKfake) Name() string      { return t.name }
+func (t *inprocKfake) Brokers() []string { return t.cl.ListenAddrs() }
+func (t *inprocKfake) PID() int          { return 0 }
+
+func (t *inprocKfake) Start(context.Context) error {
+	var err error
+	if t.dir, err = os.MkdirTemp("", "bench-kfake-"); err != nil {
+		return err
+	}
+	opts, err := KfakeOpts(t.mode, t.dir)
+	if err != nil {
+		return err
+	}
+	t.cl, err = kfake.NewCluster(opts...)
+	return err
+}
+
+func (t *inprocKfake) Stop() error {
+	if t.cl != nil {
+		t.cl.Close()
+	}
+	return os.RemoveAll(t.dir)
+}
+
+// KfakeOpts are the kfake options of a mode: memory (kfake's default
+// in-memory log), blackhole (produce acknowledged, nothing stored) or disk
+// (persisted under dataDir, synced only on segment roll, as Kafka).
+func KfakeOpts(mode, dataDir string, extra ...kfake.Opt) ([]kfake.Opt, error) {
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.ClusterID("iggy-kafka-bench")}
+	switch mode {
+	case "memory":
+	case "blackhole":
+		opts = append(opts, kfake.BlackholeProduce())
+	case "disk":
+		opts = append(opts, kfake.DataDir(dataDir))
+	default:
+		return nil, fmt.Errorf("kfake mode %q: want memory, blackhole or disk", mode)
+	}
+	return append(opts, extra...), nil
+}
+
+// ServeKfake runs a one-broker kfake on addr (127.0.0.1 only) until ctx
+// ends; compare starts it in a child process (`iggy-kafka-bench
+// serve-kfake`) so kfake, like every target, has a process of its own.
+func ServeKfake(ctx context.Context, addr, mode, dataDir string) error {
+	host, portS, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host != "127.0.0.1" {
+		return fmt.Errorf("serve-kfake binds 127.0.0.1 only, not %q", host)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil {
+		return err
+	}
+	opts, err := KfakeOpts(mode, dataDir, kfake.Ports(port))
+	if err != nil {
+		return err
+	}
+	cl, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	cl.Close()
+	return nil
+}
+
+// CheckLoopback refuses any broker address that is not on the loopback
+// interface: the harness generates load and must only ever aim it at this
+// machine.
+func CheckLoopback(addrs []string) error {
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("broker %q: %w", a, err)
+		}
+		if host == "localhost" {
+			continue
+		}
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("broker %q is not a loopback address; the harness only targets 127.0.0.1", a)
+		}
+	}
+	return nil
+}
+
+// ServeTarget starts the named target, creates topic (if not empty) with
+// the given partitions, writes "ADDR <host:port> PID <pid>" as one line to
+// out and keeps the target up until ctx ends. bench/kcat.sh drives it.
+func ServeTarget(ctx context.Context, name string, c *TargetConfig, topic string, partitions int32, out io.Writer) error {
+	if c.WorkDir == "" {
+		d, err := os.MkdirTemp("", "iggy-kafka-bench-serve-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		c.WorkDir = d
+	}
+	t, err := NewTarget(name, c)
+	if err != nil {
+		return err
+	}
+	if err := t.Start(ctx); err != nil {
+		return err
+	}
+	defer t.Stop()
+	if topic != "" {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := CreateTopic(cctx, t.Brokers(), topic, partitions)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "ADDR %s PID %d\n", t.Brokers()[0], t.PID())
+	<-ctx.Done()
+	return nil
+}

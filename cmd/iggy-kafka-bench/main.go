@@ -1,0 +1,314 @@
+// Command iggy-kafka-bench drives real franz-go clients against a
+// Kafka-wire address on 127.0.0.1 and compares the gateway with kfake and
+// Apache Kafka. All the work is in package bench; this file parses flags.
+//
+//	iggy-kafka-bench produce  [flags]   # records/s, MB/s, ack latency
+//	iggy-kafka-bench consume  [flags]   # read a topic from the earliest offset
+//	iggy-kafka-bench e2e      [flags]   # produce-to-consume latency at --rate
+//	iggy-kafka-bench compare  [--quick] # start every target, run, table + chart
+//	iggy-kafka-bench serve    --target T  # start one target, print its address (bench/kcat.sh)
+//	iggy-kafka-bench render   [--in F]    # compare.json -> compare.md + compare.png again
+//
+// docs/PERFORMANCE.md shows the output and how it was made.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bench"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const usage = `usage: iggy-kafka-bench <produce|consume|e2e|compare|serve> [flags]
+       iggy-kafka-bench <subcommand> -h    lists its flags
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "produce", "consume", "e2e":
+		err = runWorkload(ctx, args[0], args[1:], stdout, stderr)
+	case "compare":
+		err = runCompare(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = runServe(ctx, args[1:], stdout, stderr)
+	case "render": // compare.json -> compare.md + compare.png again
+		fs := flag.NewFlagSet("render", flag.ContinueOnError)
+		in := fs.String("in", "bench/results/compare.json", "compare.json to read")
+		out := fs.String("out", "bench/results", "directory for compare.{json,md,png}")
+		if err = fs.Parse(args[1:]); err == nil {
+			var c *bench.Comparison
+			if c, err = bench.LoadComparison(*in); err == nil {
+				_, err = c.WriteFiles(*out)
+			}
+		}
+	case "serve-kfake": // started by compare; not for people
+		fs := flag.NewFlagSet("serve-kfake", flag.ContinueOnError)
+		addr := fs.String("addr", "127.0.0.1:0", "listen address")
+		mode := fs.String("mode", "memory", "memory, blackhole or disk")
+		dir := fs.String("data-dir", "", "data dir of mode disk")
+		if err = fs.Parse(args[1:]); err == nil {
+			err = bench.ServeKfake(ctx, *addr, *mode, *dir)
+		}
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "iggy-kafka-bench %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func runWorkload(ctx context.Context, kind string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated broker addresses (loopback only)")
+	topic := fs.String("topic", "bench", "topic")
+	records := fs.Int("records", 1_000_000, "records (produce/e2e: to send; consume: to read)")
+	size := fs.Int("record-size", 100, "value bytes per record")
+	producers := fs.Int("producers", 1, "producer clients")
+	partitions := fs.Int("partitions", 1, "partitions when the topic is created")
+	create := fs.Bool("create-topic", true, "create the topic first (an existing one is reused)")
+	acks := fs.String("acks", "all", "all, leader or none")
+	compression := fs.String("compression", "none", "none, snappy, lz4, zstd, gzip")
+	linger := fs.Duration("linger", 0, "producer linger (0: kgo's default 10ms; negative: none)")
+	inflight := fs.Int("inflight", 5, "produce requests in flight per broker when not idempotent")
+	batch := fs.Int("batch-bytes", 0, "producer max batch bytes (0: kgo's default, 1 MB)")
+	buffered := fs.Int("max-buffered", 0, "records buffered per producer (0: kgo's default, 10000)")
+	idem := fs.Bool("idempotent", true, "idempotent producer, kgo's default (needs --acks all)")
+	rate := fs.Float64("rate", 0, "target records/s over all producers (0: as fast as possible; required for e2e)")
+	maxDur := fs.Duration("max-duration", time.Minute, "cut the run after this")
+	group := fs.String("group", "", "consume/e2e: consumer group (empty: direct partition consumer)")
+	jsonOut := fs.String("json", "", "write the result as JSON to this file (- for stdout)")
+	mdOut := fs.String("md", "", "write the result as a markdown table to this file (- for stdout)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	bs := strings.Split(*brokers, ",")
+	if err := bench.CheckLoopback(bs); err != nil {
+		return err
+	}
+	po := bench.ProduceOptions{
+		Brokers: bs, Topic: *topic, Records: *records, RecordSize: *size, Producers: *producers,
+		Partitions: int32(*partitions), CreateTopic: *create, Acks: *acks, Compression: *compression,
+		Linger: *linger, Inflight: *inflight, BatchBytes: int32(*batch), MaxBuffered: *buffered, Idempotent: *idem, Rate: *rate,
+		MaxDuration: *maxDur, Warmup: true, Progress: stderr, Label: kind,
+	}
+	var res *bench.Result
+	var err error
+	switch kind {
+	case "produce":
+		res, err = bench.RunProduce(ctx, po)
+	case "consume":
+		res, err = bench.RunConsume(ctx, bench.ConsumeOptions{Brokers: bs, Topic: *topic, Records: *records,
+			Group: *group, MaxDuration: *maxDur, Progress: stderr, Label: kind})
+	case "e2e":
+		res, err = bench.RunE2E(ctx, bench.E2EOptions{Produce: po, Group: *group})
+	}
+	if err != nil {
+		return err
+	}
+	res.Target = *brokers
+	md := bench.ResultsTable([]*bench.Result{res})
+	if err := emit(*mdOut, stdout, func(w io.Writer) error { _, err := io.WriteString(w, md); return err }); err != nil {
+		return err
+	}
+	if *mdOut == "" {
+		fmt.Fprint(stdout, md)
+	}
+	if err := emit(*jsonOut, stdout, func(w io.Writer) error { return bench.WriteJSON(w, res) }); err != nil {
+		return err
+	}
+	if !res.Complete {
+		return fmt.Errorf("run incomplete: %s", res.Err)
+	}
+	return nil
+}
+
+// emit writes to path ("-" is stdout; "" writes nothing).
+func emit(path string, stdout io.Writer, f func(io.Writer) error) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		return f(stdout)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "small workloads, 2 repetitions: finishes in a few minutes")
+	targets := fs.String("targets", "", "comma-separated targets (default: gateway,gateway-always,kfake,kfake-blackhole,kafka; --quick drops gateway-always; iggy is added with --iggy-addr); one of "+strings.Join(bench.TargetNames, ", "))
+	reps := fs.Int("reps", 0, "repetitions per workload and target (default 5, --quick 2)")
+	scale := fs.Float64("scale", 1, "multiply every workload's record count")
+	only := fs.String("workloads", "", "comma-separated workload names to run (default all)")
+	out := fs.String("out", "bench/results", "directory for compare.json, compare.md, compare.png")
+	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
+	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib; bench/kafka/fetch.sh fills it)")
+	java := fs.String("java", "java", "java binary for the kafka target")
+	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy target (gateway --backend iggy)")
+	var iggyArgs multiFlag
+	fs.Var(&iggyArgs, "iggy-arg", "extra gateway flag for the iggy target, repeatable (e.g. --iggy-arg=--iggy-username=iggy)")
+	inproc := fs.Bool("inproc", false, "run kfake in this process instead of a child process")
+	pprofAddr := fs.String("pprof-addr", "", "gateway --pprof-addr (127.0.0.1:PORT); with --profile, CPU profiles per workload")
+	profile := fs.String("profile", "", "directory for the gateway's CPU profiles (needs --pprof-addr)")
+	maxDur := fs.Duration("max-duration", time.Minute, "cut any single run after this")
+	compression := fs.String("compression", "none", "producer compression")
+	acks := fs.String("acks", "all", "producer acks")
+	idem := fs.Bool("idempotent", true, "idempotent producers (kgo's default)")
+	linger := fs.Duration("linger", 0, "producer linger of the throughput workloads (0: kgo's default 10ms; negative: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, a := range []string{*pprofAddr, *iggyAddr} {
+		if a == "" {
+			continue
+		}
+		if err := bench.CheckLoopback([]string{a}); err != nil {
+			return err
+		}
+	}
+	ts := *targets
+	if ts == "" {
+		ts = "gateway,gateway-always,kfake,kfake-blackhole,kafka"
+		if *quick {
+			ts = "gateway,kfake,kfake-blackhole,kafka"
+		}
+		if *iggyAddr != "" {
+			ts += ",iggy"
+		}
+	}
+	if *reps == 0 {
+		*reps = 5
+		if *quick {
+			*reps = 2
+		}
+	}
+	ws := bench.DefaultWorkloads(*quick)
+	var picked []bench.Workload
+	for _, w := range ws {
+		if *only != "" && !contains(strings.Split(*only, ","), w.Name) {
+			continue
+		}
+		w.Records = int(float64(w.Records) * *scale)
+		picked = append(picked, w)
+	}
+	modDir, err := moduleDir()
+	if err != nil && *gwBin == "" {
+		return fmt.Errorf("finding the module to build the gateway from (run from the repository or pass --gateway-bin): %w", err)
+	}
+	self := ""
+	if !*inproc {
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	c, err := bench.Compare(ctx, bench.CompareOptions{
+		Targets: strings.Split(ts, ","), Workloads: picked, Reps: *reps, MaxDuration: *maxDur,
+		Compression: *compression, Acks: *acks, Idempotent: *idem, Linger: *linger,
+		Target: bench.TargetConfig{ModuleDir: modDir, GatewayBin: *gwBin, KafkaLib: *kafkaLib, Java: *java,
+			IggyAddr: *iggyAddr, IggyArgs: iggyArgs, SelfExe: self, PprofAddr: *pprofAddr},
+		Progress: stderr, Log: stderr, ProfileDir: *profile,
+	})
+	if err != nil {
+		return err
+	}
+	c.Command = "go run ./cmd/iggy-kafka-bench compare " + strings.Join(args, " ")
+	files, err := c.WriteFiles(*out)
+	fmt.Fprint(stdout, c.Markdown())
+	fmt.Fprintf(stderr, "compare took %s; wrote %s\n", time.Since(start).Round(time.Second), strings.Join(files, ", "))
+	if err != nil {
+		return err
+	}
+	// A run that did not count every record fails the command (CI's smoke
+	// relies on it); the table above says which and why.
+	if n := c.Incomplete(); n > 0 {
+		return fmt.Errorf("%d of %d runs did not complete", n, len(c.Runs))
+	}
+	return nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", "gateway", "one of "+strings.Join(bench.TargetNames, ", "))
+	topic := fs.String("topic", "", "create this topic once it is up")
+	partitions := fs.Int("partitions", 1, "partitions of --topic")
+	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
+	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib)")
+	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy target")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	modDir, _ := moduleDir()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return bench.ServeTarget(ctx, *target, &bench.TargetConfig{ModuleDir: modDir, GatewayBin: *gwBin,
+		KafkaLib: *kafkaLib, IggyAddr: *iggyAddr, SelfExe: self}, *topic, int32(*partitions), stdout)
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleDir is the directory of the go.mod above the working directory.
+func moduleDir() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(string(out))
+	if p == "" || p == os.DevNull {
+		return "", errors.New("not inside a Go module")
+	}
+	return filepath.Dir(p), nil
+}

@@ -186,3 +186,40 @@ func apiVersionsReq(v int16) *kmsg.ApiVersionsRequest {
 	req.ClientSoftwareVersion = "1.0"
 	return req
 }
+
+// loopOnly drives the loop's share of one request without workers: the
+// frame through OnTraffic, the queued job taken as a worker would and
+// answered with a canned reply through the ordered writer, the write
+// callback run as gnet would. Used by the allocation test and the
+// benchmark of that path.
+type loopOnly struct {
+	s     *Server
+	c     *fakeConn
+	cs    *connState
+	frame []byte
+	reply []byte
+}
+
+func newLoopOnly(tb testing.TB, frame []byte) *loopOnly {
+	s := newFakeServer(tb, Config{Workers: 1, QueueDepth: 16}, false)
+	c := &fakeConn{deferCB: true}
+	_, _ = s.OnOpen(c)
+	return &loopOnly{s: s, c: c, cs: c.ctx.(*connState), frame: frame, reply: []byte{0, 0, 0, 4, 0, 0, 0, 1}}
+}
+
+func (l *loopOnly) round() {
+	l.c.view = l.frame
+	l.s.OnTraffic(l.c)
+	j := <-l.s.jobs
+	out := smallBufs.Get()
+	out.B = append(out.B[:0], l.reply...)
+	largeBufs.Put(j.frame)
+	seq := j.seq
+	putJob(j)
+	l.cs.runNext()
+	l.cs.finish(seq, out, &smallBufs)
+	cb := l.c.pendingCB
+	l.c.pendingCB = nil
+	_ = cb(l.c, nil)
+	l.c.out = l.c.out[:0]
+}

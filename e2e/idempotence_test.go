@@ -132,7 +132,9 @@ func (p *faultProxy) serve(client net.Conn) {
 		if _, err := server.Write(frame); err != nil {
 			return
 		}
-		if n >= 2 && binary.BigEndian.Uint16(frame[4:]) == 0 && p.produces.Add(1)%p.every == 0 {
+		// Every Nth Produce is cut; once pauseOnCut is set, the very next one
+		// is, so a test waiting for that cut cannot run out of requests.
+		if n >= 2 && binary.BigEndian.Uint16(frame[4:]) == 0 && (p.produces.Add(1)%p.every == 0 || p.pauseOnCut.Load()) {
 			p.cuts.Add(1)
 			_ = client.Close()
 			if p.pauseOnCut.CompareAndSwap(true, false) {

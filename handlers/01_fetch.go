@@ -99,15 +99,7 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 
-		var ti bridge.TopicInfo
-		var tcode int16
-		if !validTopicName(rt.Topic) {
-			tcode = kerr.UnknownTopicOrPartition.Code
-		} else if t, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, rt.Topic); err != nil {
-			tcode = errCode(err, opRead)
-		} else {
-			ti = t
-		}
+		ti, tcode := c.readTopic(rt.Topic, opRead)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]

@@ -60,7 +60,6 @@ const (
 func listOffsets(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	g := c.G
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -69,15 +68,7 @@ func listOffsets(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
 
-		var ti bridge.TopicInfo
-		var tcode int16
-		if !validTopicName(rt.Topic) {
-			tcode = kerr.UnknownTopicOrPartition.Code
-		} else if t, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, rt.Topic); err != nil {
-			tcode = errCode(err, opOffsets)
-		} else {
-			ti = t
-		}
+		ti, tcode := c.readTopic(rt.Topic, opOffsets)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]

@@ -3,6 +3,8 @@ package handlers
 import (
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
@@ -48,4 +50,19 @@ func (c *Call) topicByID(id [16]byte) (ti bridge.TopicInfo, ok bool, err error) 
 		}
 	}
 	return ti, false, nil
+}
+
+// readTopic resolves a topic for a read (Fetch, ListOffsets): a name Kafka
+// could never have created answers UNKNOWN_TOPIC_OR_PARTITION like a
+// missing topic, and nothing is auto-created. code is 0 on success and o
+// picks the store-error mapping.
+func (c *Call) readTopic(name string, o op) (ti bridge.TopicInfo, code int16) {
+	if !validTopicName(name) {
+		return ti, kerr.UnknownTopicOrPartition.Code
+	}
+	ti, err := c.topic(name, false)
+	if err != nil {
+		return ti, errCode(err, o)
+	}
+	return ti, 0
 }

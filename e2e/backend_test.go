@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -12,20 +13,105 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/bridge/iggy/iggytest"
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
 // backendEnv picks the store the whole suite runs on: "embedded" (the
-// default) or "iggy", where the gateway talks Iggy's binary protocol over
-// real TCP to the in-process Iggy server (iggytest) on an embedded store.
-// .ci/run runs the suite once per backend.
+// default); "iggy", where the gateway talks Iggy's binary protocol over
+// real TCP to the in-process Iggy server (iggytest) on an embedded store; or
+// "iggy-server", the real Apache Iggy server (internal/iggyreal: the one
+// .ci/run started, or one this test binary starts), each test in a stream of
+// its own. .ci/run runs the suite once per backend.
 const backendEnv = "IGGY_KAFKA_E2E_BACKEND"
 
-func iggyBackend() bool { return os.Getenv(backendEnv) == "iggy" }
+// iggyBackend reports a gateway on the Iggy backend, imitation or real.
+func iggyBackend() bool { b := os.Getenv(backendEnv); return b == "iggy" || b == "iggy-server" }
+
+// realIggyBackend reports the real Iggy server as the backend.
+func realIggyBackend() bool { return os.Getenv(backendEnv) == "iggy-server" }
+
+// realBackend is what a test on the real server uses: the server and the
+// test's own streams.
+type realBackend struct {
+	addr, stream, state string
+}
+
+// newRealBackend picks the shared real server and names the test's streams;
+// they are deleted when the test ends.
+func newRealBackend(t testing.TB) realBackend {
+	t.Helper()
+	rb := realBackend{addr: iggyreal.Shared(t), stream: iggyreal.Stream(t)}
+	rb.state = rb.stream + ".gw"
+	t.Cleanup(func() { dropStreams(t, rb) })
+	return rb
+}
+
+// dropStreams deletes a test's streams from the shared server.
+func dropStreams(t testing.TB, rb realBackend) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := iggy.Dial(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	defer c.Close()
+	for _, s := range []string{rb.stream, rb.state} {
+		if err := c.DeleteStream(ctx, iggy.Name(s)); err != nil && !errors.Is(err, iggy.ErrStreamNotFound) {
+			t.Logf("cleanup: deleting stream %s: %v", s, err)
+		}
+	}
+}
+
+// testStreams maps a test to its real-backend streams, so every gateway of
+// one test (restarts included) uses the same ones.
+var (
+	testStreamsMu sync.Mutex
+	testStreams   = map[string]realBackend{}
+)
+
+func realBackendFor(t testing.TB) realBackend {
+	t.Helper()
+	testStreamsMu.Lock()
+	rb, ok := testStreams[t.Name()]
+	testStreamsMu.Unlock()
+	if ok {
+		return rb
+	}
+	rb = newRealBackend(t)
+	testStreamsMu.Lock()
+	testStreams[t.Name()] = rb
+	testStreamsMu.Unlock()
+	t.Cleanup(func() {
+		testStreamsMu.Lock()
+		delete(testStreams, t.Name())
+		testStreamsMu.Unlock()
+	})
+	return rb
+}
+
+// kafkaStream is the Iggy stream holding the test's Kafka topics.
+func kafkaStream(t testing.TB) string {
+	if realIggyBackend() {
+		return realBackendFor(t).stream
+	}
+	return "kafka"
+}
 
 // openBackend returns the Store an in-process gateway serves from, with its
 // data under dir; everything is closed when the test ends.
 func openBackend(t testing.TB, dir string, log *slog.Logger) bridge.Store {
 	t.Helper()
+	if realIggyBackend() {
+		rb := realBackendFor(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
+		if err != nil {
+			t.Fatalf("iggy.Open on the real server: %v", err)
+		}
+		return st
+	}
 	inner, err := embedded.Open(dir, embedded.Options{Logger: log})
 	if err != nil {
 		t.Fatalf("embedded.Open: %v", err)
@@ -65,6 +151,10 @@ var (
 // the test, as a real Iggy server would.
 func backendArgs(t testing.TB, dataDir string) []string {
 	t.Helper()
+	if realIggyBackend() {
+		rb := realBackendFor(t)
+		return []string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}
+	}
 	if !iggyBackend() {
 		return []string{"--data-dir=" + dataDir}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
 	"github.com/iggy-kafka/gateway/internal/metrics"
 	"github.com/iggy-kafka/gateway/loop"
 )
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
+	iggyreal.StopShared()
 	os.Exit(code)
 }
 
@@ -116,11 +118,12 @@ func (s *syncBuffer) String() string {
 
 // gateway is an in-process gateway serving on 127.0.0.1.
 type gateway struct {
-	Addr  string
-	Store bridge.Store // the embedded store, or the Iggy client over iggytest (backend.go)
-	G     *handlers.Gateway
-	Srv   *loop.Server
-	Log   *syncBuffer
+	Addr   string
+	Store  bridge.Store // the embedded store, or the Iggy client over iggytest or the real server (backend_test.go)
+	Stream string       // the Iggy stream holding its Kafka topics
+	G      *handlers.Gateway
+	Srv    *loop.Server
+	Log    *syncBuffer
 }
 
 type gwOption func(*handlers.Config, *loop.Config)
@@ -158,7 +161,7 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 	for attempt := 0; attempt < 5 && gw == nil; attempt++ {
 		port := freePort(t)
 		hc := handlers.Config{
-			Stream:            "kafka",
+			Stream:            kafkaStream(t),
 			AdvertisedHost:    "127.0.0.1",
 			AdvertisedPort:    int32(port),
 			NodeID:            1,
@@ -184,7 +187,7 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 		if lastErr = srv.Start(); lastErr != nil {
 			continue // the port was taken in between; pick another
 		}
-		gw = &gateway{Addr: srv.Addr(), Store: store, G: g, Srv: srv, Log: logBuf}
+		gw = &gateway{Addr: srv.Addr(), Store: store, Stream: hc.Stream, G: g, Srv: srv, Log: logBuf}
 	}
 	if gw == nil {
 		store.Close()

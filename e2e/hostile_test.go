@@ -287,7 +287,7 @@ func TestHostileInput(t *testing.T) {
 	})
 
 	// Nothing above stored anything, and what was stored before reads back.
-	st, err := gw.Store.Partition(context.Background(), "kafka", "survivor", 0)
+	st, err := gw.Store.Partition(context.Background(), gw.Stream, "survivor", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

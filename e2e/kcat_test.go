@@ -159,7 +159,7 @@ func TestKcatAutoCreateOff(t *testing.T) {
 	if err == nil && !strings.Contains(strings.ToLower(errOut), "unknown topic") {
 		t.Fatalf("kcat -P to an unknown topic with auto-create off succeeded; stderr: %s", errOut)
 	}
-	if _, err := gw.Store.Topic(context.Background(), "kafka", "not-there"); err == nil {
+	if _, err := gw.Store.Topic(context.Background(), gw.Stream, "not-there"); err == nil {
 		t.Fatal("the topic exists although auto-create is off")
 	}
 	m := kcatList(t, kcat, gw.Addr, "-t", "not-there")

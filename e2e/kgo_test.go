@@ -72,7 +72,7 @@ func TestKgoAutoCreateOff(t *testing.T) {
 	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("produce to an unknown topic with auto-create off: err = %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
 	}
-	if _, err := gw.Store.Topic(ctx, "kafka", "never-made"); err == nil {
+	if _, err := gw.Store.Topic(ctx, gw.Stream, "never-made"); err == nil {
 		t.Fatal("the topic was created although auto-create is off")
 	}
 }

@@ -55,6 +55,11 @@ type Options struct {
 	// ignored (TLS is implied).
 	TLSConfig *tls.Config
 
+	// StateStream is the stream where the gateway keeps what Iggy has no
+	// place for (producer-id marks, the consumer-group registry). Default
+	// DefaultStateStream. Gateways sharing one Iggy share it.
+	StateStream string
+
 	// Logger receives connection-state changes. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -67,6 +72,7 @@ const (
 	DefaultDialTimeout  = 5 * time.Second
 	DefaultReconnectMin = 100 * time.Millisecond
 	DefaultReconnectMax = 5 * time.Second
+	DefaultStateStream  = "iggy-kafka-gateway"
 )
 
 func (o *Options) withDefaults() Options {
@@ -91,6 +97,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if d.ReconnectMax < d.ReconnectMin {
 		d.ReconnectMax = max(DefaultReconnectMax, d.ReconnectMin)
+	}
+	if d.StateStream == "" {
+		d.StateStream = DefaultStateStream
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
@@ -132,6 +141,9 @@ func (o *Options) validate() error {
 		if len(s) > 255 {
 			return errors.New("iggy: username, password and token must be at most 255 bytes")
 		}
+	}
+	if !validName(o.StateStream) {
+		return fmt.Errorf("iggy: state stream name %q must be 1..255 bytes", o.StateStream)
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func (c *conn) roundTrip(ctx context.Context, op uint8, code uint32, frame, tail
 	}
 	defer stop()
 	for {
-		rep, err := c.exchange(frame, tail, h.request)
+		rep, err := c.exchange(frame, tail, h.request, op)
 		if err != nil {
 			return reply{}, c.fail(ctx, err)
 		}
@@ -188,7 +188,7 @@ func (c *conn) arm(ctx context.Context) (time.Time, func(), error) {
 }
 
 // exchange writes the frame and reads the matching reply.
-func (c *conn) exchange(frame, tail []byte, request uint64) (reply, error) {
+func (c *conn) exchange(frame, tail []byte, request uint64, op uint8) (reply, error) {
 	if err := c.write(frame, tail); err != nil {
 		return reply{}, err
 	}
@@ -197,7 +197,7 @@ func (c *conn) exchange(frame, tail []byte, request uint64) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	rep, err := decodeFrame(c.rbuf)
+	rep, err := decodeFrame(c.rbuf, op)
 	if err != nil {
 		return reply{}, err
 	}

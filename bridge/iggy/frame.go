@@ -77,14 +77,21 @@ func (s *session) header(op uint8, code uint32, bodyLen int) reqHeader {
 
 // reply is a decoded reply frame. body aliases the read buffer.
 type reply struct {
-	request   uint64
+	request uint64
+	// operation is the operation of the request this reply answers: it,
+	// not the reply's own operation byte, decides how the body is framed.
+	// A real server answers CreateTopic (132) with 64 and CreatePartitions
+	// (136) with 65, the replica-internal operations it rewrote them into,
+	// and both bodies are still result-framed.
 	operation uint8
+	replyOp   uint8 // header byte 208 as the server wrote it; logs and tests only
 	status    uint32
 	body      []byte
 }
 
-// decodeFrame reads a reply or an eviction frame (whole frame in b).
-func decodeFrame(b []byte) (reply, error) {
+// decodeFrame reads a reply or an eviction frame (whole frame in b) to a
+// request sent with operation sent.
+func decodeFrame(b []byte, sent uint8) (reply, error) {
 	if len(b) < wire.HeaderSize || int(le.Uint32(b[wire.OffSize:])) != len(b) {
 		return reply{}, fmt.Errorf("%w: frame size", ErrProtocol)
 	}
@@ -92,7 +99,8 @@ func decodeFrame(b []byte) (reply, error) {
 	case wire.CmdReply:
 		return reply{
 			request:   le.Uint64(b[wire.RepRequest:]),
-			operation: b[wire.RepOperation],
+			operation: sent,
+			replyOp:   b[wire.RepOperation],
 			status:    le.Uint32(b[wire.RepStatus:]),
 			body:      b[wire.HeaderSize:],
 		}, nil

@@ -16,16 +16,20 @@ func FuzzDecodeReply(f *testing.F) {
 		f.Add(readHexFixture(f, path))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		r, err := decodeFrame(frame)
-		if err != nil {
-			return
+		// Framing follows the request, so decode each frame as the answer
+		// to the operation it names and to one it does not.
+		for _, sent := range []uint8{echoedOp(frame), wire.OpCreateTopic, wire.OpNonReplicated} {
+			r, err := decodeFrame(frame, sent)
+			if err != nil {
+				return
+			}
+			_ = transient(&r)
+			p, err := r.payload()
+			if err != nil {
+				continue
+			}
+			decodeAll(p)
 		}
-		_ = transient(&r)
-		p, err := r.payload()
-		if err != nil {
-			return
-		}
-		decodeAll(p)
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 
 // The producer-id high-water marks (docs/IDEMPOTENCE.md) live on the Iggy
 // server itself, so they survive as long as the data does: stream
-// GatewayStateStream, topic ProducerIDTopic, one partition, one message per
+// the state stream (Options.StateStream), topic ProducerIDTopic, one partition, one message per
 // reservation whose payload is
 //
 //	'M' u16 LE instance, u64 LE mark
@@ -19,8 +19,7 @@ import (
 // A gateway reserves a block of 65 536 ids per message, so the topic grows
 // by one small message per restart and per block; Load reads it whole.
 const (
-	GatewayStateStream = "iggy-kafka-gateway"
-	ProducerIDTopic    = "producer-ids"
+	ProducerIDTopic = "producer-ids"
 )
 
 const markPayloadLen = 1 + 2 + 8
@@ -35,7 +34,7 @@ func (s *Store) LoadProducerIDMark(ctx context.Context, instance uint16) (uint64
 	from := uint64(0)
 	for {
 		next := from
-		err := s.Poll(ctx, GatewayStateStream, ProducerIDTopic, 0, from, 1<<20, func(b []byte) bool {
+		err := s.Poll(ctx, s.c.opts.StateStream, ProducerIDTopic, 0, from, 1<<20, func(b []byte) bool {
 			v, err := bridge.ParseIggyBatch(b)
 			if err != nil {
 				bad = err
@@ -91,12 +90,12 @@ func (s *Store) StoreProducerIDMark(ctx context.Context, instance uint16, mark u
 	if err != nil {
 		return err
 	}
-	_, err = s.Append(ctx, GatewayStateStream, ProducerIDTopic, 0, buf)
+	_, err = s.Append(ctx, s.c.opts.StateStream, ProducerIDTopic, 0, buf)
 	if errors.Is(err, bridge.ErrTopicNotFound) {
-		if _, cerr := s.CreateTopic(ctx, GatewayStateStream, ProducerIDTopic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
+		if _, cerr := s.CreateTopic(ctx, s.c.opts.StateStream, ProducerIDTopic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
 			return cerr
 		}
-		_, err = s.Append(ctx, GatewayStateStream, ProducerIDTopic, 0, buf)
+		_, err = s.Append(ctx, s.c.opts.StateStream, ProducerIDTopic, 0, buf)
 	}
 	return err
 }

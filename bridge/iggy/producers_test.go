@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-func TestProducerIDMarks(t *testing.T) {
-	e := newEnv(t)
+func TestProducerIDMarks(t *testing.T) { eachServer(t, testProducerIDMarks) }
+
+func testProducerIDMarks(t *testing.T, e *env) {
 	ctx := context.Background()
 	if m, err := e.store.LoadProducerIDMark(ctx, 3); err != nil || m != 0 {
 		t.Fatalf("empty: %d, %v", m, err)

@@ -7,12 +7,29 @@ import (
 	"testing"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
 )
 
-// payloadOf decodes a whole reply frame down to its payload.
+// payloadOf decodes a whole reply frame down to its payload, as the reply
+// to a request whose operation the reply echoes.
 func payloadOf(t *testing.T, frame []byte) ([]byte, error) {
 	t.Helper()
-	r, err := decodeFrame(frame)
+	return payloadAs(t, frame, echoedOp(frame))
+}
+
+// echoedOp is the operation byte of a reply frame (0 when too short).
+func echoedOp(frame []byte) uint8 {
+	if len(frame) < wire.HeaderSize {
+		return 0
+	}
+	return frame[wire.RepOperation]
+}
+
+// payloadAs decodes a reply frame as the answer to a request sent with
+// operation sent.
+func payloadAs(t *testing.T, frame []byte, sent uint8) ([]byte, error) {
+	t.Helper()
+	r, err := decodeFrame(frame, sent)
 	if err != nil {
 		return nil, err
 	}

@@ -13,16 +13,19 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/bridge/iggy/iggytest"
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// env is a client Store talking to iggytest over an embedded store.
+// env is a client Store talking to iggytest over an embedded store, or
+// to a real Iggy server (srv and backing nil) in a stream of the test's own.
 type env struct {
 	backing bridge.Store
 	srv     *iggytest.Server
 	store   *Store
 	opts    Options
+	stream  string // where the test keeps its topics
 }
 
 func testOptions(addr string) Options {
@@ -44,7 +47,7 @@ func newEmbedded(t testing.TB) bridge.Store {
 
 func newEnv(t testing.TB, mutate ...func(*Options)) *env {
 	t.Helper()
-	e := &env{backing: newEmbedded(t)}
+	e := &env{backing: newEmbedded(t), stream: "kafka"}
 	srv, err := iggytest.Start(e.backing, iggytest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +66,43 @@ func newEnv(t testing.TB, mutate ...func(*Options)) *env {
 		e.srv.Close()
 	})
 	return e
+}
+
+// newRealEnv is a client Store on the real Iggy server tests share
+// (internal/iggyreal), in a stream of the test's own that is deleted when
+// the test ends. It skips when the server is not there.
+func newRealEnv(t testing.TB, mutate ...func(*Options)) *env {
+	t.Helper()
+	e := &env{stream: iggyreal.Stream(t)}
+	e.opts = testOptions(iggyreal.Shared(t))
+	e.opts.CallTimeout = 10 * time.Second
+	e.opts.StateStream = e.stream + ".gw"
+	for _, m := range mutate {
+		m(&e.opts)
+	}
+	var err error
+	e.store, err = Open(context.Background(), e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, st := range []string{e.stream, e.opts.StateStream} {
+			if err := e.store.c.DeleteStream(ctx, Name(st)); err != nil && !errors.Is(err, ErrStreamNotFound) {
+				t.Errorf("deleting stream %s: %v", st, err)
+			}
+		}
+		e.store.Close()
+	})
+	return e
+}
+
+// eachServer runs fn against iggytest and against the real Iggy server:
+// the Store conformance tests hold both to the same answers.
+func eachServer(t *testing.T, fn func(t *testing.T, e *env), mutate ...func(*Options)) {
+	t.Run("iggytest", func(t *testing.T) { fn(t, newEnv(t, mutate...)) })
+	t.Run("real", func(t *testing.T) { fn(t, newRealEnv(t, mutate...)) })
 }
 
 const origin0 = 1_700_000_000_000_000 // µs
@@ -97,10 +137,10 @@ type polled struct {
 	batches  int
 }
 
-func pollAll(t *testing.T, s bridge.Store, topic string, p int32, from uint64, maxBytes int) polled {
+func pollAll(t *testing.T, s bridge.Store, stream, topic string, p int32, from uint64, maxBytes int) polled {
 	t.Helper()
 	var out polled
-	err := s.Poll(context.Background(), "kafka", topic, p, from, maxBytes, func(b []byte) bool {
+	err := s.Poll(context.Background(), stream, topic, p, from, maxBytes, func(b []byte) bool {
 		out.batches++
 		for _, m := range messagesOf(t, b) {
 			if m.Offset >= from {
@@ -119,63 +159,63 @@ func pollAll(t *testing.T, s bridge.Store, topic string, p int32, from uint64, m
 // scenario is the Store contract the gateway relies on. It runs against
 // the embedded store and against the client over iggytest, so the two
 // backends are held to the same answers.
-func scenario(t *testing.T, s bridge.Store) {
+func scenario(t *testing.T, s bridge.Store, stream string) {
 	ctx := context.Background()
-	if ts, err := s.Topics(ctx, "kafka"); err != nil || len(ts) != 0 {
+	if ts, err := s.Topics(ctx, stream); err != nil || len(ts) != 0 {
 		t.Fatalf("topics of a missing stream: %v %v", ts, err)
 	}
-	if _, err := s.Topic(ctx, "kafka", "orders"); !errors.Is(err, bridge.ErrTopicNotFound) {
+	if _, err := s.Topic(ctx, stream, "orders"); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Fatalf("missing topic: %v", err)
 	}
-	info, err := s.CreateTopic(ctx, "kafka", "orders", 3)
-	if err != nil || info.Name != "orders" || info.Stream != "kafka" || info.Partitions != 3 {
+	info, err := s.CreateTopic(ctx, stream, "orders", 3)
+	if err != nil || info.Name != "orders" || info.Stream != stream || info.Partitions != 3 {
 		t.Fatalf("create: %+v %v", info, err)
 	}
-	if _, err := s.CreateTopic(ctx, "kafka", "orders", 3); !errors.Is(err, bridge.ErrTopicExists) {
+	if _, err := s.CreateTopic(ctx, stream, "orders", 3); !errors.Is(err, bridge.ErrTopicExists) {
 		t.Fatalf("create twice: %v", err)
 	}
-	if got, err := s.Topic(ctx, "kafka", "orders"); err != nil || got != info {
+	if got, err := s.Topic(ctx, stream, "orders"); err != nil || got != info {
 		t.Fatalf("topic: %+v %v, want %+v", got, err, info)
 	}
-	if ts, err := s.Topics(ctx, "kafka"); err != nil || len(ts) != 1 || ts[0] != info {
+	if ts, err := s.Topics(ctx, stream); err != nil || len(ts) != 1 || ts[0] != info {
 		t.Fatalf("topics: %+v %v", ts, err)
 	}
-	if st, err := s.Partition(ctx, "kafka", "orders", 0); err != nil || st != (bridge.PartitionState{}) {
+	if st, err := s.Partition(ctx, stream, "orders", 0); err != nil || st != (bridge.PartitionState{}) {
 		t.Fatalf("empty partition: %+v %v", st, err)
 	}
 	for i := range 3 {
-		base, err := s.Append(ctx, "kafka", "orders", 1, testBatch(t, "m", 5*i, 5))
+		base, err := s.Append(ctx, stream, "orders", 1, testBatch(t, "m", 5*i, 5))
 		if err != nil || base != uint64(5*i) {
 			t.Fatalf("append %d: base %d %v", i, base, err)
 		}
 	}
-	if st, err := s.Partition(ctx, "kafka", "orders", 1); err != nil || st != (bridge.PartitionState{Earliest: 0, Next: 15}) {
+	if st, err := s.Partition(ctx, stream, "orders", 1); err != nil || st != (bridge.PartitionState{Earliest: 0, Next: 15}) {
 		t.Fatalf("partition 1: %+v %v", st, err)
 	}
-	checkPolls(t, s)
-	checkErrors(t, s)
-	checkTimestamps(t, s)
+	checkPolls(t, s, stream)
+	checkErrors(t, s, stream)
+	checkTimestamps(t, s, stream)
 
-	if err := s.DeleteTopic(ctx, "kafka", "orders"); err != nil {
+	if err := s.DeleteTopic(ctx, stream, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Topic(ctx, "kafka", "orders"); !errors.Is(err, bridge.ErrTopicNotFound) {
+	if _, err := s.Topic(ctx, stream, "orders"); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Fatalf("deleted topic: %v", err)
 	}
-	if err := s.DeleteTopic(ctx, "kafka", "orders"); !errors.Is(err, bridge.ErrTopicNotFound) {
+	if err := s.DeleteTopic(ctx, stream, "orders"); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Fatalf("delete twice: %v", err)
 	}
-	again, err := s.CreateTopic(ctx, "kafka", "orders", 1)
+	again, err := s.CreateTopic(ctx, stream, "orders", 1)
 	if err != nil || again.ID == info.ID {
 		t.Fatalf("re-created topic must get a new id: %+v %v (old %d)", again, err, info.ID)
 	}
-	if st, err := s.Partition(ctx, "kafka", "orders", 0); err != nil || st.Next != 0 {
+	if st, err := s.Partition(ctx, stream, "orders", 0); err != nil || st.Next != 0 {
 		t.Fatalf("re-created topic holds data: %+v %v", st, err)
 	}
 }
 
-func checkPolls(t *testing.T, s bridge.Store) {
-	all := pollAll(t, s, "orders", 1, 0, 1<<20)
+func checkPolls(t *testing.T, s bridge.Store, stream string) {
+	all := pollAll(t, s, stream, "orders", 1, 0, 1<<20)
 	if len(all.offsets) != 15 || all.batches != 3 {
 		t.Fatalf("poll all: %+v", all)
 	}
@@ -184,50 +224,50 @@ func checkPolls(t *testing.T, s bridge.Store) {
 			t.Fatalf("message %d: offset %d payload %q", i, off, all.payloads[i])
 		}
 	}
-	mid := pollAll(t, s, "orders", 1, 7, 1<<20)
+	mid := pollAll(t, s, stream, "orders", 1, 7, 1<<20)
 	if len(mid.offsets) != 8 || mid.offsets[0] != 7 || mid.payloads[7] != "m-14" {
 		t.Fatalf("poll from 7: %+v", mid)
 	}
-	if one := pollAll(t, s, "orders", 1, 0, 1); one.batches != 1 {
+	if one := pollAll(t, s, stream, "orders", 1, 0, 1); one.batches != 1 {
 		t.Fatalf("maxBytes 1 must pass exactly the first batch: %+v", one)
 	}
-	if end := pollAll(t, s, "orders", 1, 15, 1<<20); end.batches != 0 {
+	if end := pollAll(t, s, stream, "orders", 1, 15, 1<<20); end.batches != 0 {
 		t.Fatalf("poll at the end: %+v", end)
 	}
 	calls := 0
-	err := s.Poll(context.Background(), "kafka", "orders", 1, 0, 1<<20, func([]byte) bool { calls++; return false })
+	err := s.Poll(context.Background(), stream, "orders", 1, 0, 1<<20, func([]byte) bool { calls++; return false })
 	if err != nil || calls != 1 {
 		t.Fatalf("fn returning false: %d calls, %v", calls, err)
 	}
 }
 
-func checkErrors(t *testing.T, s bridge.Store) {
+func checkErrors(t *testing.T, s bridge.Store, stream string) {
 	ctx := context.Background()
 	b := testBatch(t, "x", 0, 1)
-	if _, err := s.Append(ctx, "kafka", "nope", 0, b); !errors.Is(err, bridge.ErrTopicNotFound) {
+	if _, err := s.Append(ctx, stream, "nope", 0, b); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Errorf("append to missing topic: %v", err)
 	}
-	if _, err := s.Append(ctx, "kafka", "orders", 7, b); !errors.Is(err, bridge.ErrPartitionNotFound) {
+	if _, err := s.Append(ctx, stream, "orders", 7, b); !errors.Is(err, bridge.ErrPartitionNotFound) {
 		t.Errorf("append to missing partition: %v", err)
 	}
-	if _, err := s.Append(ctx, "kafka", "orders", 0, b[:100]); !errors.Is(err, bridge.ErrInvalidBatch) {
+	if _, err := s.Append(ctx, stream, "orders", 0, b[:100]); !errors.Is(err, bridge.ErrInvalidBatch) {
 		t.Errorf("append of a truncated batch: %v", err)
 	}
-	if _, err := s.Partition(ctx, "kafka", "orders", 3); !errors.Is(err, bridge.ErrPartitionNotFound) {
+	if _, err := s.Partition(ctx, stream, "orders", 3); !errors.Is(err, bridge.ErrPartitionNotFound) {
 		t.Errorf("missing partition: %v", err)
 	}
-	if _, err := s.Partition(ctx, "kafka", "nope", 0); !errors.Is(err, bridge.ErrTopicNotFound) {
+	if _, err := s.Partition(ctx, stream, "nope", 0); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Errorf("partition of missing topic: %v", err)
 	}
-	if err := s.Poll(ctx, "kafka", "nope", 0, 0, 100, func([]byte) bool { return true }); !errors.Is(err, bridge.ErrTopicNotFound) {
+	if err := s.Poll(ctx, stream, "nope", 0, 0, 100, func([]byte) bool { return true }); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Errorf("poll of missing topic: %v", err)
 	}
-	if err := s.Poll(ctx, "kafka", "orders", 9, 0, 100, func([]byte) bool { return true }); !errors.Is(err, bridge.ErrPartitionNotFound) {
+	if err := s.Poll(ctx, stream, "orders", 9, 0, 100, func([]byte) bool { return true }); !errors.Is(err, bridge.ErrPartitionNotFound) {
 		t.Errorf("poll of missing partition: %v", err)
 	}
 }
 
-func checkTimestamps(t *testing.T, s bridge.Store) {
+func checkTimestamps(t *testing.T, s bridge.Store, stream string) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		ts    uint64
@@ -241,19 +281,21 @@ func checkTimestamps(t *testing.T, s bridge.Store) {
 		{origin0 + 14001, 0, false},
 		{uint64(time.Now().Add(time.Hour).UnixMicro()), 0, false},
 	} {
-		off, found, err := s.OffsetForTimestamp(ctx, "kafka", "orders", 1, tc.ts)
+		off, found, err := s.OffsetForTimestamp(ctx, stream, "orders", 1, tc.ts)
 		if err != nil || off != tc.off || found != tc.found {
 			t.Errorf("OffsetForTimestamp(%d) = %d %v %v, want %d %v", tc.ts, off, found, err, tc.off, tc.found)
 		}
 	}
-	if _, found, err := s.OffsetForTimestamp(ctx, "kafka", "orders", 0, 0); err != nil || found {
+	if _, found, err := s.OffsetForTimestamp(ctx, stream, "orders", 0, 0); err != nil || found {
 		t.Errorf("empty partition: %v %v", found, err)
 	}
 }
 
-func TestScenarioEmbedded(t *testing.T) { scenario(t, newEmbedded(t)) }
+func TestScenarioEmbedded(t *testing.T) { scenario(t, newEmbedded(t), "kafka") }
 
-func TestScenarioIggy(t *testing.T) { scenario(t, newEnv(t).store) }
+func TestScenarioIggy(t *testing.T) {
+	eachServer(t, func(t *testing.T, e *env) { scenario(t, e.store, e.stream) })
+}
 
 // TestReconnect stops the server under the client: calls fail with
 // bridge.ErrUnavailable (never a false success) until a server is back on
@@ -261,26 +303,26 @@ func TestScenarioIggy(t *testing.T) { scenario(t, newEnv(t).store) }
 func TestReconnect(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, "kafka", "t", 2); err != nil {
+	if _, err := e.store.CreateTopic(ctx, e.stream, "t", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Append(ctx, "kafka", "t", 0, testBatch(t, "a", 0, 3)); err != nil {
+	if _, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "a", 0, 3)); err != nil {
 		t.Fatal(err)
 	}
 	addr := e.srv.Addr()
 	e.srv.Close()
 	for p := range int32(2) {
-		if _, err := e.store.Append(ctx, "kafka", "t", p, testBatch(t, "b", 0, 1)); !errors.Is(err, bridge.ErrUnavailable) {
+		if _, err := e.store.Append(ctx, e.stream, "t", p, testBatch(t, "b", 0, 1)); !errors.Is(err, bridge.ErrUnavailable) {
 			t.Fatalf("append while down: %v", err)
 		}
 	}
 	waitFor(t, func() bool {
-		_, err := e.store.Topic(ctx, "kafka", "t")
+		_, err := e.store.Topic(ctx, e.stream, "t")
 		return errors.Is(err, bridge.ErrUnavailable)
 	})
 	// Every slot has noticed by now or will on first use; none may answer.
 	for range 10 {
-		if _, err := e.store.Partition(ctx, "kafka", "t", 0); !errors.Is(err, bridge.ErrUnavailable) {
+		if _, err := e.store.Partition(ctx, e.stream, "t", 0); !errors.Is(err, bridge.ErrUnavailable) {
 			t.Fatalf("partition while down: %v", err)
 		}
 	}
@@ -290,10 +332,10 @@ func TestReconnect(t *testing.T) {
 	}
 	e.srv = srv
 	waitFor(t, func() bool {
-		base, err := e.store.Append(ctx, "kafka", "t", 0, testBatch(t, "c", 3, 1))
+		base, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "c", 3, 1))
 		return err == nil && base == 3
 	})
-	if st, err := e.store.Partition(ctx, "kafka", "t", 0); err != nil || st.Next != 4 {
+	if st, err := e.store.Partition(ctx, e.stream, "t", 0); err != nil || st.Next != 4 {
 		t.Fatalf("after reconnect: %+v %v", st, err)
 	}
 }
@@ -315,13 +357,13 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestDroppedConnections(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, "kafka", "t", 1); err != nil {
+	if _, err := e.store.CreateTopic(ctx, e.stream, "t", 1); err != nil {
 		t.Fatal(err)
 	}
 	e.srv.DropConnections()
 	waitFor(t, func() bool { return e.store.c.Ping(ctx) == nil })
 	waitFor(t, func() bool {
-		_, err := e.store.Append(ctx, "kafka", "t", 0, testBatch(t, "a", 0, 1))
+		_, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "a", 0, 1))
 		return err == nil
 	})
 }
@@ -348,13 +390,13 @@ func TestOpenFailures(t *testing.T) {
 func TestSilentServer(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.CallTimeout = 300 * time.Millisecond; o.PoolSize = 1 })
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, "kafka", "t", 1); err != nil {
+	if _, err := e.store.CreateTopic(ctx, e.stream, "t", 1); err != nil {
 		t.Fatal(err)
 	}
 	b := testBatch(t, "a", 0, 2)
 	b[len(b)-1] ^= 0xff // payload no longer matches its checksum
 	start := time.Now()
-	if _, err := e.store.Append(ctx, "kafka", "t", 0, b); !errors.Is(err, bridge.ErrUnavailable) {
+	if _, err := e.store.Append(ctx, e.stream, "t", 0, b); !errors.Is(err, bridge.ErrUnavailable) {
 		t.Fatalf("dropped send: %v", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -364,7 +406,7 @@ func TestSilentServer(t *testing.T) {
 		t.Fatal("server did not count the rejection")
 	}
 	waitFor(t, func() bool {
-		_, err := e.store.Append(ctx, "kafka", "t", 0, testBatch(t, "b", 0, 1))
+		_, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "b", 0, 1))
 		return err == nil
 	})
 }
@@ -374,7 +416,7 @@ func TestContextCancel(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.store.Topic(ctx, "kafka", "t"); !errors.Is(err, context.Canceled) {
+	if _, err := e.store.Topic(ctx, e.stream, "t"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 	if err := e.store.c.Ping(context.Background()); err != nil {
@@ -385,10 +427,13 @@ func TestContextCancel(t *testing.T) {
 // TestConcurrentAppends checks per-partition order and dense offsets with
 // many writers spread over the pool.
 func TestConcurrentAppends(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.PoolSize = 4 })
+	eachServer(t, testConcurrentAppends, func(o *Options) { o.PoolSize = 4 })
+}
+
+func testConcurrentAppends(t *testing.T, e *env) {
 	ctx := context.Background()
 	const parts, batches = 8, 25
-	if _, err := e.store.CreateTopic(ctx, "kafka", "c", parts); err != nil {
+	if _, err := e.store.CreateTopic(ctx, e.stream, "c", parts); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -396,7 +441,7 @@ func TestConcurrentAppends(t *testing.T) {
 	for p := range int32(parts) {
 		wg.Go(func() {
 			for i := range batches {
-				base, err := e.store.Append(ctx, "kafka", "c", p, testBatch(t, fmt.Sprint(p), 2*i, 2))
+				base, err := e.store.Append(ctx, e.stream, "c", p, testBatch(t, fmt.Sprint(p), 2*i, 2))
 				if err != nil || base != uint64(2*i) {
 					errs <- fmt.Errorf("partition %d batch %d: base %d %v", p, i, base, err)
 					return
@@ -410,7 +455,7 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Error(err)
 	}
 	for p := range int32(parts) {
-		got := pollAll(t, e.store, "c", p, 0, 1<<20)
+		got := pollAll(t, e.store, e.stream, "c", p, 0, 1<<20)
 		for i, pl := range got.payloads {
 			if want := fmt.Sprintf("%d-%d", p, i); pl != want {
 				t.Fatalf("partition %d message %d = %q, want %q", p, i, pl, want)
@@ -424,42 +469,44 @@ func TestConcurrentAppends(t *testing.T) {
 
 // TestPollManySmall makes Poll need several Iggy polls for one call (the
 // first poll of a partition is a small probe).
-func TestPollManySmall(t *testing.T) {
-	e := newEnv(t)
+func TestPollManySmall(t *testing.T) { eachServer(t, testPollManySmall) }
+
+func testPollManySmall(t *testing.T, e *env) {
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, "kafka", "s", 1); err != nil {
+	if _, err := e.store.CreateTopic(ctx, e.stream, "s", 1); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 40 {
-		if _, err := e.store.Append(ctx, "kafka", "s", 0, testBatch(t, "s", i, 1)); err != nil {
+		if _, err := e.store.Append(ctx, e.stream, "s", 0, testBatch(t, "s", i, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := pollAll(t, e.store, "s", 0, 0, 1<<20)
+	got := pollAll(t, e.store, e.stream, "s", 0, 0, 1<<20)
 	if len(got.offsets) != 40 || got.offsets[39] != 39 {
 		t.Fatalf("got %d messages", len(got.offsets))
 	}
-	half := pollAll(t, e.store, "s", 0, 10, 5*330)
+	half := pollAll(t, e.store, e.stream, "s", 0, 10, 5*330)
 	if len(half.offsets) == 0 || len(half.offsets) > 6 || half.offsets[0] != 10 {
 		t.Fatalf("bounded poll: %v", half.offsets)
 	}
 }
 
-func TestConsumerOffsets(t *testing.T) {
-	e := newEnv(t)
+func TestConsumerOffsets(t *testing.T) { eachServer(t, testConsumerOffsets) }
+
+func testConsumerOffsets(t *testing.T, e *env) {
 	ctx := context.Background()
 	c := e.store.Client()
-	if _, err := e.store.CreateTopic(ctx, "kafka", "o", 2); err != nil {
+	if _, err := e.store.CreateTopic(ctx, e.stream, "o", 2); err != nil {
 		t.Fatal(err)
 	}
-	ref := &OffsetRef{Consumer: PlainConsumer(Name("gw-group")), Stream: Name("kafka"), Topic: Name("o"), Partition: u32p(1)}
+	ref := &OffsetRef{Consumer: PlainConsumer(Name("gw-group")), Stream: Name(e.stream), Topic: Name("o"), Partition: u32p(1)}
 	if _, ok, err := c.GetConsumerOffset(ctx, ref); err != nil || ok {
 		t.Fatalf("nothing stored: %v %v", ok, err)
 	}
 	if err := c.StoreConsumerOffset(ctx, ref, 0); !errors.Is(err, ErrInvalidOffset) {
 		t.Fatalf("store on an empty partition: %v", err)
 	}
-	if _, err := e.store.Append(ctx, "kafka", "o", 1, testBatch(t, "a", 0, 5)); err != nil {
+	if _, err := e.store.Append(ctx, e.stream, "o", 1, testBatch(t, "a", 0, 5)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.StoreConsumerOffset(ctx, ref, 3); err != nil {
@@ -485,8 +532,9 @@ func TestConsumerOffsets(t *testing.T) {
 	}
 }
 
-func TestClientStreams(t *testing.T) {
-	e := newEnv(t)
+func TestClientStreams(t *testing.T) { eachServer(t, testClientStreams) }
+
+func testClientStreams(t *testing.T, e *env) {
 	ctx := context.Background()
 	c := e.store.Client()
 	s, err := c.CreateStream(ctx, "other")

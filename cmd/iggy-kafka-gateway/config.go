@@ -66,6 +66,7 @@ type config struct {
 // iggyConfig is the --backend iggy connection.
 type iggyConfig struct {
 	Addr, Username, Password, Token string
+	StateStream                     string
 	PoolSize                        int
 	CallTimeout                     time.Duration
 	TLS, TLSInsecureSkipVerify      bool
@@ -177,6 +178,9 @@ func options() []option {
 		{flag: "iggy-token", defText: "none",
 			usage: "Iggy personal access token, used instead of username/password",
 			set:   func(c *config, v string) error { c.Iggy.Token = v; return nil }},
+		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
+			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group registry); shared by gateways on one Iggy",
+			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
 		{flag: "iggy-pool-size", def: "4",
 			usage: "connections to Iggy; partitions are pinned to one each so their order holds",
 			set:   intIn(1, 1024, func(c *config, n int) { c.Iggy.PoolSize = n })},

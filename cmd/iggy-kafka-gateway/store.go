@@ -42,7 +42,7 @@ func openIggy(cfg config, log *slog.Logger) (bridge.Store, error) {
 	defer cancel()
 	st, err := iggy.Open(ctx, iggy.Options{
 		Addr: ic.Addr, Username: ic.Username, Password: ic.Password, Token: ic.Token,
-		PoolSize: ic.PoolSize, CallTimeout: ic.CallTimeout,
+		PoolSize: ic.PoolSize, CallTimeout: ic.CallTimeout, StateStream: ic.StateStream,
 		TLS: ic.TLS || ic.TLSCAFile != "", TLSCAFile: ic.TLSCAFile, TLSServerName: ic.TLSServerName,
 		TLSInsecureSkipVerify: ic.TLSInsecureSkipVerify,
 		Logger:                log,

@@ -41,6 +41,11 @@ type Options struct {
 	// redials of a broken connection. Defaults 100ms and 5s.
 	ReconnectMin time.Duration
 	ReconnectMax time.Duration
+	// KeepaliveInterval: idle connections are pinged this often. The real
+	// server (0.9.0-edge.5) closes a connection that sent nothing for about
+	// 10 s, and pinging also finds one it dropped before a request needs
+	// it. Default 3s; keep it well under 10 s.
+	KeepaliveInterval time.Duration
 
 	// TLS turns on TLS (the server's [tcp.tls]).
 	TLS bool
@@ -54,6 +59,11 @@ type Options struct {
 	// TLSConfig, when set, is used as is and the TLS* fields above are
 	// ignored (TLS is implied).
 	TLSConfig *tls.Config
+
+	// Durability is the storage setting of every topic the Store creates
+	// (nil: DurabilityFor("always"), the gateway's default promise that an
+	// acknowledged record survives a kill -9 of the server).
+	Durability *Durability
 
 	// StateStream is the stream where the gateway keeps what Iggy has no
 	// place for (producer-id marks, the consumer-group registry). Default
@@ -72,6 +82,7 @@ const (
 	DefaultDialTimeout  = 5 * time.Second
 	DefaultReconnectMin = 100 * time.Millisecond
 	DefaultReconnectMax = 5 * time.Second
+	DefaultKeepalive    = 3 * time.Second
 	DefaultStateStream  = "iggy-kafka-gateway"
 )
 
@@ -97,6 +108,13 @@ func (o *Options) withDefaults() Options {
 	}
 	if d.ReconnectMax < d.ReconnectMin {
 		d.ReconnectMax = max(DefaultReconnectMax, d.ReconnectMin)
+	}
+	if d.KeepaliveInterval <= 0 {
+		d.KeepaliveInterval = DefaultKeepalive
+	}
+	if d.Durability == nil {
+		always, _ := DurabilityFor("always")
+		d.Durability = &always
 	}
 	if d.StateStream == "" {
 		d.StateStream = DefaultStateStream
@@ -170,7 +188,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 	cfg := &connConfig{addr: o.Addr, tls: tcfg, dialTimeout: o.DialTimeout, callTimeout: o.CallTimeout,
 		username: o.Username, password: o.Password, token: o.Token}
-	p, err := newPool(ctx, cfg, o.PoolSize, o.Logger, o.ReconnectMin, o.ReconnectMax)
+	p, err := newPool(ctx, cfg, o.PoolSize, o.Logger, o.ReconnectMin, o.ReconnectMax, o.KeepaliveInterval)
 	if err != nil {
 		return nil, dialError(&o, err)
 	}
@@ -216,6 +234,13 @@ func (c *Client) ServerVersion() string {
 // call runs one request on slot s: body appends the request body to the
 // frame, tail is sent after it without a copy, fn reads the payload while
 // the connection is still held (so it may alias the read buffer).
+//
+// A connection idle for a while is probed before use, and replaced at once
+// when the server has closed it (it restarted, or dropped idle clients), so
+// the first request after a server restart does not fail. A request that
+// breaks its connection mid-way is sent once more on a fresh one when that
+// cannot store anything twice (retrySafe); a send never is, since its
+// outcome is unknown.
 func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code uint32,
 	body func([]byte) []byte, tail []byte, fn func([]byte) error) error {
 	if s == nil {
@@ -225,14 +250,41 @@ func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code 
 	if err != nil {
 		return fmt.Errorf("iggy %s: %w", what, err)
 	}
+	if cn.idle() >= idleProbeAfter && cn.peerClosed() {
+		if cn, err = s.replace(ctx, cn, errPeerClosed); err != nil {
+			s.release(nil, nil)
+			return fmt.Errorf("iggy %s: %w", what, err)
+		}
+	}
+	err = c.attempt(ctx, cn, op, code, body, tail, fn)
+	if brokenConn(err) && ctx.Err() == nil {
+		// Redial now, so the slot is up for the next caller, and repeat
+		// the request on the new connection if that is safe.
+		fresh, rerr := s.replace(ctx, cn, err)
+		if rerr != nil || !retrySafe(op) {
+			s.release(nil, nil)
+			return fmt.Errorf("iggy %s: %w", what, err)
+		}
+		cn = fresh
+		err = c.attempt(ctx, cn, op, code, body, tail, fn)
+	}
+	s.release(cn, err)
+	if err != nil {
+		return fmt.Errorf("iggy %s: %w", what, err)
+	}
+	return nil
+}
+
+// attempt sends one request on cn and hands the payload to fn.
+func (c *Client) attempt(ctx context.Context, cn *conn, op uint8, code uint32,
+	body func([]byte) []byte, tail []byte, fn func([]byte) error) error {
 	frame := cn.begin()
 	if body != nil {
 		frame = body(frame)
 	}
 	if len(frame)+len(tail) > wire.MaxFrame {
 		cn.wbuf = frame[:0]
-		s.release(cn, nil)
-		return fmt.Errorf("iggy %s: request of %d bytes over the %d-byte frame limit: %w", what, len(frame)+len(tail), wire.MaxFrame, bridge.ErrInvalidBatch)
+		return fmt.Errorf("request of %d bytes over the %d-byte frame limit: %w", len(frame)+len(tail), wire.MaxFrame, bridge.ErrInvalidBatch)
 	}
 	rep, err := cn.roundTrip(ctx, op, code, frame, tail)
 	if err == nil {
@@ -244,11 +296,30 @@ func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code 
 			err = &ConnError{Addr: c.opts.Addr, Op: "session lost", Err: err}
 		}
 	}
-	s.release(cn, err)
-	if err != nil {
-		return fmt.Errorf("iggy %s: %w", what, err)
+	return err
+}
+
+// retrySafe reports the operations that may be sent again after their
+// connection broke with the outcome unknown: reads change nothing, and
+// storing or deleting a consumer offset twice leaves what once does.
+// Metadata changes are retried by their callers, which know how to read
+// "already exists" / "not found" on the second try; sends are never
+// retried here (the Kafka client retries, and the gateway's idempotence
+// layer recognises a batch that did land).
+func retrySafe(op uint8) bool {
+	return op == wire.OpNonReplicated || op == wire.OpStoreConsumerOffset || op == wire.OpDeleteConsumerOffset
+}
+
+// brokenConn reports a connection that failed, not a server that is slow:
+// a timed-out request is not repeated (it would double the wait on a
+// server that is alive but stalled).
+func brokenConn(err error) bool {
+	var ce *ConnError
+	if err == nil || !errors.As(err, &ce) {
+		return false
 	}
-	return nil
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout()) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // sessionLost reports answers after which the connection's session is
@@ -264,19 +335,9 @@ func sessionLost(err error) bool {
 	return errors.Is(err, errUnexpectedEmptySendBody)
 }
 
-// nr is a NonReplicated read on any live connection. Reads change
-// nothing, so one that meets a broken connection (typically the first use
-// of each connection after a server restart) is tried once more on
-// another live one.
+// nr is a NonReplicated read on any live connection.
 func (c *Client) nr(ctx context.Context, what string, code uint32, body func([]byte) []byte, fn func([]byte) error) error {
-	err := c.call(ctx, c.pool.any(), what, wire.OpNonReplicated, code, body, nil, fn)
-	var ce *ConnError
-	if err != nil && errors.As(err, &ce) && ctx.Err() == nil {
-		if s := c.pool.any(); s != nil {
-			err = c.call(ctx, s, what, wire.OpNonReplicated, code, body, nil, fn)
-		}
-	}
-	return err
+	return c.call(ctx, c.pool.any(), what, wire.OpNonReplicated, code, body, nil, fn)
 }
 
 // Ping checks one connection end to end.
@@ -372,15 +433,22 @@ func (c *Client) GetTopics(ctx context.Context, stream Identifier) (ts []Topic, 
 	return ts, err
 }
 
-// CreateTopic creates a topic with partitions 0..n-1 and server-default
-// settings. ErrStreamNotFound when the stream is missing, ErrTopicExists
-// when the name is taken.
-func (c *Client) CreateTopic(ctx context.Context, stream Identifier, name string, partitions uint32) (t Topic, err error) {
+// CreateTopic creates a topic with partitions 0..n-1, with durability d
+// as its storage options (nil: the server's defaults, see DurabilityFor).
+// ErrStreamNotFound when the stream is missing, ErrTopicExists when the
+// name is taken.
+func (c *Client) CreateTopic(ctx context.Context, stream Identifier, name string, partitions uint32, d *Durability) (t Topic, err error) {
 	if !stream.valid() || !validName(name) {
 		return Topic{}, ErrNameLength
 	}
 	err = c.call(ctx, c.pool.any(), "create topic", wire.OpCreateTopic, 0,
-		func(b []byte) []byte { return appendCreateTopic(b, stream, partitions, name) }, nil,
+		func(b []byte) []byte {
+			b = appendCreateTopic(b, stream, partitions, name)
+			if d != nil {
+				b = appendDurability(b, *d)
+			}
+			return b
+		}, nil,
 		func(p []byte) error { t, err = decodeTopic(p); t.detach(); return err })
 	return t, err
 }

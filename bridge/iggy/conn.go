@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
@@ -22,6 +23,15 @@ const (
 // transientPause is how long to wait before replaying a request answered
 // with 57/58, as the official SDKs do.
 const transientPause = 50 * time.Millisecond
+
+// idleProbeAfter: a connection idle this long is checked for a close from
+// the server before a request is written to it (a cheap non-blocking read,
+// no round trip).
+const idleProbeAfter = 200 * time.Millisecond
+
+// errPeerClosed is why a connection found closed by the server before use
+// is replaced.
+var errPeerClosed = errors.New("closed by the server while idle")
 
 // keepBuf is the largest read buffer a connection keeps between calls;
 // a larger one (a big poll) is dropped so idle connections stay small.
@@ -52,6 +62,8 @@ type conn struct {
 	bufs net.Buffers
 	// Login reply, kept for logs and tests.
 	login LoginReply
+	// lastUse is when the last round trip ended (zero: never).
+	lastUse time.Time
 }
 
 // dialConn connects, logs in and returns a ready connection.
@@ -75,7 +87,7 @@ func dialConn(ctx context.Context, cfg *connConfig) (*conn, error) {
 		}
 		nc = tc
 	}
-	c := &conn{cfg: cfg, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), wbuf: make([]byte, 0, 64<<10)}
+	c := &conn{cfg: cfg, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), wbuf: make([]byte, 0, 64<<10), lastUse: time.Now()}
 	c.s.clientLo, c.s.clientHi = newClientID()
 	c.s.next = 1
 	if err := c.doLogin(ctx); err != nil {
@@ -143,6 +155,7 @@ func (c *conn) roundTrip(ctx context.Context, op uint8, code uint32, frame, tail
 		return reply{}, err
 	}
 	defer stop()
+	defer c.touch()
 	for {
 		rep, err := c.exchange(frame, tail, h.request, op)
 		if err != nil {
@@ -155,6 +168,45 @@ func (c *conn) roundTrip(ctx context.Context, op uint8, code uint32, frame, tail
 			return rep, nil // out of time: the caller sees the transient code
 		}
 	}
+}
+
+func (c *conn) touch() { c.lastUse = time.Now() }
+
+// idle is how long the connection has had no request.
+func (c *conn) idle() time.Duration { return time.Since(c.lastUse) }
+
+// peerClosed reports whether the server closed the connection while it
+// was idle (a restart, an idle cut): a non-blocking peek at the socket
+// finds end-of-file or an error where a healthy idle connection has
+// nothing to read. Bytes waiting count as alive (under TLS they can be a
+// session ticket; on plain TCP an unasked reply fails the request-id
+// check anyway). A deadline cannot do this: Go fails a read whose
+// deadline has passed without looking at the socket.
+func (c *conn) peerClosed() bool {
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var b [1]byte
+	closed := false
+	err = raw.Read(func(fd uintptr) bool {
+		n, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
+		case rerr != nil || n == 0:
+			closed = true
+		}
+		return true // never wait for readiness
+	})
+	return closed || err != nil
 }
 
 // arm sets the deadline of a call: the earlier of ctx's and CallTimeout,

@@ -41,6 +41,7 @@ func decodeAll(p []byte) {
 		for _, part := range t.Partitions {
 			_ = part.State()
 		}
+		_, _ = t.Durability()
 	}
 	_, _ = decodeTopics(p)
 	_, _ = decodeSendReply(p)

@@ -12,6 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
 )
 
 // pool is a fixed set of connection slots. Each slot holds at most one
@@ -46,7 +47,7 @@ type slot struct {
 
 // newPool dials every slot. A failure closes what was opened and is
 // returned: a gateway pointed at a wrong address should not start.
-func newPool(ctx context.Context, cfg *connConfig, size int, log *slog.Logger, bmin, bmax time.Duration) (*pool, error) {
+func newPool(ctx context.Context, cfg *connConfig, size int, log *slog.Logger, bmin, bmax, keepalive time.Duration) (*pool, error) {
 	p := &pool{cfg: cfg, log: log, done: make(chan struct{}), backoffMin: bmin, backoffMax: bmax}
 	conns := make([]*conn, size)
 	errs := make([]error, size)
@@ -69,6 +70,7 @@ func newPool(ctx context.Context, cfg *connConfig, size int, log *slog.Logger, b
 		p.slots = append(p.slots, s)
 		p.wg.Go(s.redialLoop)
 	}
+	p.wg.Go(func() { p.keepalive(keepalive) })
 	return p, nil
 }
 
@@ -154,6 +156,76 @@ func (s *slot) release(c *conn, err error) {
 		s.retire(c, err)
 	}
 	<-s.sem
+}
+
+// replace closes the broken connection old (cause says why) and dials a
+// fresh one in its place, within ctx, while the caller keeps holding the
+// slot. When the dial fails the slot goes down (its redial loop takes
+// over) and the error is a *ConnError. The caller holds sem.
+func (s *slot) replace(ctx context.Context, old *conn, cause error) (*conn, error) {
+	if s.c == old && old != nil {
+		old.close()
+		s.c = nil
+	}
+	if s.p.closed.Load() {
+		s.up.Store(false)
+		return nil, bridge.ErrClosed
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.p.cfg.dialTimeout+s.p.cfg.callTimeout)
+	defer cancel()
+	c, err := dialConn(dctx, s.p.cfg)
+	if err != nil {
+		s.lastErr = err
+		s.up.Store(false)
+		s.p.log.Warn("iggy: connection lost, reconnect failed", "addr", s.p.cfg.addr, "slot", s.idx, "cause", cause, "err", err)
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		return nil, s.p.downErr(err)
+	}
+	s.c, s.lastErr = c, nil
+	s.p.log.Info("iggy: connection replaced", "addr", s.p.cfg.addr, "slot", s.idx, "cause", cause)
+	return c, nil
+}
+
+// keepalive pings every connection left idle for a period, so one
+// the server dropped (a restart, an idle cut) is found and redialled in the
+// background, not by the next request. Busy connections are skipped: their
+// traffic is the check.
+func (p *pool) keepalive(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+		for _, s := range p.slots {
+			s.ping(every / 2) // so no connection goes 1.5 periods without a request
+		}
+	}
+}
+
+// ping checks the slot's connection if it is up, idle and free.
+func (s *slot) ping(idleFor time.Duration) {
+	if !s.up.Load() {
+		return
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return // in use
+	}
+	c := s.c
+	var err error
+	if c != nil && c.idle() >= idleFor {
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.p.cfg.callTimeout, 5*time.Second))
+		_, err = c.roundTrip(ctx, wire.OpNonReplicated, wire.CodePing, c.begin(), nil)
+		cancel()
+	}
+	s.release(c, err)
 }
 
 // retire closes c when err says it is broken. The caller holds sem.

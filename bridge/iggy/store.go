@@ -68,17 +68,23 @@ func topicInfo(stream string, t *Topic) bridge.TopicInfo {
 	}
 }
 
-// CreateTopic creates the topic, and the stream first when it is missing.
+// CreateTopic creates the topic, and the stream first when it is missing,
+// with the durability of Options.Durability. A create whose connection
+// broke (outcome unknown) is sent once more on a fresh one; "already
+// exists" on that second try means the first landed, and the topic is
+// returned as created.
 func (s *Store) CreateTopic(ctx context.Context, stream, topic string, partitions int32) (bridge.TopicInfo, error) {
 	if partitions < 0 {
 		return bridge.TopicInfo{}, fmt.Errorf("iggy: %d partitions: %w", partitions, ErrTooManyPartitions)
 	}
-	t, err := s.c.CreateTopic(ctx, Name(stream), topic, uint32(partitions))
-	if errors.Is(err, ErrStreamNotFound) {
-		if _, err = s.c.CreateStream(ctx, stream); err != nil && !errors.Is(err, ErrStreamExists) {
-			return bridge.TopicInfo{}, err
+	t, err := s.createTopic(ctx, stream, topic, uint32(partitions))
+	if brokenConn(err) && ctx.Err() == nil {
+		t, err = s.createTopic(ctx, stream, topic, uint32(partitions))
+		if errors.Is(err, ErrTopicExists) {
+			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
+				t, err = got, nil
+			}
 		}
-		t, err = s.c.CreateTopic(ctx, Name(stream), topic, uint32(partitions))
 	}
 	if err != nil {
 		return bridge.TopicInfo{}, err
@@ -86,10 +92,30 @@ func (s *Store) CreateTopic(ctx context.Context, stream, topic string, partition
 	return topicInfo(stream, &t), nil
 }
 
-// DeleteTopic deletes the topic; the stream stays.
+func (s *Store) createTopic(ctx context.Context, stream, topic string, partitions uint32) (Topic, error) {
+	d := s.c.opts.Durability
+	t, err := s.c.CreateTopic(ctx, Name(stream), topic, partitions, d)
+	if errors.Is(err, ErrStreamNotFound) {
+		if _, err = s.c.CreateStream(ctx, stream); err != nil && !errors.Is(err, ErrStreamExists) {
+			return Topic{}, err
+		}
+		t, err = s.c.CreateTopic(ctx, Name(stream), topic, partitions, d)
+	}
+	return t, err
+}
+
+// DeleteTopic deletes the topic; the stream stays. A delete whose
+// connection broke is sent once more; "not found" then means the first
+// landed.
 func (s *Store) DeleteTopic(ctx context.Context, stream, topic string) error {
 	s.forget(stream, topic)
-	return s.c.DeleteTopic(ctx, Name(stream), Name(topic))
+	err := s.c.DeleteTopic(ctx, Name(stream), Name(topic))
+	if brokenConn(err) && ctx.Err() == nil {
+		if err = s.c.DeleteTopic(ctx, Name(stream), Name(topic)); errors.Is(err, bridge.ErrTopicNotFound) {
+			return nil
+		}
+	}
+	return err
 }
 
 // Topic returns one topic or bridge.ErrTopicNotFound.

@@ -544,14 +544,14 @@ func testClientStreams(t *testing.T, e *env) {
 	if _, err := c.CreateStream(ctx, "other"); !errors.Is(err, ErrStreamExists) {
 		t.Fatalf("twice: %v", err)
 	}
-	if _, err := c.CreateTopic(ctx, ID(s.ID), "t1", 2); err != nil {
+	if _, err := c.CreateTopic(ctx, ID(s.ID), "t1", 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := c.GetStream(ctx, Name("other"))
 	if err != nil || !ok || got.ID != s.ID || len(got.Topics) != 1 || got.Topics[0].Name != "t1" {
 		t.Fatalf("get stream: %+v %v %v", got, ok, err)
 	}
-	if _, err := c.CreateTopic(ctx, Name("none"), "t", 1); !errors.Is(err, ErrStreamNotFound) {
+	if _, err := c.CreateTopic(ctx, Name("none"), "t", 1, nil); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("topic in a missing stream: %v", err)
 	}
 	if err := c.DeleteStream(ctx, Name("other")); err != nil {

@@ -67,6 +67,7 @@ type config struct {
 type iggyConfig struct {
 	Addr, Username, Password, Token string
 	StateStream                     string
+	WeakTopics                      string // warn, refuse
 	PoolSize                        int
 	CallTimeout                     time.Duration
 	TLS, TLSInsecureSkipVerify      bool
@@ -136,11 +137,11 @@ func options() []option {
 			usage: "directory of the embedded store",
 			set:   nonEmpty(func(c *config, v string) { c.DataDir = v })},
 		{flag: "fsync", def: "always",
-			usage: "when the embedded store syncs to disk: always (before every ack), interval, never",
+			usage: "what an ack promises: always (synced to disk first), interval, never; on Iggy, the storage settings of the topics the gateway creates (docs/STORAGE.md)",
 			set: oneOf([]string{"always", "interval", "never"},
 				func(c *config, v string) { c.Fsync = v })},
 		{flag: "fsync-interval-ms", def: "100",
-			usage: "sync period with --fsync=interval",
+			usage: "sync period with --fsync=interval (embedded store only)",
 			set:   millisIn(1, func(c *config, d time.Duration) { c.FsyncInterval = d })},
 		{flag: "store-cache-mb", def: "256",
 			usage: "embedded store block cache in MiB (reads of recent data come from memory)",
@@ -181,6 +182,9 @@ func options() []option {
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
 			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group registry); shared by gateways on one Iggy",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
+		{flag: "iggy-weak-topics", def: "warn",
+			usage: "existing Iggy topics whose storage settings cannot keep --fsync (Iggy cannot change them): warn, or refuse to start",
+			set:   oneOf([]string{"warn", "refuse"}, func(c *config, v string) { c.Iggy.WeakTopics = v })},
 		{flag: "iggy-pool-size", def: "4",
 			usage: "connections to Iggy; partitions are pinned to one each so their order holds",
 			set:   intIn(1, 1024, func(c *config, n int) { c.Iggy.PoolSize = n })},

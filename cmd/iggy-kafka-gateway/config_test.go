@@ -36,7 +36,7 @@ func TestDefaults(t *testing.T) {
 		ClusterID:          "iggy-kafka-gateway",
 		MaxFetchWait:       10 * time.Second,
 		Backend:            "embedded",
-		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", PoolSize: 4, CallTimeout: 10 * time.Second},
+		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "text",
 	}

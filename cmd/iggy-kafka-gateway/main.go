@@ -88,7 +88,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("listening", "addr", srv.Addr(),
 		"advertised", net.JoinHostPort(cfg.AdvertisedHost, fmt.Sprint(cfg.AdvertisedPort)),
-		"backend", cfg.Backend, "data_dir", cfg.DataDir, "fsync", cfg.Fsync, "stream", cfg.Stream)
+		"backend", cfg.Backend, "store", storeDescription(cfg), "fsync", cfg.Fsync, "stream", cfg.Stream)
 
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -38,11 +39,15 @@ func openIggy(cfg config, log *slog.Logger) (bridge.Store, error) {
 	if ic.Password == "" && ic.Token == "" {
 		ic.Password = "iggy" // the server's --with-default-root-credentials
 	}
+	dur, err := iggy.DurabilityFor(cfg.Fsync)
+	if err != nil { // parseConfig already checked
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ic.CallTimeout+5*time.Second)
 	defer cancel()
 	st, err := iggy.Open(ctx, iggy.Options{
 		Addr: ic.Addr, Username: ic.Username, Password: ic.Password, Token: ic.Token,
-		PoolSize: ic.PoolSize, CallTimeout: ic.CallTimeout, StateStream: ic.StateStream,
+		PoolSize: ic.PoolSize, CallTimeout: ic.CallTimeout, StateStream: ic.StateStream, Durability: &dur,
 		TLS: ic.TLS || ic.TLSCAFile != "", TLSCAFile: ic.TLSCAFile, TLSServerName: ic.TLSServerName,
 		TLSInsecureSkipVerify: ic.TLSInsecureSkipVerify,
 		Logger:                log,
@@ -51,6 +56,43 @@ func openIggy(cfg config, log *slog.Logger) (bridge.Store, error) {
 		log.Error("connecting to the Iggy server", "addr", ic.Addr, "user", ic.Username, "err", err)
 		return nil, err
 	}
-	log.Info("connected to Iggy", "addr", ic.Addr, "user", ic.Username, "pool", ic.PoolSize)
+	log.Info("connected to Iggy", "addr", ic.Addr, "user", ic.Username, "pool", ic.PoolSize,
+		"server", st.Client().ServerVersion(), "new_topics", dur.String())
+	if err := checkWeakTopics(ctx, st, dur, cfg, log); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return st, nil
+}
+
+// checkWeakTopics reports existing topics that cannot keep the --fsync
+// promise; with --iggy-weak-topics=refuse they stop the start.
+func checkWeakTopics(ctx context.Context, st *iggy.Store, want iggy.Durability, cfg config, log *slog.Logger) error {
+	weak, err := st.WeakTopics(ctx, want, cfg.Stream, cfg.Iggy.StateStream)
+	if err != nil {
+		log.Warn("could not read the storage settings of existing Iggy topics", "err", err)
+		return nil
+	}
+	for _, w := range weak {
+		has := w.Has.String()
+		if !w.Known {
+			has = "not reported by the server"
+		}
+		log.Warn("existing Iggy topic cannot keep the --fsync promise; acknowledged records on it may be lost if the Iggy server crashes (Iggy cannot change these settings: recreate the topic to fix it)",
+			"stream", w.Stream, "topic", w.Topic, "has", has, "fsync", cfg.Fsync, "needs", want.String())
+	}
+	if len(weak) > 0 && cfg.Iggy.WeakTopics == "refuse" {
+		err := fmt.Errorf("%d existing Iggy topic(s) cannot keep --fsync=%s and --iggy-weak-topics=refuse", len(weak), cfg.Fsync)
+		log.Error("refusing to start", "err", err)
+		return err
+	}
+	return nil
+}
+
+// storeDescription names where the data is for the startup log.
+func storeDescription(cfg config) string {
+	if cfg.Backend == "iggy" {
+		return "iggy " + cfg.Iggy.Addr
+	}
+	return cfg.DataDir
 }

@@ -201,8 +201,8 @@ func (s *Server) createTopic(body []byte) (uint32, [][]byte) {
 	if !ok || rd.Failed() || !nameOK(name) {
 		return wire.StatusInvalidCommand, nil
 	}
-	if rd.Len() != 0 {
-		return statusUnsupportedOptionKey, nil // options are not served here
+	if code := checkTopicOptions(rd.Rest()); code != wire.StatusOK {
+		return code, nil
 	}
 	if n > 1000 {
 		return wire.StatusTooManyPartitions, nil
@@ -219,6 +219,27 @@ func (s *Server) createTopic(body []byte) (uint32, [][]byte) {
 		return wire.StatusError, nil
 	}
 	return wire.StatusOK, [][]byte{resultOK, s.appendTopic(nil, st, t)}
+}
+
+// checkTopicOptions accepts a create-time options block of known keys
+// (PROTOCOL.md 5.6); the values are not kept, so replies carry no options.
+func checkTopicOptions(block []byte) uint32 {
+	it := bridge.NewUserHeaderIter(block)
+	for it.Next() {
+		if it.KeyKind() != bridge.KindString || !knownTopicOption[string(it.Key())] {
+			return statusUnsupportedOptionKey
+		}
+	}
+	if it.Err() != nil {
+		return statusUnsupportedOptionKey
+	}
+	return wire.StatusOK
+}
+
+var knownTopicOption = map[string]bool{
+	"compression_algorithm": true, "message_expiry": true, "max_topic_size": true, "segment_size": true,
+	"enforce_fsync": true, "messages_required_to_save": true, "size_of_messages_required_to_save": true,
+	"preallocate_segments": true,
 }
 
 func (s *Server) deleteTopic(body []byte) (uint32, [][]byte) {

@@ -156,12 +156,24 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 	logBuf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := openBackend(t, t.TempDir(), log.With("component", "store"))
+	return startGatewayOn(t, store, kafkaStream(t), logBuf, opts...)
+}
+
+// startGatewayOn is startGateway on a given store, whose Kafka topics are
+// in stream; the gateway owns the store (closes it) from here on. logBuf
+// receives the gateway's log (nil: a new buffer).
+func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syncBuffer, opts ...gwOption) *gateway {
+	t.Helper()
+	if logBuf == nil {
+		logBuf = &syncBuffer{}
+	}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var gw *gateway
 	var lastErr error
 	for attempt := 0; attempt < 5 && gw == nil; attempt++ {
 		port := freePort(t)
 		hc := handlers.Config{
-			Stream:            kafkaStream(t),
+			Stream:            stream,
 			AdvertisedHost:    "127.0.0.1",
 			AdvertisedPort:    int32(port),
 			NodeID:            1,

@@ -1,0 +1,438 @@
+package e2e
+
+// Faults on the real Iggy server: its process killed (-9) or stopped
+// (SIGTERM) under produce and consume load, and the gateway killed in front
+// of it. After each run every acknowledged record must be there exactly
+// once, in order per partition, with the default --fsync=always (topics
+// created with enforce_fsync and messages_required_to_save=1).
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/bridge/iggy"
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
+)
+
+// faultCycles is how many times each test kills its target.
+const faultCycles = 5
+
+// privateIggyGateway runs an in-process gateway on a real Iggy server of
+// the test's own (which the test may kill).
+func privateIggyGateway(t *testing.T) (*gateway, *iggyreal.Server) {
+	t.Helper()
+	srv := iggyreal.StartPrivate(t)
+	logBuf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := iggy.Open(ctx, iggy.Options{Addr: srv.Addr(), Logger: log.With("component", "iggy"),
+		ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startGatewayOn(t, st, "kafka", logBuf), srv
+}
+
+// loadProducer produces record i of a run to partition i%parts with value
+// "v-<i>" until stopped, with franz-go's defaults: acks=all, idempotent,
+// retries until the delivery timeout.
+type loadProducer struct {
+	t     *testing.T
+	cl    *kgo.Client
+	topic string
+	parts int
+
+	mu     sync.Mutex
+	acked  []rec
+	errs   []error
+	sent   int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	nacked atomic.Int64
+}
+
+func startLoadProducer(t *testing.T, addr, topic string, parts int) *loadProducer {
+	t.Helper()
+	lp := &loadProducer{t: t, topic: topic, parts: parts, stop: make(chan struct{})}
+	lp.cl = newClient(t, addr,
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(time.Millisecond),
+		kgo.RecordDeliveryTimeout(2*time.Minute),
+		kgo.ProduceRequestTimeout(15*time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.MaxBufferedRecords(20000),
+	)
+	lp.wg.Add(1)
+	go lp.run()
+	return lp
+}
+
+func (lp *loadProducer) run() {
+	defer lp.wg.Done()
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		select {
+		case <-lp.stop:
+			return
+		default:
+		}
+		r := &kgo.Record{Topic: lp.topic, Partition: int32(i % lp.parts), Value: fmt.Appendf(nil, "v-%d", i)}
+		lp.wg.Add(1)
+		lp.mu.Lock()
+		lp.sent++
+		lp.mu.Unlock()
+		lp.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			defer lp.wg.Done()
+			lp.mu.Lock()
+			defer lp.mu.Unlock()
+			if err != nil {
+				lp.errs = append(lp.errs, err)
+				return
+			}
+			lp.acked = append(lp.acked, recOf(r))
+			lp.nacked.Add(1)
+		})
+	}
+}
+
+// waitAcked waits until n more records than at the call were acknowledged.
+func (lp *loadProducer) waitAcked(n int64, timeout time.Duration) {
+	lp.t.Helper()
+	target := lp.nacked.Load() + n
+	checkFor(lp.t, timeout, 10*time.Millisecond, func() error {
+		if got := lp.nacked.Load(); got < target {
+			return fmt.Errorf("%d of %d records acknowledged", got, target)
+		}
+		return nil
+	})
+}
+
+// finish stops producing, waits for every outstanding record to be
+// acknowledged or failed, and returns the acknowledged ones.
+func (lp *loadProducer) finish() (acked []rec, sent int, errs []error) {
+	close(lp.stop)
+	lp.wg.Wait()
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return append([]rec(nil), lp.acked...), lp.sent, lp.errs
+}
+
+// checkAckedOnceInOrder reads the whole topic and fails unless every
+// acknowledged record is at its acknowledged offset, no value is stored
+// twice, and each partition's values rise (produce order).
+func checkAckedOnceInOrder(t *testing.T, addr, topic string, acked []rec, parts int) {
+	t.Helper()
+	hwm := map[int32]int64{}
+	for p := range int32(parts) {
+		hwm[p] = 0
+	}
+	for _, r := range acked {
+		hwm[r.Partition] = max(hwm[r.Partition], r.Offset+1)
+	}
+	got := consumeAtLeast(t, addr, topic, hwm, 90*time.Second)
+	seen := map[string]bool{}
+	byPos := map[[2]int64]rec{}
+	last := map[int32]int{}
+	for _, r := range got {
+		if seen[r.Value] {
+			t.Fatalf("value %q stored twice (partition %d offset %d)", r.Value, r.Partition, r.Offset)
+		}
+		seen[r.Value] = true
+		i, err := strconv.Atoi(strings.TrimPrefix(r.Value, "v-"))
+		if err != nil {
+			t.Fatalf("unexpected value %q", r.Value)
+		}
+		if prev, ok := last[r.Partition]; ok && i <= prev {
+			t.Fatalf("partition %d: v-%d after v-%d (reordered)", r.Partition, i, prev)
+		}
+		last[r.Partition] = i
+		byPos[[2]int64{int64(r.Partition), r.Offset}] = r
+	}
+	lost := 0
+	for _, w := range acked {
+		if g, ok := byPos[[2]int64{int64(w.Partition), w.Offset}]; !ok || g.Value != w.Value {
+			if lost++; lost <= 5 {
+				t.Errorf("acknowledged %v: found %v (present %v)", w, g, ok)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged records lost or moved", lost, len(acked))
+	}
+	t.Logf("%d records read, %d acknowledged, all present once and in order", len(got), len(acked))
+}
+
+// TestIggyKillNineUnderKgoLoad kills the Iggy server 5 times under an
+// acks=all idempotent franz-go load through the gateway.
+func TestIggyKillNineUnderKgoLoad(t *testing.T) {
+	gw, srv := privateIggyGateway(t)
+	const parts = 4
+	createTopic(t, newClient(t, gw.Addr), "crash", parts)
+	lp := startLoadProducer(t, gw.Addr, "crash", parts)
+	for cycle := range faultCycles {
+		lp.waitAcked(2000, 90*time.Second)
+		srv.Kill()
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // down for a moment, as a crash-looping server
+		if err := srv.Restart(context.Background()); err != nil {
+			t.Fatalf("cycle %d: %v", cycle, err)
+		}
+	}
+	lp.waitAcked(2000, 90*time.Second)
+	acked, sent, errs := lp.finish()
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
+	}
+	checkAckedOnceInOrder(t, gw.Addr, "crash", acked, parts)
+}
+
+// TestIggyKillNineUnderJavaLoad: the same with the Java client's
+// idempotent producer (acks=all), which must finish without an error and
+// leave every record stored exactly once, in order.
+func TestIggyKillNineUnderJavaLoad(t *testing.T) {
+	run := javaIdem(t)
+	gw, srv := privateIggyGateway(t)
+	const n, parts = 60000, 2
+	createTopic(t, newClient(t, gw.Addr), "crash-java", parts)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(gw.Addr, "crash-java", n, parts)
+	}()
+	stored := func() uint64 {
+		var sum uint64
+		for p := range int32(parts) {
+			if st, err := gw.Store.Partition(context.Background(), gw.Stream, "crash-java", p); err == nil {
+				sum += st.Next
+			}
+		}
+		return sum
+	}
+	for cycle := range faultCycles {
+		from := stored()
+		checkFor(t, 90*time.Second, 10*time.Millisecond, func() error {
+			select {
+			case <-done:
+				return nil
+			default:
+			}
+			if now := stored(); now < from+5000 {
+				return fmt.Errorf("%d records stored since the last kill", now-from)
+			}
+			return nil
+		})
+		select {
+		case <-done:
+			t.Fatalf("the producer finished after %d of %d kills: raise n", cycle, faultCycles)
+		default:
+		}
+		srv.Kill()
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+		if err := srv.Restart(context.Background()); err != nil {
+			t.Fatalf("cycle %d: %v", cycle, err)
+		}
+	}
+	<-done
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkExactlyOnce(t, gw.Addr, "crash-java", n, parts)
+}
+
+// TestIggySigtermMidStream: the Iggy server is stopped cleanly and started
+// again while a producer and a consumer run; neither sees an error, and the
+// consumer reads every record once, in order.
+func TestIggySigtermMidStream(t *testing.T) {
+	gw, srv := privateIggyGateway(t)
+	const parts = 2
+	createTopic(t, newClient(t, gw.Addr), "stream", parts)
+	lp := startLoadProducer(t, gw.Addr, "stream", parts)
+
+	cons := newClient(t, gw.Addr, kgo.ConsumeTopics("stream"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	var (
+		cmu      sync.Mutex
+		consumed int
+		fetchErr error
+		last     = map[int32]int{}
+	)
+	cctx, ccancel := context.WithCancel(context.Background())
+	cdone := make(chan struct{})
+	go func() {
+		defer close(cdone)
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
+			cmu.Lock()
+			for _, fe := range fs.Errors() {
+				if cctx.Err() == nil && fetchErr == nil {
+					fetchErr = fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+				}
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				i, _ := strconv.Atoi(strings.TrimPrefix(string(r.Value), "v-"))
+				if prev, ok := last[r.Partition]; ok && i <= prev && fetchErr == nil {
+					fetchErr = fmt.Errorf("partition %d: v-%d read after v-%d", r.Partition, i, prev)
+				}
+				last[r.Partition] = i
+				consumed++
+			})
+			cmu.Unlock()
+		}
+	}()
+
+	for cycle := range 2 {
+		lp.waitAcked(3000, 90*time.Second)
+		if !srv.Stop(30 * time.Second) {
+			t.Fatalf("cycle %d: iggy-server did not exit on SIGTERM", cycle)
+		}
+		if err := srv.Restart(context.Background()); err != nil {
+			t.Fatalf("cycle %d: %v", cycle, err)
+		}
+	}
+	lp.waitAcked(3000, 90*time.Second)
+	acked, sent, errs := lp.finish()
+	if len(errs) > 0 {
+		t.Fatalf("producer saw %d errors of %d records, first: %v", len(errs), sent, errs[0])
+	}
+	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		cmu.Lock()
+		defer cmu.Unlock()
+		if fetchErr != nil {
+			return nil
+		}
+		if consumed < len(acked) {
+			return fmt.Errorf("consumed %d of %d", consumed, len(acked))
+		}
+		return nil
+	})
+	ccancel()
+	<-cdone
+	cmu.Lock()
+	defer cmu.Unlock()
+	if fetchErr != nil {
+		t.Fatalf("consumer: %v", fetchErr)
+	}
+	if consumed != len(acked) {
+		t.Fatalf("consumer read %d records, %d were acknowledged", consumed, len(acked))
+	}
+	checkAckedOnceInOrder(t, gw.Addr, "stream", acked, parts)
+}
+
+// gatewayOnSharedIggy spawns gateway binaries on the shared real server
+// behind a proxy that never cuts, so clients keep one address while the
+// process behind it is replaced.
+type gatewayOnSharedIggy struct {
+	t     *testing.T
+	proxy *faultProxy
+	args  []string
+	cur   *process
+}
+
+func newGatewayOnSharedIggy(t *testing.T) *gatewayOnSharedIggy {
+	t.Helper()
+	rb := realBackendFor(t)
+	g := &gatewayOnSharedIggy{t: t, proxy: newFaultProxy(t, 1<<62)}
+	g.args = []string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state,
+		"--advertised-port=" + strconv.Itoa(g.proxy.Port())}
+	g.start()
+	return g
+}
+
+func (g *gatewayOnSharedIggy) start() {
+	g.cur = spawnGateway(g.t, g.t.TempDir(), g.args...)
+	g.proxy.SetUpstream(g.cur.Addr)
+}
+
+// killAndRestart kills the gateway process (-9) and starts a new one.
+func (g *gatewayOnSharedIggy) killAndRestart() {
+	g.cur.Kill()
+	g.start()
+}
+
+// TestGatewayKillNineOnIggyUnderKgoLoad kills the gateway 5 times under
+// the franz-go load; the Iggy server keeps running.
+func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
+	iggyreal.Need(t)
+	g := newGatewayOnSharedIggy(t)
+	const parts = 3
+	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash", parts)
+	lp := startLoadProducer(t, g.proxy.Addr(), "gw-crash", parts)
+	for range faultCycles {
+		lp.waitAcked(2000, 90*time.Second)
+		g.killAndRestart()
+	}
+	lp.waitAcked(2000, 90*time.Second)
+	acked, sent, errs := lp.finish()
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
+	}
+	checkAckedOnceInOrder(t, g.proxy.Addr(), "gw-crash", acked, parts)
+	g.cur.Stop()
+}
+
+// TestGatewayKillNineOnIggyUnderJavaLoad: the same with the Java producer.
+func TestGatewayKillNineOnIggyUnderJavaLoad(t *testing.T) {
+	iggyreal.Need(t)
+	run := javaIdem(t)
+	g := newGatewayOnSharedIggy(t)
+	rb := realBackendFor(t)
+	const n, parts = 60000, 2
+	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash-java", parts)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, StateStream: rb.state, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored := func() uint64 {
+		var sum uint64
+		for p := range int32(parts) {
+			if ps, err := st.Partition(context.Background(), rb.stream, "gw-crash-java", p); err == nil {
+				sum += ps.Next
+			}
+		}
+		return sum
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(g.proxy.Addr(), "gw-crash-java", n, parts)
+	}()
+	for cycle := range faultCycles {
+		from := stored()
+		checkFor(t, 90*time.Second, 10*time.Millisecond, func() error {
+			select {
+			case <-done:
+				return nil
+			default:
+			}
+			if now := stored(); now < from+5000 {
+				return fmt.Errorf("%d records stored since the last kill", now-from)
+			}
+			return nil
+		})
+		select {
+		case <-done:
+			t.Fatalf("the producer finished after %d of %d kills: raise n", cycle, faultCycles)
+		default:
+		}
+		g.killAndRestart()
+	}
+	<-done
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkExactlyOnce(t, g.proxy.Addr(), "gw-crash-java", n, parts)
+	g.cur.Stop()
+}

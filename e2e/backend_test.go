@@ -90,6 +90,18 @@ func realBackendFor(t testing.TB) realBackend {
 	return rb
 }
 
+// realServerTest marks a test that always runs on the real Iggy server,
+// whatever the backend of the pass: it runs in the default pass only
+// (`go test ./...`), not again when .ci/run repeats the suite per backend,
+// and skips when the server is missing.
+func realServerTest(t testing.TB) {
+	t.Helper()
+	if b := os.Getenv(backendEnv); b != "" {
+		t.Skipf("runs on the real Iggy server in the default pass; this pass is %s=%s", backendEnv, b)
+	}
+	iggyreal.Need(t)
+}
+
 // kafkaStream is the Iggy stream holding the test's Kafka topics.
 func kafkaStream(t testing.TB) string {
 	if realIggyBackend() {

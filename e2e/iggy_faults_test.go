@@ -31,6 +31,7 @@ const faultCycles = 5
 // the test's own (which the test may kill).
 func privateIggyGateway(t *testing.T) (*gateway, *iggyreal.Server) {
 	t.Helper()
+	realServerTest(t)
 	srv := iggyreal.StartPrivate(t)
 	logBuf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -362,7 +363,7 @@ func (g *gatewayOnSharedIggy) killAndRestart() {
 // TestGatewayKillNineOnIggyUnderKgoLoad kills the gateway 5 times under
 // the franz-go load; the Iggy server keeps running.
 func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
-	iggyreal.Need(t)
+	realServerTest(t)
 	g := newGatewayOnSharedIggy(t)
 	const parts = 3
 	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash", parts)
@@ -382,7 +383,7 @@ func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
 
 // TestGatewayKillNineOnIggyUnderJavaLoad: the same with the Java producer.
 func TestGatewayKillNineOnIggyUnderJavaLoad(t *testing.T) {
-	iggyreal.Need(t)
+	realServerTest(t)
 	run := javaIdem(t)
 	g := newGatewayOnSharedIggy(t)
 	rb := realBackendFor(t)

@@ -23,7 +23,8 @@ const envPrefix = "IGGY_KAFKA_"
 // envIgnored are variables with the prefix that belong to something else
 // (the e2e suite sets this one for the whole `go test` run, and the gateway
 // binary it spawns inherits it).
-var envIgnored = map[string]bool{"IGGY_KAFKA_E2E_REQUIRED": true, "IGGY_KAFKA_E2E_BACKEND": true}
+var envIgnored = map[string]bool{"IGGY_KAFKA_E2E_REQUIRED": true, "IGGY_KAFKA_E2E_BACKEND": true,
+	"IGGY_KAFKA_IGGY_TEST_ADDR": true, "IGGY_KAFKA_IGGY_SERVER_DIR": true}
 
 // iggyMaxMessageSize caps one Iggy message (payload + headers); it is the
 // Iggy server's default message_bus.max_message_size, so data written here

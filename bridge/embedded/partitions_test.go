@@ -52,3 +52,33 @@ func TestSetPartitions(t *testing.T) {
 		t.Fatalf("re-added partition not empty: %+v %v", st, err)
 	}
 }
+
+// TestRenameTopic: the data follows the new name, the old name is free,
+// and a taken name is refused.
+func TestRenameTopic(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, SyncAlways)
+	for _, n := range []string{"a", "b"} {
+		if _, err := s.CreateTopic(ctx, "kafka", n, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Append(ctx, "kafka", "a", 0, makeBatch(t, "a", 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RenameTopic(ctx, "kafka", "a", "b"); !errors.Is(err, bridge.ErrTopicExists) {
+		t.Fatalf("onto a taken name: %v", err)
+	}
+	if _, err := s.RenameTopic(ctx, "kafka", "a", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Topic(ctx, "kafka", "a"); !errors.Is(err, bridge.ErrTopicNotFound) {
+		t.Fatalf("old name still there: %v", err)
+	}
+	s.Close()
+	s = openStore(t, dir, SyncAlways)
+	defer s.Close()
+	if got := pollAll(t, s, "c", 0, 0); len(got) != 2 {
+		t.Fatalf("renamed topic holds %v", got)
+	}
+}

@@ -545,3 +545,45 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 	s.topics[stream][name] = t
 	return info, nil
 }
+
+// RenameTopic gives a topic a new name in its stream, keeping its id, data
+// and offsets (they are keyed by id), as Iggy's UpdateTopic does.
+// ErrTopicNotFound when from is missing, ErrTopicExists when to is taken.
+func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridge.TopicInfo, error) {
+	if err := s.enter(); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	defer s.ops.RUnlock()
+	if err := checkName("topic", to); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	old := s.topics[stream][from]
+	if old == nil {
+		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
+	}
+	if from == to {
+		return old.info, nil
+	}
+	if s.topics[stream][to] != nil {
+		return bridge.TopicInfo{}, bridge.ErrTopicExists
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	info := old.info
+	info.Name = to
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(catalogKey(stream, from), nil)
+	_ = b.Set(catalogKey(stream, to), topicValue(info.ID, info.Partitions, info.CreatedAt), nil)
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: rename topic: %w", bridge.ErrUnavailable, err)
+	}
+	t := newTopic(info)
+	copy(t.parts, old.parts)
+	old.deleted = true
+	delete(s.topics[stream], from)
+	s.topics[stream][to] = t
+	return info, nil
+}

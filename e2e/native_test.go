@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -26,6 +27,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/bridge/iggy"
@@ -467,7 +469,12 @@ func checkNativeRecords(t *testing.T, cli *iggyCLI, stream, topic string, parts 
 // sequence there).
 func checkNativeMsg(t *testing.T, topic string, r kafkaRec, m nativeMsg, idx int) {
 	t.Helper()
-	where := fmt.Sprintf("%s p%d@%d (%v)", topic, r.Partition, r.Offset, r)
+	where := fmt.Sprintf("%s p%d@%d (key %s)", topic, r.Partition, r.Offset, short(r.Key))
+	defer func() {
+		if t.Failed() {
+			t.FailNow() // one message's mismatches are enough to read
+		}
+	}()
 	if m.Offset != uint64(r.Offset) {
 		t.Fatalf("%s: native offset %d", where, m.Offset)
 	}
@@ -958,5 +965,36 @@ func TestNativeSendReadByKafka(t *testing.T) {
 		if g := recOfKgo(r); !sameKafka(g, want[i]) || g.TimeMs != want[i].TimeMs {
 			t.Errorf("franz-go record %d: %v (ts %d), want %v (ts %d)", i, g, g.TimeMs, want[i], want[i].TimeMs)
 		}
+	}
+
+	// A native producer that sets kafka.v as a String "1" (byte 0x31, not
+	// Uint8 1) wrote a message the mapping cannot read: a Kafka consumer
+	// gets the records before it, then UNKNOWN_SERVER_ERROR at it, and the
+	// gateway logs why (MAPPING.md "Unmappable messages", SCOPE.md Fetch).
+	cli.run("", "topic", "create", rb.stream, "native-bad", "1", "none")
+	cli.run("", "message", "send", "-p", "0", rb.stream, "native-bad", "good")
+	cli.run("", "message", "send", "-p", "0", "-H", "kafka.v:string:1", rb.stream, "native-bad", "bad")
+	cli.run("", "message", "send", "-p", "0", rb.stream, "native-bad", "later")
+	bad := newClient(t, gw.Addr, kgo.ConsumeTopics("native-bad"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var values []string
+	var fetchErr error
+	for fetchErr == nil {
+		fs := bad.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("native-bad: no fetch error within 30s; records %q", values)
+		}
+		fs.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+		for _, fe := range fs.Errors() {
+			fetchErr = fe.Err
+		}
+	}
+	if !errors.Is(fetchErr, kerr.UnknownServerError) || !slices.Equal(values, []string{"good"}) {
+		t.Fatalf("native-bad: records %q then %v, want [good] then UNKNOWN_SERVER_ERROR", values, fetchErr)
+	}
+	if !strings.Contains(gw.Log.String(), "stored message cannot be mapped") {
+		t.Errorf("the gateway did not log the unmappable message")
 	}
 }

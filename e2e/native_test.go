@@ -325,7 +325,7 @@ type kafkaRec struct {
 	Key       []byte
 	Value     []byte
 	Headers   []kgo.RecordHeader
-	TimeMs    int64 // 0: not known to the test
+	TimeMs    int64 // CreateTime; 0 is the epoch
 	// Producer identity of an idempotent producer (PID -1: none).
 	PID   int64
 	Epoch int16
@@ -408,6 +408,9 @@ func envelopeOf(r kafkaRec) []byte {
 // user headers in stored order.
 func wantNative(r kafkaRec) (payload []byte, hs []nativeHeader) {
 	hs = []nativeHeader{{"kafka.v", kindUint8, []byte{1}}}
+	if r.TimeMs == 0 {
+		hs = append(hs, nativeHeader{"kafka.ts", kindString, []byte("epoch")})
+	}
 	if needsEnvelope(r) {
 		return envelopeOf(r), append(hs, nativeHeader{"kafka.envelope", kindUint8, []byte{1}})
 	}
@@ -491,7 +494,7 @@ func checkNativeMsg(t *testing.T, topic string, r kafkaRec, m nativeMsg, idx int
 	}) {
 		t.Errorf("%s: native headers\n got %+v\nwant %+v", where, m.Headers, hs)
 	}
-	if r.TimeMs > 0 && m.Origin != uint64(r.TimeMs)*1000 {
+	if m.Origin != uint64(r.TimeMs)*1000 {
 		t.Errorf("%s: origin timestamp %d µs, want %d ms × 1000", where, m.Origin, r.TimeMs)
 	}
 	// Message id (MAPPING.md "Message ids").
@@ -809,6 +812,9 @@ func TestNativeReadsKafkaRecords(t *testing.T) {
 			&kgo.Record{Topic: topic, Key: []byte("no-headers"), Value: []byte("plain")},
 			&kgo.Record{Topic: topic, Key: []byte("big"), Value: large, Headers: []kgo.RecordHeader{{Key: "size", Value: []byte("65536")}}},
 			&kgo.Record{Topic: topic, Key: []byte("one-zero"), Value: []byte{0}},
+			&kgo.Record{Topic: topic, Key: []byte("tombstone")},
+			&kgo.Record{Topic: topic, Key: []byte("empty-value"), Value: []byte{}},
+			&kgo.Record{Topic: topic, Key: []byte{}, Value: []byte("empty key: envelope")},
 		)
 		return rs
 	}
@@ -819,6 +825,10 @@ func TestNativeReadsKafkaRecords(t *testing.T) {
 		createTopic(t, cl, tc.topic, tc.parts)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		res := cl.ProduceSync(ctx, records(tc.topic)...)
+		// CreateTime 0 in a batch of its own (in a batch with real
+		// timestamps it would clamp them, MAPPING.md "Timestamps").
+		res = append(res, cl.ProduceSync(ctx, &kgo.Record{Topic: tc.topic, Key: []byte("epoch"), Value: []byte("at the epoch"),
+			Timestamp: time.UnixMilli(0)})...)
 		cancel()
 		if err := res.FirstErr(); err != nil {
 			t.Fatalf("produce %s: %v", tc.topic, err)

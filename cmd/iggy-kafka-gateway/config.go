@@ -37,6 +37,8 @@ type config struct {
 	AdvertisedHost     string
 	AdvertisedPort     int
 	MaxConnections     int
+	MaxConnsPerAddr    int
+	FrameTimeout       time.Duration
 	MaxFrameSize       int
 	IdleTimeout        time.Duration
 	DrainTimeout       time.Duration
@@ -107,6 +109,12 @@ func options() []option {
 		{flag: "max-connections", def: "1024",
 			usage: "open client connections; more are refused",
 			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnections = n })},
+		{flag: "max-connections-per-addr", def: "256",
+			usage: "open connections from one client address (IPv4 address, IPv6 /64); more are refused",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnsPerAddr = n })},
+		{flag: "frame-timeout-ms", def: "30000",
+			usage: "a request must arrive in full this long after its first byte (a new connection: after connecting), else the connection is closed",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.FrameTimeout = d })},
 		{flag: "max-frame-size", def: "8388608",
 			usage: "largest request frame in bytes; also the decompression budget and the Fetch max_bytes ceiling",
 			set:   intIn(1024, 1<<30, func(c *config, n int) { c.MaxFrameSize = n })},

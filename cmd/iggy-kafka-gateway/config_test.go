@@ -20,6 +20,8 @@ func TestDefaults(t *testing.T) {
 		AdvertisedHost:     "127.0.0.1",
 		AdvertisedPort:     9092,
 		MaxConnections:     1024,
+		MaxConnsPerAddr:    256,
+		FrameTimeout:       30 * time.Second,
 		MaxFrameSize:       8 << 20,
 		IdleTimeout:        600 * time.Second,
 		DrainTimeout:       25 * time.Second,

@@ -64,18 +64,20 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxMessageSize:    iggyMaxMessageSize,
 	}, store, log)
 	srv := loop.NewServer(loop.Config{
-		Addr:               cfg.BindAddr,
-		EventLoops:         cfg.EventLoops,
-		Workers:            cfg.Workers,
-		QueueDepth:         cfg.QueueDepth,
-		MaxInFlightPerConn: cfg.MaxInflightPerConn,
-		MaxBufferedPerConn: cfg.MaxBufferedPerConn,
-		MaxConnections:     cfg.MaxConnections,
-		MaxFrameSize:       int32(cfg.MaxFrameSize),
-		IdleTimeout:        cfg.IdleTimeout,
-		DrainTimeout:       cfg.DrainTimeout,
-		Metrics:            m,
-		Log:                log,
+		Addr:                  cfg.BindAddr,
+		EventLoops:            cfg.EventLoops,
+		Workers:               cfg.Workers,
+		QueueDepth:            cfg.QueueDepth,
+		MaxInFlightPerConn:    cfg.MaxInflightPerConn,
+		MaxBufferedPerConn:    cfg.MaxBufferedPerConn,
+		MaxConnections:        cfg.MaxConnections,
+		MaxConnectionsPerAddr: cfg.MaxConnsPerAddr,
+		FrameTimeout:          cfg.FrameTimeout,
+		MaxFrameSize:          int32(cfg.MaxFrameSize),
+		IdleTimeout:           cfg.IdleTimeout,
+		DrainTimeout:          cfg.DrainTimeout,
+		Metrics:               m,
+		Log:                   log,
 	}, g)
 
 	// Subscribe before Start so a signal that arrives while binding is

@@ -55,6 +55,8 @@ type config struct {
 	Stream             string
 	AutoCreateTopics   bool
 	DefaultPartitions  int32
+	AutoCreatePerReq   int
+	AutoCreatePerSec   int
 	NodeID             int32
 	ClusterID          string
 	MaxFetchWait       time.Duration
@@ -161,6 +163,12 @@ func options() []option {
 		{flag: "auto-create-topics", def: "true",
 			usage: "create an unknown topic on first Metadata or Produce, as Kafka's auto.create.topics.enable",
 			set:   boolVal(func(c *config, b bool) { c.AutoCreateTopics = b })},
+		{flag: "auto-create-max-per-request", def: "20",
+			usage: "topics one Metadata or Produce request may auto-create; the rest are answered LEADER_NOT_AVAILABLE (clients retry)",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.AutoCreatePerReq = n })},
+		{flag: "auto-create-per-sec", def: "10",
+			usage: "topics auto-created per second, gateway-wide (bursts up to the per-request cap)",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.AutoCreatePerSec = n })},
 		{flag: "default-partitions", def: "1",
 			usage: "partitions of an auto-created topic",
 			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.DefaultPartitions = int32(n) })},

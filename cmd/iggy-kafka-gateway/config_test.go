@@ -34,6 +34,8 @@ func TestDefaults(t *testing.T) {
 		Stream:             "kafka",
 		AutoCreateTopics:   true,
 		DefaultPartitions:  1,
+		AutoCreatePerReq:   20,
+		AutoCreatePerSec:   10,
 		NodeID:             1,
 		ClusterID:          "iggy-kafka-gateway",
 		MaxFetchWait:       10 * time.Second,

@@ -51,17 +51,19 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	defer stopHTTP()
 
 	g := handlers.NewGateway(handlers.Config{
-		Stream:            cfg.Stream,
-		AdvertisedHost:    cfg.AdvertisedHost,
-		AdvertisedPort:    int32(cfg.AdvertisedPort),
-		NodeID:            cfg.NodeID,
-		ClusterID:         cfg.ClusterID,
-		AutoCreateTopics:  cfg.AutoCreateTopics,
-		DefaultPartitions: cfg.DefaultPartitions,
-		InstanceID:        cfg.InstanceID,
-		MaxFrameSize:      int32(cfg.MaxFrameSize),
-		MaxFetchWait:      cfg.MaxFetchWait,
-		MaxMessageSize:    iggyMaxMessageSize,
+		Stream:               cfg.Stream,
+		AdvertisedHost:       cfg.AdvertisedHost,
+		AdvertisedPort:       int32(cfg.AdvertisedPort),
+		NodeID:               cfg.NodeID,
+		ClusterID:            cfg.ClusterID,
+		AutoCreateTopics:     cfg.AutoCreateTopics,
+		DefaultPartitions:    cfg.DefaultPartitions,
+		AutoCreatePerRequest: cfg.AutoCreatePerReq,
+		AutoCreatePerSec:     cfg.AutoCreatePerSec,
+		InstanceID:           cfg.InstanceID,
+		MaxFrameSize:         int32(cfg.MaxFrameSize),
+		MaxFetchWait:         cfg.MaxFetchWait,
+		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
 	srv := loop.NewServer(loop.Config{
 		Addr:                  cfg.BindAddr,

@@ -66,11 +66,19 @@ type config struct {
 	PprofAddr          string
 	LogLevel           slog.Level
 	LogFormat          string
+	// secretsSet records which secrets were given (by flag or variable),
+	// to refuse a secret given twice (value and file).
+	secretsSet struct{ password, token bool }
+	// SecretFlagsOnCmdline names the secret flags given on the command
+	// line (not in the environment), space-separated, for the startup
+	// warning.
+	SecretFlagsOnCmdline string
 }
 
 // iggyConfig is the --backend iggy connection.
 type iggyConfig struct {
 	Addr, Username, Password, Token string
+	PasswordFile, TokenFile         string
 	StateStream                     string
 	WeakTopics                      string // warn, refuse
 	PoolSize                        int
@@ -91,6 +99,9 @@ type option struct {
 	defText string
 	usage   string
 	set     func(c *config, v string) error
+	// secret values never appear in errors, logs or /debug/pprof/cmdline
+	// (secrets.go).
+	secret bool
 }
 
 func envName(flag string) string {
@@ -190,12 +201,18 @@ func options() []option {
 		{flag: "iggy-username", def: "iggy",
 			usage: "Iggy user the gateway logs in as",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.Username = v })},
-		{flag: "iggy-password", defText: "iggy",
-			usage: "password of --iggy-username (prefer the variable to the flag)",
-			set:   func(c *config, v string) error { c.Iggy.Password = v; return nil }},
-		{flag: "iggy-token", defText: "none",
-			usage: "Iggy personal access token, used instead of username/password",
-			set:   func(c *config, v string) error { c.Iggy.Token = v; return nil }},
+		{flag: "iggy-password", defText: "iggy", secret: true,
+			usage: "password of --iggy-username; on the command line every local user sees it (ps), so prefer the variable or --iggy-password-file",
+			set:   func(c *config, v string) error { c.Iggy.Password = v; c.secretsSet.password = true; return nil }},
+		{flag: "iggy-password-file", defText: "none",
+			usage: "file holding the password of --iggy-username (one line; a trailing newline is dropped)",
+			set:   func(c *config, v string) error { c.Iggy.PasswordFile = v; return nil }},
+		{flag: "iggy-token", defText: "none", secret: true,
+			usage: "Iggy personal access token, used instead of username/password; prefer the variable or --iggy-token-file",
+			set:   func(c *config, v string) error { c.Iggy.Token = v; c.secretsSet.token = true; return nil }},
+		{flag: "iggy-token-file", defText: "none",
+			usage: "file holding the Iggy personal access token",
+			set:   func(c *config, v string) error { c.Iggy.TokenFile = v; return nil }},
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
 			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group registry); shared by gateways on one Iggy",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
@@ -221,10 +238,10 @@ func options() []option {
 			usage: "skip Iggy certificate checks (self-signed test servers only)",
 			set:   boolVal(func(c *config, b bool) { c.Iggy.TLSInsecureSkipVerify = b })},
 		{flag: "metrics-addr", defText: "off",
-			usage: "host:port serving Prometheus /metrics",
+			usage: "host:port serving Prometheus /metrics; :port means loopback, a non-loopback host is warned about",
 			set:   addr(func(c *config, v string) { c.MetricsAddr = v })},
 		{flag: "pprof-addr", defText: "off",
-			usage: "host:port serving /debug/pprof/ (keep it on loopback)",
+			usage: "host:port serving /debug/pprof/ (secrets redacted from its cmdline); :port means loopback, a non-loopback host is warned about",
 			set:   addr(func(c *config, v string) { c.PprofAddr = v })},
 		{flag: "log-level", def: "info",
 			usage: "debug, info, warn or error",
@@ -320,6 +337,9 @@ func parseConfig(args, environ []string) (config, error) {
 			return c, fmt.Errorf("unknown environment variable %s (see --help for the %s* variables)", k, envPrefix)
 		}
 		if err := o.set(&c, v); err != nil {
+			if o.secret {
+				v = redacted
+			}
 			return c, fmt.Errorf("environment variable %s=%q: %v", k, v, err)
 		}
 	}
@@ -340,6 +360,16 @@ func parseConfig(args, environ []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q (every setting is a --flag)", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		for i := range opts {
+			if opts[i].flag == f.Name && opts[i].secret {
+				c.SecretFlagsOnCmdline = strings.TrimSpace(c.SecretFlagsOnCmdline + " --" + f.Name)
+			}
+		}
+	})
+	if err := c.readSecretFiles(); err != nil {
+		return c, err
 	}
 	return c, c.resolve()
 }

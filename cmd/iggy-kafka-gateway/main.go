@@ -33,6 +33,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	if cfg.SecretFlagsOnCmdline != "" {
+		log.Warn("a secret was given on the command line, where every local user can read it (ps, /proc); use its IGGY_KAFKA_* variable or its -file flag",
+			"flags", cfg.SecretFlagsOnCmdline)
+	}
 
 	store, err := openStore(cfg, log)
 	if err != nil {

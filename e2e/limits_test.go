@@ -66,9 +66,11 @@ func (w *wire) open(wait time.Duration) bool {
 // creates a topic, produces and consumes while they are open.
 func TestSlowlorisOtherClientsStillConnect(t *testing.T) {
 	const (
-		maxConns     = 24
-		perAddr      = 8
-		frameTimeout = 4 * time.Second
+		maxConns = 24
+		perAddr  = 8
+		// Long enough that the client below finishes well inside it even
+		// on a loaded machine; the open-count check proves it did.
+		frameTimeout = 8 * time.Second
 		attackers    = 3 * maxConns // more than every slot of the gateway
 	)
 	gw := startGateway(t, withConnLimits(maxConns, perAddr, frameTimeout))
@@ -91,12 +93,10 @@ func TestSlowlorisOtherClientsStillConnect(t *testing.T) {
 	createTopic(t, cl, "fair", 1)
 	want := produceAll(t, cl, testRecords("fair", 20))
 	sameRecs(t, want, consumeN(t, gw.Addr, "fair", len(want), 30*time.Second))
-	if time.Since(start) > frameTimeout-time.Second {
-		t.Skipf("the client took %v, too slow to prove it ran while the slow connections were open", time.Since(start))
-	}
 
 	// Exactly perAddr attacker connections were admitted and are still
-	// open; the rest were closed at once.
+	// open (so the client above ran while they were); the rest were
+	// closed at once.
 	var openNow []*wire
 	var mu sync.Mutex
 	var wg sync.WaitGroup

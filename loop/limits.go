@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/panjf2000/gnet/v2"
 )
 
 // Connection fairness: one client must not be able to hold every slot.
@@ -99,12 +101,12 @@ func (l *logLimiter) allow(now time.Time, every time.Duration) (ok bool, suppres
 }
 
 // refuse logs a refused connection through lim. Loop only (OnOpen).
-func (s *Server) refuse(lim *logLimiter, msg string, remote string, attrs ...any) {
+func (s *Server) refuse(lim *logLimiter, msg string, c gnet.Conn, attrs ...any) {
 	ok, held := lim.allow(time.Now(), refusalLogEvery)
 	if !ok {
 		return
 	}
-	args := append([]any{"remote", remote, "refused_unlogged", held,
+	args := append([]any{"remote", remoteAddr(c), "refused_unlogged", held,
 		"next_log_in", refusalLogEvery.String()}, attrs...)
 	s.log.Warn(msg, args...)
 }

@@ -202,7 +202,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if int(s.conns.Add(1)) > s.cfg.MaxConnections {
 		s.conns.Add(-1)
 		s.cfg.Metrics.ConnClosed(CloseMaxConnections.String())
-		s.refuse(&s.refusedGlobal, "connection refused: at the connection cap", remoteAddr(c),
+		s.refuse(&s.refusedGlobal, "connection refused: at the connection cap", c,
 			"max_connections", s.cfg.MaxConnections)
 		return nil, gnet.Close
 	}
@@ -210,7 +210,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if !s.perAddr.acquire(key, s.cfg.MaxConnectionsPerAddr) {
 		s.conns.Add(-1)
 		s.cfg.Metrics.ConnClosed(CloseMaxConnectionsPerAddr.String())
-		s.refuse(&s.refusedPerAddr, "connection refused: at the per-address connection cap", remoteAddr(c),
+		s.refuse(&s.refusedPerAddr, "connection refused: at the per-address connection cap", c,
 			"addr", key.String(), "max_connections_per_addr", s.cfg.MaxConnectionsPerAddr)
 		return nil, gnet.Close
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRedactArgs(t *testing.T) {
@@ -107,6 +108,21 @@ func TestAdminAddr(t *testing.T) {
 		bind, d, e := adminAddr(c.in)
 		if bind != c.bind || d != c.defaulted || e != c.exposed {
 			t.Errorf("adminAddr(%q) = %q %v %v, want %q %v %v", c.in, bind, d, e, c.bind, c.defaulted, c.exposed)
+		}
+	}
+}
+
+func TestLimitFlags(t *testing.T) {
+	c, err := parseConfig([]string{"--max-connections-per-addr=3", "--frame-timeout-ms=250",
+		"--auto-create-max-per-request=2", "--auto-create-per-sec=1"}, nil)
+	if err != nil || c.MaxConnsPerAddr != 3 || c.FrameTimeout != 250*time.Millisecond ||
+		c.AutoCreatePerReq != 2 || c.AutoCreatePerSec != 1 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	for _, bad := range []string{"--max-connections-per-addr=0", "--frame-timeout-ms=0",
+		"--auto-create-max-per-request=0", "--auto-create-per-sec=0"} {
+		if _, err := parseConfig([]string{bad}, nil); err == nil {
+			t.Errorf("%s accepted", bad)
 		}
 	}
 }

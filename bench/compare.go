@@ -54,6 +54,34 @@ func DefaultWorkloads(quick bool) []Workload {
 	}
 }
 
+// IggyWorkloads is the comparison of issue 9 (gateway over a real Iggy
+// server against iggy-bench on one): produce and consume, 100 B and 1 KiB,
+// 1 and 4 partitions, one producer. compare uses it when every target is
+// iggy or iggy-native.
+func IggyWorkloads(quick bool) []Workload {
+	n100, n1k := 1_000_000, 300_000
+	if quick {
+		n100, n1k = 500_000, 150_000
+	}
+	var ws []Workload
+	for _, kind := range []string{"produce", "consume"} {
+		for _, p := range []int32{1, 4} {
+			for _, size := range []int{100, 1024} {
+				name := fmt.Sprintf("%s-%s", kind, map[int]string{100: "100B", 1024: "1KiB"}[size])
+				if p > 1 {
+					name += fmt.Sprintf("-%dp", p)
+				}
+				n := n100
+				if size == 1024 {
+					n = n1k
+				}
+				ws = append(ws, Workload{Name: name, Kind: kind, RecordSize: size, Records: n, Partitions: p, Producers: 1})
+			}
+		}
+	}
+	return ws
+}
+
 // CompareOptions configures Compare.
 type CompareOptions struct {
 	Targets     []string
@@ -74,17 +102,20 @@ type CompareOptions struct {
 
 // Comparison is the outcome of Compare.
 type Comparison struct {
-	Date      time.Time          `json:"date"`
-	Command   string             `json:"command"`
-	Machine   Machine            `json:"machine"`
-	Reps      int                `json:"reps"`
-	Targets   []string           `json:"targets"`
-	Skipped   map[string]string  `json:"skipped,omitempty"`
-	Workloads []Workload         `json:"workloads"`
-	Runs      []*Result          `json:"runs"`
-	Rows      []Row              `json:"rows"`
-	Checks    []Check            `json:"checks,omitempty"`
-	Rates     map[string]float64 `json:"latency_rates,omitempty"` // latency workload -> records/s used
+	Date      time.Time         `json:"date"`
+	Command   string            `json:"command"`
+	Machine   Machine           `json:"machine"`
+	Reps      int               `json:"reps"`
+	Targets   []string          `json:"targets"`
+	Skipped   map[string]string `json:"skipped,omitempty"`
+	Workloads []Workload        `json:"workloads"`
+	Runs      []*Result         `json:"runs"`
+	Rows      []Row             `json:"rows"`
+	// Base is the target the ratios divide by: the gateway, or the iggy
+	// target in a run without one.
+	Base   string             `json:"base,omitempty"`
+	Checks []Check            `json:"checks,omitempty"`
+	Rates  map[string]float64 `json:"latency_rates,omitempty"` // latency workload -> records/s used
 }
 
 // Row is the summary of one (workload, target): medians over the runs.
@@ -129,6 +160,9 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 	}
 	c := &Comparison{Date: time.Now().UTC(), Machine: DescribeMachine(), Reps: o.Reps,
 		Workloads: o.Workloads, Skipped: map[string]string{}, Rates: map[string]float64{}}
+	if o.Target.PprofTarget == "" {
+		o.Target.PprofTarget = pprofTarget(o.Targets)
+	}
 	var targets []Target
 	defer func() {
 		for _, t := range targets {
@@ -189,11 +223,20 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 				seq++
 				topic := fmt.Sprintf("bench-%s-%d", w.Name, seq)
 				label := fmt.Sprintf("[%d/%d] %s %s", rep+1, o.Reps, w.Name, t.Name())
+				nt, native := t.(nativeRunner)
+				if native && w.Kind != "produce" && w.Kind != "consume" {
+					continue // iggy-bench has no paced or end-to-end run of this kind
+				}
 				var prof *profileFetch
-				if rep == 0 && o.ProfileDir != "" && o.Target.PprofAddr != "" && t.Name() == "gateway" {
+				if rep == 0 && o.ProfileDir != "" && o.Target.PprofAddr != "" && t.Name() == o.Target.PprofTarget {
 					prof = startProfile(o.Target.PprofAddr, o.ProfileDir, w.Name)
 				}
-				r := c.runOne(ctx, o, t, w, topic, label, rate)
+				var r *Result
+				if native {
+					r = nt.runNative(ctx, w, o.MaxDuration)
+				} else {
+					r = c.runOne(ctx, o, t, w, topic, label, rate)
+				}
 				if prof != nil {
 					prof.finish(o.Log)
 				}
@@ -210,11 +253,13 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 				}
 				fmt.Fprintf(o.Log, "%s: %s rec/s %.1f MB/s%s server CPU %.2fs, %s\n", label,
 					human(r.RecPerSec), r.MBPerSec, lat, r.ServerCPU, status)
-				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				if err := DeleteTopic(dctx, t.Brokers(), topic); err != nil {
-					fmt.Fprintf(o.Log, "%s: %v\n", label, err)
+				if !native {
+					dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					if err := DeleteTopic(dctx, t.Brokers(), topic); err != nil {
+						fmt.Fprintf(o.Log, "%s: %v\n", label, err)
+					}
+					cancel()
 				}
-				cancel()
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
@@ -243,6 +288,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 	var r *Result
 	var err error
 	pid := t.PID()
+	cpu := func() time.Duration { return targetCPU(t) }
 	switch w.Kind {
 	case "produce", "latency":
 		po.Warmup = true
@@ -250,12 +296,12 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 			po.Rate = rate
 			po.Records = min(w.Records, int(rate*w.Seconds))
 		}
-		s0, c0 := procCPU(pid), selfCPU()
+		s0, c0 := cpu(), selfCPU()
 		r, err = RunProduce(ctx, po)
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU, r.ClientCPU = (procCPU(pid) - s0).Seconds(), (selfCPU() - c0).Seconds()
+		r.ServerCPU, r.ClientCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds()
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
 			// Count what the target stored, not only what it acknowledged.
 			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -274,22 +320,22 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		if _, err := RunProduce(ctx, pre); err != nil {
 			return fail(fmt.Errorf("preload: %w", err))
 		}
-		s0, c0 := procCPU(pid), selfCPU()
+		s0, c0 := cpu(), selfCPU()
 		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Topic: topic, Records: w.Records,
 			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU, r.ClientCPU = (procCPU(pid) - s0).Seconds(), (selfCPU() - c0).Seconds()
+		r.ServerCPU, r.ClientCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds()
 	case "e2e":
 		po.Rate = w.Rate
 		po.Records = min(w.Records, int(w.Rate*w.Seconds))
-		s0 := procCPU(pid)
+		s0 := cpu()
 		r, err = RunE2E(ctx, E2EOptions{Produce: po})
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU = (procCPU(pid) - s0).Seconds()
+		r.ServerCPU = (cpu() - s0).Seconds()
 	default:
 		return fail(fmt.Errorf("unknown workload kind %q", w.Kind))
 	}
@@ -297,6 +343,28 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		r.ServerCPU = 0 // in this process: not separable
 	}
 	return r
+}
+
+// targetCPU is the CPU time of t's processes: the gateway's, plus the Iggy
+// server's for the iggy target.
+func targetCPU(t Target) time.Duration {
+	if m, ok := t.(interface{ PIDs() []int }); ok {
+		var d time.Duration
+		for _, p := range m.PIDs() {
+			d += procCPU(p)
+		}
+		return d
+	}
+	return procCPU(t.PID())
+}
+
+// pprofTarget is the target whose gateway serves pprof and is profiled
+// with --profile: "gateway", else "iggy" when the run has no gateway.
+func pprofTarget(targets []string) string {
+	if slices.Contains(targets, "iggy") && !slices.Contains(targets, "gateway") {
+		return "iggy"
+	}
+	return "gateway"
 }
 
 // halfPeak is half the gateway's median records/s in workload name so far.
@@ -336,6 +404,10 @@ func (c *Comparison) summarise() {
 			break
 		}
 	}
+	if base == "" && slices.Contains(c.Targets, "iggy") {
+		base = "iggy"
+	}
+	c.Base = base
 	for _, w := range c.Workloads {
 		var baseRuns []*Result
 		for _, r := range c.Runs {
@@ -458,6 +530,21 @@ func (c *Comparison) checks() []Check {
 	for _, w := range []string{"produce-100B", "produce-1KiB"} {
 		ratio(w, "kfake", 1.0)
 		ratio(w, "kafka", 2.0)
+	}
+	// Issue 9: through the gateway, at least 80 % of iggy-bench's rate on
+	// the same kind of server.
+	for _, w := range c.Workloads {
+		g, n := c.row(w.Name, "iggy"), c.row(w.Name, "iggy-native")
+		if g == nil || n == nil || n.RecPerSec == 0 {
+			continue
+		}
+		share := g.RecPerSec / n.RecPerSec
+		ck := Check{What: fmt.Sprintf("%s: iggy ÷ iggy-native", w.Name), Want: ">= 80%", Got: share,
+			GotText: fmt.Sprintf("%.0f%%", 100*share), Pass: share >= 0.8}
+		if !ck.Pass {
+			ck.Shortfall = fmt.Sprintf("%.0f points short", 100*(0.8-share))
+		}
+		out = append(out, ck)
 	}
 	abs("produce 100 B records/s", "produce-100B", 1e6, "rec/s", func(r *Row) float64 { return r.RecPerSec }, false)
 	abs("consume-1KiB throughput", "consume-1KiB", 800, "MB/s", func(r *Row) float64 { return r.MBPerSec }, false)

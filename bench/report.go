@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -91,10 +92,10 @@ func (c *Comparison) Markdown() string {
 			name = fmt.Sprintf("%s @ %s/s", r.Workload, human(r.Rate))
 		}
 		ratio, paired := "–", "–"
-		if r.GatewayX > 0 && !isGateway(r.Target) {
+		if r.GatewayX > 0 && r.Target != c.Base {
 			ratio = fmt.Sprintf("%.2fx", r.GatewayX)
 		}
-		if r.PairedX > 0 && !isGateway(r.Target) {
+		if r.PairedX > 0 && r.Target != c.Base {
 			paired = fmt.Sprintf("%.2fx", r.PairedX)
 		}
 		cpu := "–"
@@ -111,13 +112,17 @@ func (c *Comparison) Markdown() string {
 			latCell(r.Latency, func(l *Latency) float64 { return l.P999 }), latCell(r.Latency, func(l *Latency) float64 { return l.Max }),
 			cpu, ratio, paired)
 	}
+	if slices.Contains(c.Targets, "iggy-native") {
+		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
+			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
+	}
 	for _, r := range c.Rows {
 		if r.FirstError != "" {
 			fmt.Fprintf(&b, "\n%s on %s: %d of %d runs incomplete, first: %s\n", r.Workload, r.Target, r.Runs-r.OK, r.Runs, r.FirstError)
 		}
 	}
 	if len(c.Checks) > 0 {
-		b.WriteString("\n| target from issue 3 | want | measured | met |\n|---|---|---:|---|\n")
+		b.WriteString("\n| target from the issues | want | measured | met |\n|---|---|---:|---|\n")
 		for _, ck := range c.Checks {
 			met := "yes"
 			if !ck.Pass {

@@ -45,22 +45,29 @@ var TargetNames = []string{
 	"kfake-blackhole", // kfake acknowledging produce without storing it
 	"kfake-disk",      // kfake persisting to a data dir (no per-batch fsync)
 	"kafka",           // Apache Kafka 4.x, single KRaft node, from bench/kafka/target/lib
-	"iggy",            // the gateway binary with --backend iggy --iggy-addr (needs TargetConfig.IggyAddr)
+	"iggy",            // the gateway binary with --backend iggy --fsync never, in front of a real Iggy server (its own, or IggyAddr)
+	"iggy-native",     // iggy-bench (Iggy's own TCP client) against a real Iggy server (its own, or IggyAddr)
 }
 
 // TargetConfig says where the targets' programs are and how to run them.
 type TargetConfig struct {
-	ModuleDir  string   // module root; for building the gateway and finding bench/kafka
-	GatewayBin string   // prebuilt gateway binary; built from ModuleDir when empty
-	KafkaLib   string   // directory of the Kafka broker jars; default ModuleDir/bench/kafka/target/lib
-	Java       string   // java binary; default "java" on PATH
-	KafkaHeap  string   // -Xmx/-Xms of the broker; default 1g (as kafka-server-start.sh)
-	IggyAddr   string   // Iggy server for the iggy target
-	IggyArgs   []string // extra gateway flags for the iggy target (credentials, transport)
-	SelfExe    string   // this harness's binary, re-run as `serve-kfake`; empty runs kfake in this process
-	PprofAddr  string   // if set, the gateway binary serves pprof here
-	WorkDir    string   // temp files; default os.MkdirTemp
-	Log        io.Writer
+	ModuleDir  string // module root; for building the gateway and finding bench/kafka
+	GatewayBin string // prebuilt gateway binary; built from ModuleDir when empty
+	KafkaLib   string // directory of the Kafka broker jars; default ModuleDir/bench/kafka/target/lib
+	Java       string // java binary; default "java" on PATH
+	KafkaHeap  string // -Xmx/-Xms of the broker; default 1g (as kafka-server-start.sh)
+	IggyAddr   string // Iggy server for the iggy targets; empty: each starts its own from IggyServerDir
+	// IggyServerDir holds run.sh, iggy-server and iggy-bench; default
+	// $IGGY_KAFKA_IGGY_SERVER_DIR, else ModuleDir/../shared/iggy/server.
+	IggyServerDir string
+	IggyArgs      []string // extra gateway flags for the iggy target (credentials, transport)
+	SelfExe       string   // this harness's binary, re-run as `serve-kfake`; empty runs kfake in this process
+	PprofAddr     string   // if set, the gateway binary serves pprof here
+	// PprofTarget names the one target whose gateway gets --pprof-addr
+	// (two on one address would collide); empty: any "gateway" kind.
+	PprofTarget string
+	WorkDir     string // temp files; default os.MkdirTemp
+	Log         io.Writer
 }
 
 // ErrSkip marks a target that cannot run on this machine (Java or jars
@@ -88,10 +95,11 @@ func NewTarget(name string, c *TargetConfig) (Target, error) {
 	case "kafka":
 		return &procTarget{name: name, c: c, kind: "kafka"}, nil
 	case "iggy":
-		if c.IggyAddr == "" {
-			return nil, fmt.Errorf("target iggy needs --iggy-addr: %w", ErrSkip)
-		}
-		return &procTarget{name: name, c: c, kind: "iggy", fsync: "never"}, nil
+		// --fsync never leaves the topic at the server's default durability
+		// (bridge/iggy DurabilityFor), the one iggy-bench's topics get.
+		return &iggyTarget{procTarget: procTarget{name: name, c: c, kind: "iggy", fsync: "never"}}, nil
+	case "iggy-native":
+		return &nativeTarget{name: name, c: c}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q (one of %s)", name, strings.Join(TargetNames, ", "))
 }
@@ -134,6 +142,7 @@ func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
 // (this harness re-run as serve-kfake) or the Kafka broker.
 type procTarget struct {
 	name, kind, fsync, mode string
+	iggyAddr                string // kind iggy: the server the gateway fronts
 	c                       *TargetConfig
 	addr                    string
 	dir                     string
@@ -182,11 +191,11 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 		}
 		data := filepath.Join(t.dir, "data")
 		argv = []string{bin, "--bind-addr", t.addr, "--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
-		if t.c.PprofAddr != "" {
+		if t.c.PprofAddr != "" && (t.c.PprofTarget == t.name || t.c.PprofTarget == "" && t.kind == "gateway") {
 			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
 		}
 		if t.kind == "iggy" {
-			argv = append(argv, "--backend", "iggy", "--iggy-addr", t.c.IggyAddr)
+			argv = append(argv, "--backend", "iggy", "--iggy-addr", t.iggyAddr)
 			argv = append(argv, t.c.IggyArgs...)
 		}
 		// The gateway reads IGGY_KAFKA_* and refuses unknown ones; a

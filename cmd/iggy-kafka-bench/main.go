@@ -174,7 +174,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "small workloads, 2 repetitions: finishes in a few minutes")
-	targets := fs.String("targets", "", "comma-separated targets (default: gateway,gateway-always,kfake,kfake-blackhole,kafka; --quick drops gateway-always; iggy is added with --iggy-addr); one of "+strings.Join(bench.TargetNames, ", "))
+	targets := fs.String("targets", "", "comma-separated targets (default: gateway,gateway-always,kfake,kfake-blackhole,kafka; --quick drops gateway-always; iggy is added with --iggy-addr; only iggy and iggy-native: the Iggy workloads, produce/consume x 100 B/1 KiB x 1/4 partitions); one of "+strings.Join(bench.TargetNames, ", "))
 	reps := fs.Int("reps", 0, "repetitions per workload and target (default 5, --quick 2)")
 	scale := fs.Float64("scale", 1, "multiply every workload's record count")
 	only := fs.String("workloads", "", "comma-separated workload names to run (default all)")
@@ -182,7 +182,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
 	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib; bench/kafka/fetch.sh fills it)")
 	java := fs.String("java", "java", "java binary for the kafka target")
-	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy target (gateway --backend iggy)")
+	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy and iggy-native targets (default: each starts its own from ../shared/iggy/server)")
 	var iggyArgs multiFlag
 	fs.Var(&iggyArgs, "iggy-arg", "extra gateway flag for the iggy target, repeatable (e.g. --iggy-arg=--iggy-username=iggy)")
 	inproc := fs.Bool("inproc", false, "run kfake in this process instead of a child process")
@@ -221,6 +221,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	ws := bench.DefaultWorkloads(*quick)
+	if onlyIggy(strings.Split(ts, ",")) {
+		ws = bench.IggyWorkloads(*quick)
+	}
 	var picked []bench.Workload
 	for _, w := range ws {
 		if *only != "" && !contains(strings.Split(*only, ","), w.Name) {
@@ -290,6 +293,16 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// onlyIggy reports targets made only of iggy and iggy-native.
+func onlyIggy(targets []string) bool {
+	for _, t := range targets {
+		if t != "iggy" && t != "iggy-native" {
+			return false
+		}
+	}
+	return len(targets) > 0
+}
 
 func contains(xs []string, s string) bool {
 	for _, x := range xs {

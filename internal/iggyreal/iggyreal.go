@@ -8,7 +8,7 @@
 // themselves with a stream of their own (Stream). Tests that kill or restart
 // the server start a private one with Start.
 //
-// Test support only: nothing in the gateway imports it.
+// Test and bench support only: nothing in the gateway imports it.
 package iggyreal
 
 import (
@@ -106,6 +106,10 @@ func Binary(name string) (string, error) {
 
 // Options of a server started by Start.
 type Options struct {
+	// Dir holds run.sh and iggy-server; empty means Dir() (the bench
+	// harness passes the one found from its module dir, since its working
+	// directory may be anywhere).
+	Dir string
 	// DataDir holds the server's data; required. A restart on the same
 	// DataDir finds what the last run stored.
 	DataDir string
@@ -133,7 +137,13 @@ type Server struct {
 // Start runs run.sh DataDir Port and waits until the server accepts TCP
 // connections (at most 30 s).
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	dir, err := Dir()
+	var dir string
+	var err error
+	if opts.Dir != "" {
+		dir, err = checkDir(opts.Dir)
+	} else {
+		dir, err = Dir()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,329 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
+)
+
+// The two Iggy targets. "iggy" is the gateway binary with --backend iggy in
+// front of a real Iggy server; "iggy-native" is the same kind of server
+// driven by Iggy's own load generator, iggy-bench, over its TCP transport.
+// Unless TargetConfig.IggyAddr names a server, each target starts a fresh
+// iggy-server of its own (../shared/iggy/server, run.sh defaults: 2 shards,
+// TCP on 127.0.0.1) in a private data dir and stops it at the end, so the
+// two rows of a workload come from identical servers on the same machine.
+
+// iggyServerDir is the directory with run.sh, iggy-server and iggy-bench:
+// TargetConfig.IggyServerDir, else $IGGY_KAFKA_IGGY_SERVER_DIR (as for the
+// tests), else ModuleDir/../shared/iggy/server. A
+// missing server is ErrSkip, as a missing JVM is for the kafka target.
+func (c *TargetConfig) iggyServerDir(need ...string) (string, error) {
+	d := c.IggyServerDir
+	if d == "" {
+		d = os.Getenv(iggyreal.DirEnv)
+	}
+	if d == "" {
+		if c.ModuleDir == "" {
+			return "", fmt.Errorf("no module dir to find ../shared/iggy/server from: %w", ErrSkip)
+		}
+		d = filepath.Join(c.ModuleDir, "..", "shared", "iggy", "server")
+	}
+	for _, f := range append([]string{"run.sh", "iggy-server"}, need...) {
+		if _, err := os.Stat(filepath.Join(d, f)); err != nil {
+			return "", fmt.Errorf("no real Iggy server: %s missing (see shared/iggy/server/BUILD.md): %w",
+				filepath.Join(d, f), ErrSkip)
+		}
+	}
+	return filepath.Abs(d)
+}
+
+// startIggyServer starts a private iggy-server under dir/iggy-data and
+// gives it up to 30 s to listen. Its output goes to dir/iggy-server.log.
+func startIggyServer(ctx context.Context, serverDir, dir string) (*iggyreal.Server, error) {
+	logf, err := os.Create(filepath.Join(dir, "iggy-server.log"))
+	if err != nil {
+		return nil, err
+	}
+	// The file stays open for the server's life; the process holds its own
+	// descriptor, so closing ours when Start returns loses nothing.
+	defer logf.Close()
+	return iggyreal.Start(ctx, iggyreal.Options{Dir: serverDir, DataDir: filepath.Join(dir, "iggy-data"), Log: logf})
+}
+
+// iggyTarget is the gateway (--backend iggy) in front of a real server,
+// its own unless TargetConfig.IggyAddr names one.
+type iggyTarget struct {
+	procTarget
+	server *iggyreal.Server
+}
+
+func (t *iggyTarget) Start(ctx context.Context) error {
+	var err error
+	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
+		return err
+	}
+	t.iggyAddr = t.c.IggyAddr
+	if t.iggyAddr == "" {
+		sd, err := t.c.iggyServerDir()
+		if err != nil {
+			return err
+		}
+		if t.server, err = startIggyServer(ctx, sd, t.dir); err != nil {
+			return err
+		}
+		t.iggyAddr = t.server.Addr()
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if lastErr = t.startOnce(ctx); lastErr == nil {
+			return nil
+		}
+	}
+	return lastErr
+}
+
+// PIDs are the gateway's and (when started here) the server's: the row's
+// server CPU is what both spent, as iggy-native's is the server's.
+func (t *iggyTarget) PIDs() []int {
+	pids := []int{t.PID()}
+	if t.server != nil {
+		pids = append(pids, t.server.PID())
+	}
+	return pids
+}
+
+func (t *iggyTarget) Stop() error {
+	t.stopProcess()
+	if t.server != nil {
+		t.server.Stop(30 * time.Second)
+	}
+	if t.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(t.dir)
+}
+
+// nativeTarget runs iggy-bench against a server of its own. It speaks no
+// Kafka: Compare calls runNative instead of the franz-go workloads, and
+// only for produce and consume.
+type nativeTarget struct {
+	name   string
+	c      *TargetConfig
+	bin    string
+	dir    string
+	addr   string
+	server *iggyreal.Server
+}
+
+// nativeRunner is a target that runs workloads with its own client.
+type nativeRunner interface {
+	runNative(ctx context.Context, w Workload, maxDuration time.Duration) *Result
+}
+
+func (t *nativeTarget) Name() string      { return t.name }
+func (t *nativeTarget) Brokers() []string { return []string{t.addr} }
+func (t *nativeTarget) PID() int {
+	if t.server == nil {
+		return 0
+	}
+	return t.server.PID()
+}
+
+func (t *nativeTarget) Start(ctx context.Context) error {
+	sd, err := t.c.iggyServerDir("iggy-bench")
+	if err != nil {
+		return err
+	}
+	t.bin = filepath.Join(sd, "iggy-bench")
+	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
+		return err
+	}
+	if t.c.IggyAddr != "" {
+		t.addr = t.c.IggyAddr
+		return nil
+	}
+	if t.server, err = startIggyServer(ctx, sd, t.dir); err != nil {
+		return err
+	}
+	t.addr = t.server.Addr()
+	return nil
+}
+
+func (t *nativeTarget) Stop() error {
+	if t.server != nil {
+		t.server.Stop(30 * time.Second)
+	}
+	if t.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(t.dir)
+}
+
+// NativeBatch is the messages per batch iggy-bench sends and polls for a
+// record size: what fits in kgo's default 1 MB producer batch (the size
+// the harness's producer fills per partition and request at full speed,
+// with about 10 bytes of Kafka record framing each) and, on the consume
+// side, about the 1 MiB per partition a Fetch asks the gateway for.
+func NativeBatch(recordSize int) int {
+	return max(1, 1_000_000/(recordSize+10))
+}
+
+// nativeArgs is the iggy-bench command line of one benchmark. One producer
+// or consumer, one stream; a single partition uses the pinned benchmarks,
+// more the balanced ones (one producer spreading batches over the
+// partitions, one consumer in one consumer group reading them all).
+func nativeArgs(kind string, w Workload, perBatch, batches int, addr string, reuse bool) []string {
+	var a []string
+	if reuse {
+		a = append(a, "--reuse-streams")
+	}
+	a = append(a, "-m", strconv.Itoa(w.RecordSize), "-P", strconv.Itoa(perBatch), "-b", strconv.Itoa(batches))
+	parts := max(w.Partitions, 1)
+	producers := max(w.Producers, 1)
+	switch {
+	case kind == "produce" && parts == 1 && producers == 1:
+		a = append(a, "pinned-producer", "-p", "1", "-s", "1")
+	case kind == "produce":
+		a = append(a, "balanced-producer", "-a", strconv.Itoa(int(parts)), "-p", strconv.Itoa(producers), "-s", "1")
+	case parts == 1:
+		a = append(a, "pinned-consumer", "-c", "1", "-s", "1")
+	default:
+		a = append(a, "balanced-consumer-group", "-c", "1", "-g", "1", "-s", "1")
+	}
+	return append(a, "tcp", "--server-address", addr)
+}
+
+// runNative runs w with iggy-bench: produce as one benchmark; consume as a
+// produce benchmark that loads the stream, then a consume benchmark on it
+// (--reuse-streams). The records asked for are rounded up to whole batches.
+func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration time.Duration) *Result {
+	perBatch := min(NativeBatch(w.RecordSize), max(w.Records, 1))
+	batches := (w.Records + perBatch - 1) / perBatch
+	r := &Result{Workload: w.Kind, RecordSize: w.RecordSize, Records: int64(perBatch * batches)}
+	if w.Kind != "produce" && w.Kind != "consume" {
+		r.Err = "iggy-native runs produce and consume workloads only"
+		return r
+	}
+	run := func(kind string, reuse bool) (*nativeResult, error) {
+		rctx, cancel := context.WithTimeout(ctx, maxDuration+30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(rctx, t.bin, nativeArgs(kind, w, perBatch, batches, t.addr, reuse)...)
+		cmd.Dir = t.dir // it may write result files next to itself
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		res, perr := parseNative(out.Bytes())
+		if err != nil || perr != nil {
+			return nil, fmt.Errorf("iggy-bench %s: %v %v; its output:\n%s", strings.Join(cmd.Args[1:], " "),
+				err, perr, tailLines(stripANSI(out.String()), 15))
+		}
+		return res, nil
+	}
+	if w.Kind == "consume" {
+		if _, err := run("produce", false); err != nil {
+			r.Err = "preload: " + err.Error()
+			return r
+		}
+	}
+	s0 := procCPU(t.PID())
+	res, err := run(w.Kind, w.Kind == "consume")
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	r.ServerCPU = (procCPU(t.PID()) - s0).Seconds()
+	r.Counted = res.messages
+	r.Bytes = res.messages * int64(w.RecordSize)
+	r.RecPerSec, r.MBPerSec = res.msgsPerSec, res.mbPerSec
+	if r.RecPerSec > 0 {
+		r.Seconds = float64(r.Counted) / r.RecPerSec
+	}
+	r.Latency = res.latency
+	r.Complete = r.Counted == r.Records
+	if !r.Complete {
+		r.Err = fmt.Sprintf("iggy-bench counted %d messages, want %d", r.Counted, r.Records)
+	}
+	return r
+}
+
+// nativeResult is what parseNative reads from iggy-bench's summary.
+type nativeResult struct {
+	messages   int64
+	msgsPerSec float64
+	mbPerSec   float64 // 10^6 bytes of message payload per second, as the harness's MB/s
+	latency    *Latency
+}
+
+var (
+	ansiRE      = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	benchLineRE = regexp.MustCompile(`(?m)^.*Benchmark: .*?(\d+) messages, `)
+	resultsRE   = regexp.MustCompile(`(?m)^(?:Producers|Consumers) Results: Total throughput: ([0-9.]+) MB/s, (\d+) messages/s, (.*)$`)
+)
+
+// parseNative reads the summary iggy-bench prints at the end of a run:
+//
+//	... Benchmark: Pinned Producer, ..., 200000 messages, 1000 messages per batch, ...
+//	Producers Results: Total throughput: 239.44 MB/s, 2394419 messages/s, ..., p50 latency: 0.40 ms, ...
+//
+// Its latencies are per batch (a send or poll of one batch to its reply),
+// not per record as the harness measures them.
+func parseNative(out []byte) (*nativeResult, error) {
+	s := stripANSI(string(out))
+	m := resultsRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil, errors.New("no \"Results: Total throughput\" line")
+	}
+	b := benchLineRE.FindStringSubmatch(s)
+	if b == nil {
+		return nil, errors.New("no \"Benchmark: ... messages\" line")
+	}
+	r := &nativeResult{}
+	var err error
+	if r.mbPerSec, err = strconv.ParseFloat(m[1], 64); err != nil {
+		return nil, err
+	}
+	if r.msgsPerSec, err = strconv.ParseFloat(m[2], 64); err != nil {
+		return nil, err
+	}
+	if r.messages, err = strconv.ParseInt(b[1], 10, 64); err != nil {
+		return nil, err
+	}
+	lat := &Latency{}
+	found := 0
+	for _, f := range []struct {
+		key string
+		v   *float64
+	}{{"p50 latency", &lat.P50}, {"p99 latency", &lat.P99}, {"p999 latency", &lat.P999}, {"max", &lat.Max}} {
+		re := regexp.MustCompile(`(?:^|, )` + regexp.QuoteMeta(f.key) + `: ([0-9.]+) ms`)
+		if lm := re.FindStringSubmatch(m[3]); lm != nil {
+			if *f.v, err = strconv.ParseFloat(lm[1], 64); err == nil {
+				found++
+			}
+		}
+	}
+	if found > 0 {
+		r.latency = lat
+	}
+	return r, nil
+}
+
+func stripANSI(s string) string { return ansiRE.ReplaceAllString(s, "") }
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
+)
+
+// TestParseNative reads the summary lines iggy-bench prints (colour codes
+// and all) into a result, and refuses output without them.
+func TestParseNative(t *testing.T) {
+	out := "\x1b[2m2026-12-03T07:33:18Z\x1b[0m \x1b[32m INFO\x1b[0m bench_report::prints: Benchmark: Pinned Producer, 1 producers, " +
+		"1 streams, 1 topic per stream, 1 partitions per topic, 200000 messages, 1000 messages per batch, 200 message batches, " +
+		"100 bytes per message, 20MB of data processed\n\n\n" +
+		"Producers Results: Total throughput: 239.44 MB/s, 2394419 messages/s, average throughput per Producer: 239.44 MB/s, " +
+		"p50 latency: 0.40 ms, p90 latency: 0.59 ms, p95 latency: 0.64 ms, p99 latency: 0.73 ms, p999 latency: 0.82 ms, " +
+		"p9999 latency: 0.82 ms, average latency: 0.41 ms, median latency: 0.40 ms, min: 0.34 ms, max: 0.47 ms, std dev: 0.02 ms, total time: 0.08 s\n"
+	r, err := parseNative([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.messages != 200000 || r.msgsPerSec != 2394419 || r.mbPerSec != 239.44 {
+		t.Fatalf("got %+v", r)
+	}
+	if l := r.latency; l == nil || l.P50 != 0.40 || l.P99 != 0.73 || l.P999 != 0.82 || l.Max != 0.47 {
+		t.Fatalf("latency %+v", r.latency)
+	}
+	if _, err := parseNative([]byte("Error: connection refused\n")); err == nil {
+		t.Fatal("parsed output without a summary")
+	}
+}
+
+func TestNativeArgs(t *testing.T) {
+	w := Workload{Kind: "consume", RecordSize: 1024, Records: 300_000, Partitions: 4}
+	got := strings.Join(nativeArgs("consume", w, 968, 310, "127.0.0.1:1", true), " ")
+	want := "--reuse-streams -m 1024 -P 968 -b 310 balanced-consumer-group -c 1 -g 1 -s 1 tcp --server-address 127.0.0.1:1"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if NativeBatch(100) != 9090 || NativeBatch(1024) != 967 {
+		t.Fatalf("NativeBatch: %d %d", NativeBatch(100), NativeBatch(1024))
+	}
+}
+
+// TestSmokeCompareIggy runs the Iggy comparison (gateway --backend iggy
+// and iggy-bench, each on a server the harness starts) on tiny workloads:
+// every run completes, both rows and the 80 % check appear. It says
+// nothing about speed.
+func TestSmokeCompareIggy(t *testing.T) {
+	if _, err := iggyreal.Dir(); err != nil {
+		if os.Getenv(iggyreal.RequiredEnv) == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	dir, _ := iggyreal.Dir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ws := []Workload{
+		{Name: "produce-100B-4p", Kind: "produce", RecordSize: 100, Records: 20_000, Partitions: 4, Producers: 1},
+		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 5_000, Partitions: 1},
+		{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 500, Partitions: 1, Producers: 1, Seconds: 1, Rate: 500, Linger: -1},
+	}
+	c, err := Compare(ctx, CompareOptions{Targets: []string{"iggy", "iggy-native"}, Workloads: ws, Reps: 1,
+		MaxDuration: 30 * time.Second, Acks: "all", Idempotent: true,
+		Target: TargetConfig{ModuleDir: "..", IggyServerDir: dir, WorkDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Skipped) > 0 {
+		t.Fatalf("skipped: %v", c.Skipped)
+	}
+	if n := c.Incomplete(); n > 0 {
+		t.Fatalf("%d incomplete runs: %+v", n, c.Runs)
+	}
+	// latency has no native run; the other two have both rows.
+	if len(c.Runs) != 5 {
+		t.Fatalf("%d runs, want 5", len(c.Runs))
+	}
+	for _, w := range []string{"produce-100B-4p", "consume-1KiB"} {
+		g, n := c.row(w, "iggy"), c.row(w, "iggy-native")
+		if g == nil || n == nil || g.RecPerSec <= 0 || n.RecPerSec <= 0 || n.GatewayX <= 0 {
+			t.Fatalf("%s rows: %+v %+v", w, g, n)
+		}
+		if n.Runs != 1 || c.Runs[0].Counted == 0 {
+			t.Fatalf("%s: %+v", w, n)
+		}
+	}
+	found := 0
+	for _, ck := range c.Checks {
+		if strings.HasSuffix(ck.What, "iggy ÷ iggy-native") {
+			found++
+		}
+	}
+	if found != 2 || !strings.Contains(c.Markdown(), "| consume-1KiB | iggy-native | 1/1 |") {
+		t.Fatalf("checks %+v\n%s", c.Checks, c.Markdown())
+	}
+}
+
+// TestIggyTargetSkips: without a server directory the Iggy targets are
+// skipped (ErrSkip), not failed.
+func TestIggyTargetSkips(t *testing.T) {
+	t.Setenv(iggyreal.DirEnv, "")
+	for _, name := range []string{"iggy", "iggy-native"} {
+		tg, err := NewTarget(name, &TargetConfig{ModuleDir: t.TempDir(), WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = tg.Start(context.Background())
+		_ = tg.Stop()
+		if !errors.Is(err, ErrSkip) {
+			t.Fatalf("%s: %v, want ErrSkip", name, err)
+		}
+	}
+}

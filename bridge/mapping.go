@@ -73,6 +73,54 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 	if rb.IsControl() || rb.NumRecords <= 0 {
 		return dst, ProduceStats{}, ErrRecordInvalid
 	}
+	start := len(dst)
+	if out, ok := encodeOnePass(dst, rb, records, maxMessage); ok {
+		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(out) - start}, nil
+	}
+	return encodeTwoPass(dst[:start], rb, records, maxMessage)
+}
+
+// encodeOnePass encodes the usual batch, whose first record is its oldest
+// (Kafka clients stamp the first record at delta 0 and later ones at or
+// after it), in one walk: it validates and writes each record in turn with
+// the first record's origin as the batch origin. It gives up (ok=false,
+// dst[:start] returned) when a later record is older, which would move the
+// origin, and on any error, so encodeTwoPass decides the result exactly
+// as it always has. Produce CPU profiles over a real Iggy server had the
+// second walk (scanRecords re-parsing every record) at 16 % of the
+// gateway's samples.
+func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, bool) {
+	start := len(dst)
+	dst = append(dst, make([]byte, BatchHeaderSize)...)
+	e := encoder{rb: rb, maxMessage: maxMessage}
+	it := codec.NewRecordIter(records, rb.NumRecords)
+	var err error
+	for i := uint32(0); it.Next(); i++ {
+		r := it.Record()
+		origin, ok := originOf(recordTime(rb, r))
+		if !ok || hasRepeatedHeader(r) {
+			return dst[:start], false
+		}
+		if i == 0 {
+			e.minOrigin = origin
+		} else if origin < e.minOrigin {
+			return dst[:start], false
+		}
+		if dst, err = e.appendMessage(dst, r, i); err != nil {
+			return dst[:start], false
+		}
+	}
+	if it.Err() != nil {
+		return dst[:start], false
+	}
+	le.PutUint64(dst[start+bhOriginTs:], e.minOrigin)
+	finishBatch(dst[start:], uint32(rb.NumRecords))
+	return dst, true
+}
+
+// encodeTwoPass is EncodeKafkaRecords for any batch: a first walk validates
+// every record and finds the oldest origin, a second writes the messages.
+func encodeTwoPass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error) {
 	minOrigin, err := scanRecords(rb, records)
 	if err != nil {
 		return dst, ProduceStats{}, err

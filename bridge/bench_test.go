@@ -70,9 +70,19 @@ func BenchmarkEncodeKafkaRecords(b *testing.B) {
 }
 
 func BenchmarkAppendKafkaBatch(b *testing.B) {
-	for _, c := range []struct{ n, size int }{{100, 100}, {10, 1024}} {
-		b.Run(fmt.Sprintf("%dx%dB", c.n, c.size), func(b *testing.B) {
+	for _, c := range []struct {
+		n, size int
+		plain   bool
+	}{{100, 100, false}, {10, 1024, false}, {1000, 100, true}, {100, 1024, true}} {
+		name := fmt.Sprintf("%dx%dB", c.n, c.size)
+		if c.plain {
+			name += "-plain"
+		}
+		b.Run(name, func(b *testing.B) {
 			rb := benchBatch(b, c.n, c.size)
+			if c.plain {
+				rb = plainBatch(b, c.n, c.size)
+			}
 			iggy, _, err := EncodeKafkaRecords(nil, &rb, rb.Records, 0)
 			if err != nil {
 				b.Fatal(err)

@@ -578,9 +578,14 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		f.started, f.base, f.firstTs = true, base, firstTs
 	}
 	dst = f.bb.AppendRecord(dst, offDelta, tsDelta, r.key, r.value, r.nHeaders)
-	hi := r.headerIter()
-	for hi.next() {
-		dst = f.bb.AppendHeader(dst, hi.name, hi.value)
+	if r.nHeaders > 0 {
+		// Building the iterator (a struct of ~100 bytes, zeroed and
+		// copied) cost more than the rest of a header-less record: 17 %
+		// of the gateway's Fetch CPU over a real Iggy server.
+		hi := r.headerIter()
+		for hi.next() {
+			dst = f.bb.AppendHeader(dst, hi.name, hi.value)
+		}
 	}
 	f.last = int64(m.Offset)
 	cur.Next = m.Offset + 1
@@ -767,6 +772,9 @@ func readEnvelopeHeader(b []byte) (name, value, rest []byte, ok bool) {
 func (r *kafkaRecord) kafkaSize(offDelta int32, tsDelta int64) int {
 	body := 1 + varintLen(tsDelta) + varintLen(int64(offDelta)) +
 		bytesLen(r.key) + bytesLen(r.value) + varintLen(int64(r.nHeaders))
+	if r.nHeaders == 0 {
+		return varintLen(int64(body)) + body // no iterator to build (see fetcher.append)
+	}
 	hi := r.headerIter()
 	for hi.next() {
 		body += varintLen(int64(len(hi.name))) + len(hi.name) + bytesLen(hi.value)

@@ -120,20 +120,25 @@ type Comparison struct {
 
 // Row is the summary of one (workload, target): medians over the runs.
 type Row struct {
-	Workload   string   `json:"workload"`
-	Target     string   `json:"target"`
-	Runs       int      `json:"runs"`
-	OK         int      `json:"ok"` // runs that counted every record
-	RecPerSec  float64  `json:"records_per_sec"`
-	MinRec     float64  `json:"min_records_per_sec"`
-	MaxRec     float64  `json:"max_records_per_sec"`
-	MBPerSec   float64  `json:"mb_per_sec"`
-	Latency    *Latency `json:"latency,omitempty"`
-	ServerCPU  float64  `json:"server_cpu_s,omitempty"`
-	GatewayX   float64  `json:"gateway_x,omitempty"` // gateway's median records/s ÷ this target's
-	PairedX    float64  `json:"paired_x,omitempty"`  // median of the per-repetition ratios gateway ÷ this target
-	Rate       float64  `json:"rate,omitempty"`
-	FirstError string   `json:"first_error,omitempty"`
+	Workload  string   `json:"workload"`
+	Target    string   `json:"target"`
+	Runs      int      `json:"runs"`
+	OK        int      `json:"ok"` // runs that counted every record
+	RecPerSec float64  `json:"records_per_sec"`
+	MinRec    float64  `json:"min_records_per_sec"`
+	MaxRec    float64  `json:"max_records_per_sec"`
+	MBPerSec  float64  `json:"mb_per_sec"`
+	Latency   *Latency `json:"latency,omitempty"`
+	ServerCPU float64  `json:"server_cpu_s,omitempty"`
+	ClientCPU float64  `json:"client_cpu_s,omitempty"`
+	// CPU per record (µs, medians over the runs): on a machine the client
+	// and the servers share, throughput follows their sum.
+	ServerUsPerRec float64 `json:"server_cpu_us_per_record,omitempty"`
+	ClientUsPerRec float64 `json:"client_cpu_us_per_record,omitempty"`
+	GatewayX       float64 `json:"gateway_x,omitempty"` // gateway's median records/s ÷ this target's
+	PairedX        float64 `json:"paired_x,omitempty"`  // median of the per-repetition ratios gateway ÷ this target
+	Rate           float64 `json:"rate,omitempty"`
+	FirstError     string  `json:"first_error,omitempty"`
 }
 
 // Compare starts every target, runs every workload on each, interleaved
@@ -426,7 +431,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, p50, p99, p999, pmax, ratios []float64
+			var rec, mb, cpu, ccpu, sper, cper, p50, p99, p999, pmax, ratios []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -438,6 +443,11 @@ func (c *Comparison) summarise() {
 				rec = append(rec, r.RecPerSec)
 				mb = append(mb, r.MBPerSec)
 				cpu = append(cpu, r.ServerCPU)
+				ccpu = append(ccpu, r.ClientCPU)
+				if r.Counted > 0 {
+					sper = append(sper, r.ServerCPU*1e6/float64(r.Counted))
+					cper = append(cper, r.ClientCPU*1e6/float64(r.Counted))
+				}
 				l := r.Latency
 				if r.E2ELatency != nil {
 					l = r.E2ELatency
@@ -451,6 +461,7 @@ func (c *Comparison) summarise() {
 			}
 			if len(rec) > 0 {
 				row.RecPerSec, row.MBPerSec, row.ServerCPU = median(rec), median(mb), median(cpu)
+				row.ClientCPU, row.ServerUsPerRec, row.ClientUsPerRec = median(ccpu), median(sper), median(cper)
 				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
 				row.PairedX = median(ratios)
 			}

@@ -215,6 +215,7 @@ func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration ti
 		r.Err = "iggy-native runs produce and consume workloads only"
 		return r
 	}
+	var clientCPU time.Duration
 	run := func(kind string, reuse bool) (*nativeResult, error) {
 		rctx, cancel := context.WithTimeout(ctx, maxDuration+30*time.Second)
 		defer cancel()
@@ -223,6 +224,9 @@ func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration ti
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
+		if cmd.ProcessState != nil {
+			clientCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
 		res, perr := parseNative(out.Bytes())
 		if err != nil || perr != nil {
 			return nil, fmt.Errorf("iggy-bench %s: %v %v; its output:\n%s", strings.Join(cmd.Args[1:], " "),
@@ -243,6 +247,7 @@ func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration ti
 		return r
 	}
 	r.ServerCPU = (procCPU(t.PID()) - s0).Seconds()
+	r.ClientCPU = clientCPU.Seconds() // iggy-bench's, as the harness's own for the Kafka-wire targets
 	r.Counted = res.messages
 	r.Bytes = res.messages * int64(w.RecordSize)
 	r.RecPerSec, r.MBPerSec = res.msgsPerSec, res.mbPerSec

@@ -105,7 +105,7 @@ func TestSmokeCompare(t *testing.T) {
 		t.Fatalf("files %v", files)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "compare.md"))
-	for _, want := range []string{"| produce-100B | kfake |", "machine:", "target from issue 3"} {
+	for _, want := range []string{"| produce-100B | kfake |", "machine:", "target from the issues"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("compare.md lacks %q:\n%s", want, md)
 		}

@@ -135,3 +135,23 @@ func TestMappingDoesNotAllocate(t *testing.T) {
 		t.Errorf("AppendKafkaBatch: %v allocs", n)
 	}
 }
+
+// BenchmarkBatchChecksum: the batch checksum of a 9090-message batch (the
+// gateway's produce request of 100 B records), over its frames' checksums.
+func BenchmarkBatchChecksum(b *testing.B) {
+	rb := plainBatch(b, 9090, 100)
+	iggy, _, err := EncodeKafkaRecords(nil, &rb, rb.Records, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := ParseIggyBatch(iggy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if batchChecksum(v, v.Messages) != v.Checksum {
+			b.Fatal("checksum")
+		}
+	}
+}

@@ -362,6 +362,34 @@ func finishBatch(b []byte, count uint32) {
 	le.PutUint64(b[bhChecksum:], batchChecksum(v, v.Messages))
 }
 
+// sumsHead is the part of the batch checksum's input before the frames'
+// checksums: five u64 header fields and the u32 count (batchChecksum).
+const sumsHead = 44
+
+// checksumScratch holds, for an encoder, the batch checksum's whole input
+// gathered while the frames are written (sumsHead reserved bytes, then each
+// frame's 8 checksum bytes), so finishing a batch hashes one contiguous
+// slice instead of walking every frame again. Pooled: about 8 bytes per
+// message, 72 KiB for a 9090-message produce.
+var checksumScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// finishBatchSums is finishBatch for a batch whose frames' checksums were
+// gathered into sums (sumsHead bytes, then 8 per frame, in order); it
+// returns the same checksum batchChecksum would. Produce profiles over the
+// real Iggy server had finishBatch, which walks every frame, at 9-10 % of
+// the gateway's CPU with 100 B records.
+func finishBatchSums(b []byte, count uint32, sums []byte) {
+	le.PutUint64(b[bhLength:], uint64(len(b)))
+	le.PutUint32(b[bhCount:], count)
+	le.PutUint64(sums[0:], le.Uint64(b[bhPartition:]))
+	le.PutUint64(sums[8:], le.Uint64(b[bhBaseOffset:]))
+	le.PutUint64(sums[16:], le.Uint64(b[bhBaseTs:]))
+	le.PutUint64(sums[24:], le.Uint64(b[bhOriginTs:]))
+	le.PutUint64(sums[32:], uint64(len(b)))
+	le.PutUint32(sums[40:], count)
+	le.PutUint64(b[bhChecksum:], xxh3.Hash(sums))
+}
+
 // HeaderKind is the kind byte of a user-header TLV (PROTOCOL.md 5.6).
 type HeaderKind uint8
 

@@ -93,6 +93,9 @@ func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 	start := len(dst)
 	dst = append(dst, make([]byte, BatchHeaderSize)...)
 	e := encoder{rb: rb, maxMessage: maxMessage}
+	sp := checksumScratch.Get().(*[]byte)
+	sums := append((*sp)[:0], make([]byte, sumsHead)...)
+	defer func() { *sp = sums[:0]; checksumScratch.Put(sp) }()
 	it := codec.NewRecordIter(records, rb.NumRecords)
 	var err error
 	for i := uint32(0); it.Next(); i++ {
@@ -106,15 +109,17 @@ func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 		} else if origin < e.minOrigin {
 			return dst[:start], false
 		}
+		frame := len(dst)
 		if dst, err = e.appendMessage(dst, r, i); err != nil {
 			return dst[:start], false
 		}
+		sums = append(sums, dst[frame+mfChecksum:frame+mfChecksum+8]...)
 	}
 	if it.Err() != nil {
 		return dst[:start], false
 	}
 	le.PutUint64(dst[start+bhOriginTs:], e.minOrigin)
-	finishBatch(dst[start:], uint32(rb.NumRecords))
+	finishBatchSums(dst[start:], uint32(rb.NumRecords), sums)
 	return dst, true
 }
 

@@ -348,7 +348,7 @@ func appendPlainPayload(dst, value []byte) []byte {
 // kafka.v, kafka.ts, then either kafka.envelope or kafka.key, kafka.value and
 // the kafka.h.* entries in record order.
 func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
-	dst = appendEntryString(dst, HeaderVersion, KindUint8, oneByte)
+	dst = append(dst, versionEntry...)
 	switch {
 	case p.ms == 0:
 		dst = appendEntryString(dst, HeaderTime, KindString, tsEpoch)
@@ -374,6 +374,11 @@ func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
 	}
 	return dst
 }
+
+// versionEntry is the kafka.v = 1 entry every mapped message starts its
+// user headers with, encoded once: one copy instead of six appends per
+// message (appendMappingHeaders was 10 % of produce CPU at 100 B).
+var versionEntry = appendEntryString(nil, HeaderVersion, KindUint8, oneByte)
 
 // appendPrefixedEntry writes kafka.h.<name> (String) = value (Raw).
 func appendPrefixedEntry(dst, name, value []byte) []byte {

@@ -576,7 +576,8 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		base, firstTs = int64(m.Offset), r.ts
 	}
 	offDelta, tsDelta := int32(int64(m.Offset)-base), r.ts-firstTs
-	size := r.kafkaSize(offDelta, tsDelta)
+	body := r.kafkaBodySize(offDelta, tsDelta)
+	size := varintLen(int64(body)) + body
 	if !f.started {
 		size += codec.BatchHeaderLen
 	}
@@ -587,7 +588,7 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		dst = f.bb.Begin(dst, base, firstTs)
 		f.started, f.base, f.firstTs = true, base, firstTs
 	}
-	dst = f.bb.AppendRecord(dst, offDelta, tsDelta, r.key, r.value, r.nHeaders)
+	dst = f.bb.AppendRecordSized(dst, body, offDelta, tsDelta, r.key, r.value, r.nHeaders)
 	if r.nHeaders > 0 {
 		// Building the iterator (a struct of ~100 bytes, zeroed and
 		// copied) cost more than the rest of a header-less record: 17 %
@@ -777,19 +778,20 @@ func readEnvelopeHeader(b []byte) (name, value, rest []byte, ok bool) {
 	return name, value, rest, true
 }
 
-// kafkaSize is the exact encoded size of the record in a v2 batch, so the
-// byte budget can be checked before anything is written.
-func (r *kafkaRecord) kafkaSize(offDelta int32, tsDelta int64) int {
+// kafkaBodySize is the exact size of the record's body in a v2 batch
+// (what its length varint counts), so the byte budget can be checked and
+// the length written before anything else.
+func (r *kafkaRecord) kafkaBodySize(offDelta int32, tsDelta int64) int {
 	body := 1 + varintLen(tsDelta) + varintLen(int64(offDelta)) +
 		bytesLen(r.key) + bytesLen(r.value) + varintLen(int64(r.nHeaders))
 	if r.nHeaders == 0 {
-		return varintLen(int64(body)) + body // no iterator to build (see fetcher.append)
+		return body // no iterator to build (see fetcher.append)
 	}
 	hi := r.headerIter()
 	for hi.next() {
 		body += varintLen(int64(len(hi.name))) + len(hi.name) + bytesLen(hi.value)
 	}
-	return varintLen(int64(body)) + body
+	return body
 }
 
 // bytesLen is the size of a varint-length-prefixed byte string (nil = -1).

@@ -49,23 +49,30 @@ func (c *TargetConfig) iggyServerDir(need ...string) (string, error) {
 }
 
 // startIggyServer starts a private iggy-server under dir/iggy-data and
-// gives it up to 30 s to listen. Its output goes to dir/iggy-server.log.
-func startIggyServer(ctx context.Context, serverDir, dir string) (*iggyreal.Server, error) {
+// gives it up to 30 s to listen. Its output goes to dir/iggy-server.log,
+// which stays open until closeLog (after the server stopped): iggyreal
+// copies the output through a pipe, and a closed file would end that copy
+// and leave the server writing into a pipe nobody reads.
+func startIggyServer(ctx context.Context, serverDir, dir string) (*iggyreal.Server, func(), error) {
 	logf, err := os.Create(filepath.Join(dir, "iggy-server.log"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// The file stays open for the server's life; the process holds its own
-	// descriptor, so closing ours when Start returns loses nothing.
-	defer logf.Close()
-	return iggyreal.Start(ctx, iggyreal.Options{Dir: serverDir, DataDir: filepath.Join(dir, "iggy-data"), Log: logf})
+	s, err := iggyreal.Start(ctx, iggyreal.Options{Dir: serverDir, DataDir: filepath.Join(dir, "iggy-data"), Log: logf,
+		KillWithParent: true})
+	if err != nil {
+		logf.Close()
+		return nil, nil, err
+	}
+	return s, func() { logf.Close() }, nil
 }
 
 // iggyTarget is the gateway (--backend iggy) in front of a real server,
 // its own unless TargetConfig.IggyAddr names one.
 type iggyTarget struct {
 	procTarget
-	server *iggyreal.Server
+	server   *iggyreal.Server
+	closeLog func()
 }
 
 func (t *iggyTarget) Start(ctx context.Context) error {
@@ -79,7 +86,7 @@ func (t *iggyTarget) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if t.server, err = startIggyServer(ctx, sd, t.dir); err != nil {
+		if t.server, t.closeLog, err = startIggyServer(ctx, sd, t.dir); err != nil {
 			return err
 		}
 		t.iggyAddr = t.server.Addr()
@@ -89,6 +96,12 @@ func (t *iggyTarget) Start(ctx context.Context) error {
 		if lastErr = t.startOnce(ctx); lastErr == nil {
 			return nil
 		}
+	}
+	if t.server != nil {
+		// Compare stops only targets that started.
+		t.server.Stop(30 * time.Second)
+		t.closeLog()
+		t.server = nil
 	}
 	return lastErr
 }
@@ -107,6 +120,7 @@ func (t *iggyTarget) Stop() error {
 	t.stopProcess()
 	if t.server != nil {
 		t.server.Stop(30 * time.Second)
+		t.closeLog()
 	}
 	if t.dir == "" {
 		return nil
@@ -118,12 +132,13 @@ func (t *iggyTarget) Stop() error {
 // Kafka: Compare calls runNative instead of the franz-go workloads, and
 // only for produce and consume.
 type nativeTarget struct {
-	name   string
-	c      *TargetConfig
-	bin    string
-	dir    string
-	addr   string
-	server *iggyreal.Server
+	name     string
+	c        *TargetConfig
+	bin      string
+	dir      string
+	addr     string
+	server   *iggyreal.Server
+	closeLog func()
 }
 
 // nativeRunner is a target that runs workloads with its own client.
@@ -153,7 +168,7 @@ func (t *nativeTarget) Start(ctx context.Context) error {
 		t.addr = t.c.IggyAddr
 		return nil
 	}
-	if t.server, err = startIggyServer(ctx, sd, t.dir); err != nil {
+	if t.server, t.closeLog, err = startIggyServer(ctx, sd, t.dir); err != nil {
 		return err
 	}
 	t.addr = t.server.Addr()
@@ -163,6 +178,7 @@ func (t *nativeTarget) Start(ctx context.Context) error {
 func (t *nativeTarget) Stop() error {
 	if t.server != nil {
 		t.server.Stop(30 * time.Second)
+		t.closeLog()
 	}
 	if t.dir == "" {
 		return nil

@@ -120,6 +120,11 @@ type Options struct {
 	// Log receives the server's output (default: discarded).
 	Log io.Writer
 
+	// KillWithParent has the kernel SIGKILL the server when the process
+	// that started it dies (the bench harness: a killed run leaves no
+	// server behind on a shared machine).
+	KillWithParent bool
+
 	deathSignal syscall.Signal // sent by the kernel when the starter dies
 }
 
@@ -189,7 +194,11 @@ func (s *Server) start(ctx context.Context) error {
 	cmd.Stderr = cmd.Stdout
 	// Its own process group, so a signal meant for the test runner (^C)
 	// does not reach it first, and Kill reaches everything it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.opts.deathSignal}
+	sig := s.opts.deathSignal
+	if s.opts.KillWithParent {
+		sig = syscall.SIGKILL
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sig}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("iggyreal: starting %s: %w", cmd.Path, err)
 	}

@@ -1,27 +1,30 @@
 package iggy
 
-// Committed offsets of Kafka consumer groups (bridge.GroupOffsets) as Iggy
-// consumer offsets, so native Iggy tools see them (docs/CONSUMER_GROUPS.md):
+// Committed offsets of Kafka consumer groups (bridge.GroupOffsets), kept
+// twice (docs/CONSUMER_GROUPS.md):
 //
-//   - Kafka group G is the Iggy consumer of kind 1 ("consumer") named
-//     "kafka.cg.G" (GroupConsumerName); the server hashes the name to its
-//     numeric id. The offset is on stream/topic/partition of the Kafka
-//     topic, so `iggy consumer-offset get kafka.cg.G kafka T P`
-//     shows it and a native consumer polling with that name resumes there.
-//   - Iggy stores the last consumed offset, Kafka commits the next one: a
-//     Kafka commit of N >= 1 is stored as N-1, and a stored S reads back
-//     as S+1. A commit of N <= 0 (nothing consumed yet) deletes the Iggy
-//     offset, so it reads back as "no committed offset" and the client's
-//     auto.offset.reset decides.
-//   - Iggy refuses an offset past the partition's last message (and any
-//     offset on an empty partition): such a commit is
-//     bridge.ErrOffsetNotStorable.
-//   - Commit metadata, leader epoch and commit time are not kept.
-//   - Iggy cannot list consumers, so OffsetGroups answers ok=false.
+//   - As the Iggy consumer offset, so native Iggy tools see them: Kafka
+//     group G is the Iggy consumer of kind 1 ("consumer") named
+//     "kafka.cg.G" (GroupConsumerName) on stream/topic/partition of the
+//     Kafka topic. Iggy stores the last consumed offset, Kafka commits the
+//     next one: a commit of N >= 1 is stored as N-1, a stored S reads
+//     back as S+1; a commit of N <= 0 deletes the Iggy offset. Iggy
+//     refuses an offset past the partition's last message (and any offset
+//     on an empty partition): bridge.ErrOffsetNotStorable.
+//   - As a record in the group log (group_log.go), with what Iggy cannot
+//     hold: the commit as made (0 included), metadata, leader epoch,
+//     commit time, and the group's existence (OffsetGroups lists it).
+//
+// Which answers (resolve): the record when the native offset is its N-1;
+// the native offset alone (no metadata) when a native tool or consumer
+// moved it since; a commit of N <= 0 from the record alone, while the
+// native offset is absent and the topic is the one committed on.
 
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/iggy-kafka/gateway/bridge"
 )
@@ -47,14 +50,27 @@ func (s *Store) offsetRef(stream, group, topic string, partition int32) (*Offset
 	}, true
 }
 
-// CommitOffset stores o.Offset-1, or deletes the offset when o.Offset <= 0.
+// CommitOffset moves the native offset (stores o.Offset-1, or deletes it
+// when o.Offset <= 0), then appends the commit to the group log; it
+// returns once both are stored. A commit of N <= 0 also records the
+// topic's id, so it does not outlive the topic.
 func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o bridge.CommittedOffset) error {
 	ref, ok := s.offsetRef(stream, group, topic, partition)
 	if !ok {
 		return bridge.ErrPartitionNotFound
 	}
+	rec := groupRecord{Kind: recCommit, Stream: stream, Group: group, Topic: topic, Partition: uint32(partition),
+		Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, CommitTime: o.CommitTime, Metadata: o.Metadata}
 	var err error
 	if o.Offset <= 0 {
+		t, terr := s.Topic(ctx, stream, topic)
+		if terr != nil {
+			return terr
+		}
+		if partition >= t.Partitions {
+			return bridge.ErrPartitionNotFound
+		}
+		rec.TopicID = t.ID
 		err = s.c.DeleteConsumerOffset(ctx, ref)
 		if errors.Is(err, ErrConsumerOffsetNotFound) {
 			err = nil
@@ -68,53 +84,112 @@ func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, p
 	if errors.Is(err, ErrResourceNotFound) {
 		return s.whichMissing(ctx, stream, topic, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.logRecord(ctx, &rec)
 }
 
-// FetchOffset reads the stored offset S and answers S+1.
+// nativeOffset reads the Iggy consumer offset: ok=false when none is
+// stored or the topic or partition is gone.
+func (s *Store) nativeOffset(ctx context.Context, ref *OffsetRef) (uint64, bool, error) {
+	co, ok, err := s.c.GetConsumerOffset(ctx, ref)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
+		return 0, false, nil
+	}
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return co.StoredOffset, true, nil
+}
+
+// resolve joins the native offset and the log's record of one partition.
+// topicID is asked for only when the record alone decides.
+func resolve(native uint64, nok bool, e groupEntry, eok bool, topicID func() (uint32, bool, error)) (bridge.CommittedOffset, bool, error) {
+	switch {
+	case nok && eok && e.o.Offset >= 1 && uint64(e.o.Offset-1) == native:
+		return e.o, true, nil
+	case nok:
+		return bridge.CommittedOffset{Offset: int64(native) + 1, LeaderEpoch: -1}, true, nil
+	case eok && e.o.Offset <= 0:
+		id, ok, err := topicID()
+		if err != nil || !ok || id != e.topicID {
+			return bridge.CommittedOffset{}, false, err
+		}
+		return e.o, true, nil
+	}
+	// A record of N >= 1 without its native offset: a native tool deleted
+	// it, or the topic was deleted.
+	return bridge.CommittedOffset{}, false, nil
+}
+
+// FetchOffset catches up with the group log, reads the native offset and
+// answers as resolve says.
 func (s *Store) FetchOffset(ctx context.Context, stream, group, topic string, partition int32) (bridge.CommittedOffset, bool, error) {
 	ref, ok := s.offsetRef(stream, group, topic, partition)
 	if !ok {
 		return bridge.CommittedOffset{}, false, nil
 	}
-	co, ok, err := s.c.GetConsumerOffset(ctx, ref)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
-		return bridge.CommittedOffset{}, false, nil
-	}
-	if err != nil || !ok {
+	if err := s.catchUp(ctx); err != nil {
 		return bridge.CommittedOffset{}, false, err
 	}
-	return bridge.CommittedOffset{Offset: int64(co.StoredOffset) + 1, LeaderEpoch: -1}, true, nil
+	native, nok, err := s.nativeOffset(ctx, ref)
+	if err != nil {
+		return bridge.CommittedOffset{}, false, err
+	}
+	e, eok := s.glog.entry(stream, group, topic, uint32(partition))
+	return resolve(native, nok, e, eok, func() (uint32, bool, error) {
+		t, err := s.Topic(ctx, stream, topic)
+		if errors.Is(err, bridge.ErrTopicNotFound) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		return t.ID, partition < t.Partitions, nil
+	})
 }
 
 // GroupOffsets reads the group's offset on every partition of every topic
-// in stream: one GetConsumerOffset per partition.
+// in stream (one GetConsumerOffset per partition), joined with the log.
 func (s *Store) GroupOffsets(ctx context.Context, stream, group string) ([]bridge.GroupOffset, error) {
+	if err := s.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	ts, err := s.Topics(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
+	logged := s.glog.entries(stream, group)
 	var out []bridge.GroupOffset
 	for _, t := range ts {
 		for p := int32(0); p < t.Partitions; p++ {
-			o, ok, err := s.FetchOffset(ctx, stream, group, t.Name, p)
+			ref, ok := s.offsetRef(stream, group, t.Name, p)
+			if !ok {
+				continue
+			}
+			native, nok, err := s.nativeOffset(ctx, ref)
 			if err != nil {
 				return nil, err
 			}
+			e, eok := logged[partKey{t.Name, uint32(p)}]
+			o, ok, _ := resolve(native, nok, e, eok, func() (uint32, bool, error) { return t.ID, true, nil })
 			if ok {
 				out = append(out, bridge.GroupOffset{Topic: t.Name, Partition: p, CommittedOffset: o})
 			}
 		}
 	}
+	slices.SortFunc(out, func(a, b bridge.GroupOffset) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
 	return out, nil
 }
 
-// DeleteOffset deletes the stored offset; nil when none is stored.
-func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, partition int32) error {
-	ref, ok := s.offsetRef(stream, group, topic, partition)
-	if !ok {
-		return nil
-	}
+// deleteNative deletes the native offset; nil when none is stored.
+func (s *Store) deleteNative(ctx context.Context, ref *OffsetRef) error {
 	err := s.c.DeleteConsumerOffset(ctx, ref)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConsumerOffsetNotFound) ||
 		errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
@@ -123,22 +198,45 @@ func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, p
 	return err
 }
 
-// DeleteGroupOffsets deletes the group's offset on every partition of
-// every topic in stream.
+// DeleteOffset deletes the native offset and logs the deletion; nil when
+// none is stored.
+func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, partition int32) error {
+	ref, ok := s.offsetRef(stream, group, topic, partition)
+	if !ok {
+		return nil
+	}
+	if err := s.deleteNative(ctx, ref); err != nil {
+		return err
+	}
+	return s.logRecord(ctx, &groupRecord{Kind: recDeleteOne, Stream: stream, Group: group, Topic: topic, Partition: uint32(partition)})
+}
+
+// DeleteGroupOffsets deletes the group's native offset on every partition
+// of every topic in stream, then logs the group's deletion (which drops it
+// from OffsetGroups and its records of deleted topics too).
 func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) error {
+	if !validName(stream) || !validName(GroupConsumerName(group)) {
+		return nil
+	}
 	offs, err := s.GroupOffsets(ctx, stream, group)
 	if err != nil {
 		return err
 	}
 	for _, o := range offs {
-		if err := s.DeleteOffset(ctx, stream, group, o.Topic, o.Partition); err != nil {
+		ref, _ := s.offsetRef(stream, group, o.Topic, o.Partition)
+		if err := s.deleteNative(ctx, ref); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.logRecord(ctx, &groupRecord{Kind: recDeleteGroup, Stream: stream, Group: group})
 }
 
-// OffsetGroups: Iggy cannot enumerate consumers.
+// OffsetGroups lists the groups with records in the group log (after a
+// catch-up). A group whose offsets only Iggy holds (committed natively, or
+// by a gateway from before the log) is not among them.
 func (s *Store) OffsetGroups(ctx context.Context, stream string) ([]string, bool, error) {
-	return nil, false, nil
+	if err := s.catchUp(ctx); err != nil {
+		return nil, true, err
+	}
+	return s.glog.names(stream), true, nil
 }

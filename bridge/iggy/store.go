@@ -20,6 +20,8 @@ type Store struct {
 
 	mu  sync.Mutex
 	est map[pollKey]uint32 // bytes per message seen by the last poll
+
+	glog groupLog // the group log's fold (group_log.go)
 }
 
 type pollKey struct {
@@ -41,7 +43,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // NewStore serves the Store from an existing client, which the Store then
 // owns (Close closes it).
 func NewStore(c *Client) *Store {
-	return &Store{c: c, est: make(map[pollKey]uint32)}
+	return &Store{c: c, est: make(map[pollKey]uint32), glog: newGroupLog()}
 }
 
 // Client is the underlying client, for calls beyond the Store (consumer

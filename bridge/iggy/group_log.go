@@ -1,0 +1,237 @@
+package iggy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// The group log: every change to a Kafka group's committed offsets is also
+// appended, as one groupRecord, to GroupOffsetTopic in the state stream
+// (Options.StateStream), one partition, so the total order of the log is
+// the order of the changes. The Store replays it into memory on first use
+// and reads on from where it stopped before every answer, so it holds
+// what the Iggy consumer offset cannot: the group list, commits of 0 and
+// below, metadata, leader epoch, commit time. docs/CONSUMER_GROUPS.md has
+// the rule that joins the two.
+
+// GroupOffsetTopic is the state-stream topic of the group log.
+const GroupOffsetTopic = "kafka-group-offsets"
+
+// catchUpTimeout bounds one catch-up, the first replay of a long log
+// included, on top of the caller's context. What was read before the
+// deadline stays applied, so the next call continues from there.
+const catchUpTimeout = 30 * time.Second
+
+type groupKey struct{ stream, group string }
+
+type partKey struct {
+	topic     string
+	partition uint32
+}
+
+// groupEntry is the latest commit record of one group partition.
+type groupEntry struct {
+	topicID uint32 // the topic's bridge id at commit time; 0 unknown
+	o       bridge.CommittedOffset
+}
+
+// groupLog is the in-memory fold of the group log.
+type groupLog struct {
+	// sem admits one reader of the log at a time (a channel, so waiting
+	// honours the caller's deadline); whoever holds it may move next.
+	sem chan struct{}
+
+	mu      sync.Mutex // guards next, groups, skipped
+	next    uint64     // offset of the next record to apply
+	groups  map[groupKey]map[partKey]groupEntry
+	skipped int // records not understood (newer version, malformed)
+
+	ids atomic.Uint64 // message ids of this process's records
+}
+
+func newGroupLog() groupLog {
+	return groupLog{sem: make(chan struct{}, 1), groups: make(map[groupKey]map[partKey]groupEntry)}
+}
+
+// apply folds one record into the map. Called with mu held.
+func (g *groupLog) apply(r *groupRecord) {
+	gk := groupKey{r.Stream, r.Group}
+	switch r.Kind {
+	case recCommit:
+		m := g.groups[gk]
+		if m == nil {
+			m = make(map[partKey]groupEntry)
+			g.groups[gk] = m
+		}
+		m[partKey{r.Topic, r.Partition}] = groupEntry{topicID: r.TopicID, o: bridge.CommittedOffset{
+			Offset: r.Offset, LeaderEpoch: r.LeaderEpoch, Metadata: r.Metadata, CommitTime: r.CommitTime,
+		}}
+	case recDeleteOne:
+		if m := g.groups[gk]; m != nil {
+			delete(m, partKey{r.Topic, r.Partition})
+			if len(m) == 0 {
+				delete(g.groups, gk)
+			}
+		}
+	case recDeleteGroup:
+		delete(g.groups, gk)
+	}
+}
+
+// entry returns the latest record of one group partition.
+func (g *groupLog) entry(stream, group, topic string, partition uint32) (groupEntry, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.groups[groupKey{stream, group}][partKey{topic, partition}]
+	return e, ok
+}
+
+// entries copies the group's records.
+func (g *groupLog) entries(stream, group string) map[partKey]groupEntry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.groups[groupKey{stream, group}]
+	out := make(map[partKey]groupEntry, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// names lists the groups of stream that have records, sorted.
+func (g *groupLog) names(stream string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for k, m := range g.groups {
+		if k.stream == stream && len(m) > 0 {
+			out = append(out, k.group)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// catchUp applies every record appended since the last one applied: on the
+// first call the whole log. Another gateway's commits become visible here.
+// A missing state stream or topic is an empty log.
+func (s *Store) catchUp(ctx context.Context) error {
+	g := &s.glog
+	select {
+	case g.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.sem }()
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	for {
+		g.mu.Lock()
+		from := g.next
+		skipped := g.skipped
+		g.mu.Unlock()
+		var bad error
+		err := s.Poll(ctx, s.c.opts.StateStream, GroupOffsetTopic, 0, from, 1<<20, func(b []byte) bool {
+			v, err := bridge.ParseIggyBatch(b)
+			if err != nil {
+				bad = err
+				return false
+			}
+			it := bridge.NewIggyMessageIter(v)
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for it.Next() {
+				m := it.Message()
+				if m.Offset < g.next {
+					continue
+				}
+				g.next = m.Offset + 1
+				r, err := decodeGroupRecord(m.Payload)
+				if err != nil {
+					// Not ours to read (a newer gateway's version) or
+					// damaged: the native offset still answers for it.
+					g.skipped++
+					continue
+				}
+				g.apply(&r)
+			}
+			return true
+		})
+		g.mu.Lock()
+		next, nowSkipped := g.next, g.skipped
+		g.mu.Unlock()
+		if nowSkipped > skipped {
+			s.c.opts.Logger.Warn("group log: records skipped (unknown version or malformed); their native offsets still answer",
+				"stream", s.c.opts.StateStream, "topic", GroupOffsetTopic, "skipped", nowSkipped-skipped)
+		}
+		switch {
+		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("iggy: reading the group log: %w", err)
+		case bad != nil:
+			return fmt.Errorf("iggy: reading the group log: %w", bad)
+		case next == from:
+			return nil
+		}
+	}
+}
+
+// logRecord appends r to the group log, creating the state stream and
+// topic on first use, and returns once the server stored it (durable as
+// the topic's options, which are Options.Durability). A send whose
+// connection broke is sent once more: a record applied twice leaves what
+// once does.
+func (s *Store) logRecord(ctx context.Context, r *groupRecord) error {
+	g := &s.glog
+	payload := appendGroupRecord(nil, r)
+	var bb bridge.IggyBatchBuilder
+	now := uint64(time.Now().UnixMicro())
+	buf := bb.Begin(make([]byte, 0, bridge.BatchHeaderSize+bridge.MessageHeaderSize+len(payload)), now)
+	var id [16]byte
+	le.PutUint64(id[:], now)
+	le.PutUint64(id[8:], g.ids.Add(1))
+	buf, err := bb.Append(buf, id, now, payload, nil)
+	if err == nil {
+		buf, err = bb.Finish(buf)
+	}
+	if err != nil {
+		return err
+	}
+	st := s.c.opts.StateStream
+	off, err := s.Append(ctx, st, GroupOffsetTopic, 0, buf)
+	if brokenConn(err) && ctx.Err() == nil {
+		off, err = s.Append(ctx, st, GroupOffsetTopic, 0, buf)
+	}
+	if errors.Is(err, bridge.ErrTopicNotFound) {
+		if _, cerr := s.CreateTopic(ctx, st, GroupOffsetTopic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
+			return fmt.Errorf("iggy: creating the group log: %w", cerr)
+		}
+		off, err = s.Append(ctx, st, GroupOffsetTopic, 0, buf)
+	}
+	if err != nil {
+		return fmt.Errorf("iggy: appending to the group log: %w", err)
+	}
+	// When nothing else was appended since the last record applied, apply
+	// this one now and spare the next read a poll; otherwise the next
+	// catch-up reads it in its place in the log.
+	select {
+	case g.sem <- struct{}{}:
+		g.mu.Lock()
+		if off == g.next {
+			g.apply(r)
+			g.next = off + 1
+		}
+		g.mu.Unlock()
+		<-g.sem
+	default:
+	}
+	return nil
+}

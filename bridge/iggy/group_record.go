@@ -1,0 +1,160 @@
+package iggy
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// The record of one group-offset change in the state stream's
+// GroupOffsetTopic (docs/CONSUMER_GROUPS.md, "the group log"): the payload
+// of one Iggy message,
+//
+//	u8 version (1)
+//	u8 kind: 1 commit, 2 delete one offset, 3 delete the group
+//	uvarint len, stream    the Kafka stream (--stream) the group lives in
+//	uvarint len, group
+//	kinds 1 and 2:
+//	  uvarint len, topic
+//	  u32 LE partition
+//	kind 1:
+//	  u32 LE topic id      bridge.TopicInfo.ID at commit time, 0 unknown
+//	  i64 LE offset        Kafka's, as committed (0 and negatives included)
+//	  i32 LE leader epoch  -1 unknown
+//	  i64 LE commit time   ms since the epoch
+//	  uvarint len, metadata
+//
+// Nothing may follow. Lengths are bounded (names 255 bytes as on Iggy,
+// metadata maxRecordMetadata), so a decoded record never holds more than
+// the payload it came from.
+const (
+	groupRecordVersion = 1
+
+	recCommit      = 1
+	recDeleteOne   = 2
+	recDeleteGroup = 3
+
+	maxRecordName     = 255
+	maxRecordMetadata = 1 << 16
+)
+
+var (
+	errRecordVersion = errors.New("iggy: group record: unknown version")
+	errRecordBad     = errors.New("iggy: group record: malformed")
+)
+
+// groupRecord is one decoded record. Topic/Partition are set for kinds 1
+// and 2, the offset fields for kind 1 only.
+type groupRecord struct {
+	Kind        uint8
+	Stream      string
+	Group       string
+	Topic       string
+	Partition   uint32
+	TopicID     uint32
+	Offset      int64
+	LeaderEpoch int32
+	CommitTime  int64
+	Metadata    string
+}
+
+// appendGroupRecord encodes r after b. The caller keeps names and
+// metadata within the limits (the handlers bound them lower still).
+func appendGroupRecord(b []byte, r *groupRecord) []byte {
+	b = append(b, groupRecordVersion, r.Kind)
+	b = appendRecordString(b, r.Stream)
+	b = appendRecordString(b, r.Group)
+	if r.Kind == recDeleteGroup {
+		return b
+	}
+	b = appendRecordString(b, r.Topic)
+	b = le.AppendUint32(b, r.Partition)
+	if r.Kind == recDeleteOne {
+		return b
+	}
+	b = le.AppendUint32(b, r.TopicID)
+	b = le.AppendUint64(b, uint64(r.Offset))
+	b = le.AppendUint32(b, uint32(r.LeaderEpoch))
+	b = le.AppendUint64(b, uint64(r.CommitTime))
+	return appendRecordString(b, r.Metadata)
+}
+
+func appendRecordString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeGroupRecord parses one payload: errRecordVersion for a version it
+// does not know (a newer gateway's), errRecordBad for anything else that
+// is not exactly one record.
+func decodeGroupRecord(p []byte) (groupRecord, error) {
+	var r groupRecord
+	if len(p) < 2 {
+		return r, errRecordBad
+	}
+	if p[0] != groupRecordVersion {
+		return r, errRecordVersion
+	}
+	if p[1] < recCommit || p[1] > recDeleteGroup {
+		return r, errRecordBad
+	}
+	r.Kind = p[1]
+	d := recordDecoder{p: p[2:]}
+	r.Stream = d.str(maxRecordName)
+	r.Group = d.str(maxRecordName)
+	if r.Kind != recDeleteGroup {
+		r.Topic = d.str(maxRecordName)
+		r.Partition = d.u32()
+	}
+	if r.Kind == recCommit {
+		r.TopicID = d.u32()
+		r.Offset = int64(d.u64())
+		r.LeaderEpoch = int32(d.u32())
+		r.CommitTime = int64(d.u64())
+		r.Metadata = d.str(maxRecordMetadata)
+	}
+	if d.bad || len(d.p) != 0 || r.Stream == "" || r.Group == "" || (r.Kind != recDeleteGroup && r.Topic == "") {
+		return groupRecord{}, errRecordBad
+	}
+	return r, nil
+}
+
+// recordDecoder reads fields off p; a short or over-long field sets bad
+// and every later read returns zero.
+type recordDecoder struct {
+	p   []byte
+	bad bool
+}
+
+func (d *recordDecoder) str(limit int) string {
+	if d.bad {
+		return ""
+	}
+	n, k := binary.Uvarint(d.p)
+	if k <= 0 || n > uint64(limit) || n > uint64(len(d.p)-k) {
+		d.bad = true
+		return ""
+	}
+	s := string(d.p[k : k+int(n)])
+	d.p = d.p[k+int(n):]
+	return s
+}
+
+func (d *recordDecoder) u32() uint32 {
+	if d.bad || len(d.p) < 4 {
+		d.bad = true
+		return 0
+	}
+	v := le.Uint32(d.p)
+	d.p = d.p[4:]
+	return v
+}
+
+func (d *recordDecoder) u64() uint64 {
+	if d.bad || len(d.p) < 8 {
+		d.bad = true
+		return 0
+	}
+	v := le.Uint64(d.p)
+	d.p = d.p[8:]
+	return v
+}

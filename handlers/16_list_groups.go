@@ -2,12 +2,11 @@
 //
 // Behavior:
 //   - Lists the groups in the coordinator's memory (live ones, and Empty ones
-//     whose members left or that committed through this gateway) and, on a
-//     store that can enumerate them (embedded), every group holding
-//     committed offsets, Empty with protocol type "consumer". The Iggy store
-//     cannot list consumers, so after a restart a group known only from its
-//     Iggy offsets is not listed (it is still described and its offsets
-//     fetched by name).
+//     whose members left or that committed through this gateway) and every
+//     group the store lists as holding committed offsets (OffsetGroups),
+//     Empty with protocol type "consumer". The Iggy store lists the groups
+//     of its group log; a group known only from native Iggy offsets is not
+//     listed (it is still described and its offsets fetched by name).
 //   - v4 state filter (case-insensitive, as Kafka); v5 type filter: every
 //     group is "classic", so a filter without "classic" lists nothing.
 //   - A store failure is COORDINATOR_NOT_AVAILABLE with no groups.

@@ -105,14 +105,21 @@ func (g *groupLog) entries(stream, group string) map[partKey]groupEntry {
 	return out
 }
 
-// names lists the groups of stream that have records, sorted.
-func (g *groupLog) names(stream string) []string {
+// names lists the groups of stream with a record that live says may still
+// count, sorted.
+func (g *groupLog) names(stream string, live func(partKey, groupEntry) bool) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
 	for k, m := range g.groups {
-		if k.stream == stream && len(m) > 0 {
-			out = append(out, k.group)
+		if k.stream != stream {
+			continue
+		}
+		for pk, e := range m {
+			if live(pk, e) {
+				out = append(out, k.group)
+				break
+			}
 		}
 	}
 	slices.Sort(out)

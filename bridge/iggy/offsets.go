@@ -232,11 +232,25 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) er
 }
 
 // OffsetGroups lists the groups with records in the group log (after a
-// catch-up). A group whose offsets only Iggy holds (committed natively, or
-// by a gateway from before the log) is not among them.
+// catch-up) on a partition of a topic that still exists (for a commit of
+// N <= 0: the same topic, by id), so a group is not listed that
+// DescribeGroups and DeleteGroups would not find. A group whose offsets only
+// Iggy holds (committed natively, or by a gateway from before the log) is
+// not among them.
 func (s *Store) OffsetGroups(ctx context.Context, stream string) ([]string, bool, error) {
 	if err := s.catchUp(ctx); err != nil {
 		return nil, true, err
 	}
-	return s.glog.names(stream), true, nil
+	ts, err := s.Topics(ctx, stream)
+	if err != nil {
+		return nil, true, err
+	}
+	topics := make(map[string]bridge.TopicInfo, len(ts))
+	for _, t := range ts {
+		topics[t.Name] = t
+	}
+	return s.glog.names(stream, func(pk partKey, e groupEntry) bool {
+		t, ok := topics[pk.topic]
+		return ok && int64(pk.partition) < int64(t.Partitions) && (e.o.Offset >= 1 || e.topicID == t.ID)
+	}), true, nil
 }

@@ -220,11 +220,31 @@ func testGroupLogTopicRecreated(t *testing.T, e *env) {
 	if _, ok, _ := s.FetchOffset(ctx, e.stream, "g", "t", 0); !ok {
 		t.Fatal("commit 0 not read back")
 	}
+	if _, err := s.CreateTopic(ctx, e.stream, "u", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, e.stream, "u", 0, testBatch(t, "x", 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitOffset(ctx, e.stream, "h", "u", 0, bridge.CommittedOffset{Offset: 2, LeaderEpoch: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _, err := s.OffsetGroups(ctx, e.stream); err != nil || !slices.Equal(gs, []string{"g", "h"}) {
+		t.Fatalf("groups: %q %v", gs, err)
+	}
 	if err := s.DeleteTopic(ctx, e.stream, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTopic(ctx, e.stream, "u"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := s.FetchOffset(ctx, e.stream, "g", "t", 0); ok || err != nil {
 		t.Fatalf("offset of a deleted topic: %v %v", ok, err)
+	}
+	// Groups whose every record is on a deleted topic are not listed (as
+	// DescribeGroups and DeleteGroups would not find them).
+	if gs, _, err := s.OffsetGroups(ctx, e.stream); err != nil || len(gs) != 0 {
+		t.Fatalf("groups of deleted topics: %q %v", gs, err)
 	}
 	if _, err := s.CreateTopic(ctx, e.stream, "t", 1); err != nil {
 		t.Fatal(err)
@@ -234,6 +254,9 @@ func testGroupLogTopicRecreated(t *testing.T, e *env) {
 	}
 	if all, err := s.GroupOffsets(ctx, e.stream, "g"); len(all) != 0 || err != nil {
 		t.Fatalf("group offsets on the topic made again: %+v %v", all, err)
+	}
+	if gs, _, err := s.OffsetGroups(ctx, e.stream); err != nil || len(gs) != 0 {
+		t.Fatalf("groups on the topic made again: %q %v", gs, err)
 	}
 }
 

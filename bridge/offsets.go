@@ -53,3 +53,13 @@ type GroupOffsets interface {
 	// sorted, or ok=false when the backend cannot enumerate them.
 	OffsetGroups(ctx context.Context, stream string) (groups []string, ok bool, err error)
 }
+
+// OffsetBatchCommitter is implemented by a GroupOffsets that stores the
+// commits of one OffsetCommit request together, in fewer writes than one
+// CommitOffset each (bridge/iggy: one group-log append per request).
+// Handlers use it when the Store has it.
+type OffsetBatchCommitter interface {
+	// CommitOffsets stores each of offs for group as CommitOffset would
+	// and returns one error per entry, in order (nil: stored).
+	CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error
+}

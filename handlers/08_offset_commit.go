@@ -4,8 +4,9 @@
 //   - Committed offsets go to the Store (bridge.GroupOffsets), so they
 //     survive a gateway restart; membership is not needed to read them.
 //     On the Iggy backend they are Iggy consumer offsets of the consumer
-//     "kafka.cg.<group>" (docs/CONSUMER_GROUPS.md for the off-by-one and
-//     what Iggy cannot store).
+//     "kafka.cg.<group>" plus records in the gateway's group log
+//     (docs/CONSUMER_GROUPS.md). A store with bridge.OffsetBatchCommitter
+//     gets the request's valid partitions in one call.
 //   - The membership check comes first, as on Kafka: generation -1 (a simple
 //     consumer, an admin tool) commits only while the group has no live
 //     members; otherwise the member must exist (UNKNOWN_MEMBER_ID), have the
@@ -61,6 +62,11 @@ func offsetCommit(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	}
 	now := time.Now().UnixMilli()
 	committed := false
+	// A store that commits a request's partitions together gets them in
+	// one call after the loop; slots are their answers.
+	batch, _ := st.(bridge.OffsetBatchCommitter)
+	var pending []bridge.GroupOffset
+	var slots []*kmsg.OffsetCommitResponseTopicPartition
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -88,9 +94,20 @@ func offsetCommit(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				if rp.Metadata != nil {
 					o.Metadata = *rp.Metadata
 				}
+				if batch != nil {
+					pending = append(pending, bridge.GroupOffset{Topic: rt.Topic, Partition: rp.Partition, CommittedOffset: o})
+					slots = append(slots, op)
+					continue
+				}
 				op.ErrorCode = offsetErrCode(st.CommitOffset(c.Ctx, g.Cfg.Stream, req.Group, rt.Topic, rp.Partition, o))
 				committed = committed || op.ErrorCode == 0
 			}
+		}
+	}
+	if len(pending) > 0 {
+		for k, err := range batch.CommitOffsets(c.Ctx, g.Cfg.Stream, req.Group, pending) {
+			slots[k].ErrorCode = offsetErrCode(err)
+			committed = committed || err == nil
 		}
 	}
 	if committed {

@@ -191,24 +191,50 @@ func (s *Store) catchUp(ctx context.Context) error {
 	}
 }
 
-// logRecord appends r to the group log, creating the state stream and
-// topic on first use, and returns once the server stored it (durable as
-// the topic's options, which are Options.Durability). A send whose
-// connection broke is sent once more: a record applied twice leaves what
-// once does.
-func (s *Store) logRecord(ctx context.Context, r *groupRecord) error {
+// maxLogBatch bounds the payload bytes of one group-log send, far below
+// the frame cap whatever the request held.
+const maxLogBatch = 1 << 20
+
+// logRecords appends recs to the group log in order, creating the state
+// stream and topic on first use, and returns once the server stored them
+// (durable as the topic's options, which are Options.Durability). Records
+// go in sends of at most maxLogBatch payload bytes; an error may leave a
+// prefix of them stored, which only repeats values the native offsets
+// already hold.
+func (s *Store) logRecords(ctx context.Context, recs []groupRecord) error {
+	for len(recs) > 0 {
+		n, size := 0, 0
+		for n < len(recs) && (n == 0 || size < maxLogBatch) {
+			size += len(recs[n].Stream) + len(recs[n].Group) + len(recs[n].Topic) + len(recs[n].Metadata) + 40
+			n++
+		}
+		if err := s.logBatch(ctx, recs[:n]); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// logBatch sends recs as one Iggy batch. A send whose connection broke
+// is sent once more: records applied twice leave what once does.
+func (s *Store) logBatch(ctx context.Context, recs []groupRecord) error {
 	g := &s.glog
-	payload := appendGroupRecord(nil, r)
 	var bb bridge.IggyBatchBuilder
 	now := uint64(time.Now().UnixMicro())
-	buf := bb.Begin(make([]byte, 0, bridge.BatchHeaderSize+bridge.MessageHeaderSize+len(payload)), now)
-	var id [16]byte
-	le.PutUint64(id[:], now)
-	le.PutUint64(id[8:], g.ids.Add(1))
-	buf, err := bb.Append(buf, id, now, payload, nil)
-	if err == nil {
-		buf, err = bb.Finish(buf)
+	buf := bb.Begin(nil, now)
+	var payload []byte
+	for i := range recs {
+		payload = appendGroupRecord(payload[:0], &recs[i])
+		var id [16]byte
+		le.PutUint64(id[:], now)
+		le.PutUint64(id[8:], g.ids.Add(1))
+		var err error
+		if buf, err = bb.Append(buf, id, now, payload, nil); err != nil {
+			return err
+		}
 	}
+	buf, err := bb.Finish(buf)
 	if err != nil {
 		return err
 	}
@@ -227,14 +253,16 @@ func (s *Store) logRecord(ctx context.Context, r *groupRecord) error {
 		return fmt.Errorf("iggy: appending to the group log: %w", err)
 	}
 	// When nothing else was appended since the last record applied, apply
-	// this one now and spare the next read a poll; otherwise the next
-	// catch-up reads it in its place in the log.
+	// these now and spare the next read a poll; otherwise the next
+	// catch-up reads them in their place in the log.
 	select {
 	case g.sem <- struct{}{}:
 		g.mu.Lock()
 		if off == g.next {
-			g.apply(r)
-			g.next = off + 1
+			for i := range recs {
+				g.apply(&recs[i])
+			}
+			g.next = off + uint64(len(recs))
 		}
 		g.mu.Unlock()
 		<-g.sem

@@ -50,14 +50,53 @@ func (s *Store) offsetRef(stream, group, topic string, partition int32) (*Offset
 	}, true
 }
 
+var _ bridge.OffsetBatchCommitter = (*Store)(nil)
+
 // CommitOffset moves the native offset (stores o.Offset-1, or deletes it
 // when o.Offset <= 0), then appends the commit to the group log; it
 // returns once both are stored. A commit of N <= 0 also records the
 // topic's id, so it does not outlive the topic.
 func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o bridge.CommittedOffset) error {
+	rec, err := s.commitNative(ctx, stream, group, topic, partition, o)
+	if err != nil {
+		return err
+	}
+	return s.logRecords(ctx, []groupRecord{rec})
+}
+
+// CommitOffsets is CommitOffset for several partitions with one group-log
+// append (in chunks of at most maxLogBatch bytes) for all whose native
+// offset moved.
+func (s *Store) CommitOffsets(ctx context.Context, stream, group string, offs []bridge.GroupOffset) []error {
+	errs := make([]error, len(offs))
+	recs := make([]groupRecord, 0, len(offs))
+	idx := make([]int, 0, len(offs))
+	for i := range offs {
+		o := &offs[i]
+		rec, err := s.commitNative(ctx, stream, group, o.Topic, o.Partition, o.CommittedOffset)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		recs = append(recs, rec)
+		idx = append(idx, i)
+	}
+	if len(recs) > 0 {
+		if err := s.logRecords(ctx, recs); err != nil {
+			for _, i := range idx {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
+// commitNative moves the native offset of one commit and returns the
+// record to log for it.
+func (s *Store) commitNative(ctx context.Context, stream, group, topic string, partition int32, o bridge.CommittedOffset) (groupRecord, error) {
 	ref, ok := s.offsetRef(stream, group, topic, partition)
-	if !ok {
-		return bridge.ErrPartitionNotFound
+	if !ok || len(o.Metadata) > maxRecordMetadata {
+		return groupRecord{}, bridge.ErrPartitionNotFound
 	}
 	rec := groupRecord{Kind: recCommit, Stream: stream, Group: group, Topic: topic, Partition: uint32(partition),
 		Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, CommitTime: o.CommitTime, Metadata: o.Metadata}
@@ -65,10 +104,10 @@ func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, p
 	if o.Offset <= 0 {
 		t, terr := s.Topic(ctx, stream, topic)
 		if terr != nil {
-			return terr
+			return groupRecord{}, terr
 		}
 		if partition >= t.Partitions {
-			return bridge.ErrPartitionNotFound
+			return groupRecord{}, bridge.ErrPartitionNotFound
 		}
 		rec.TopicID = t.ID
 		err = s.c.DeleteConsumerOffset(ctx, ref)
@@ -78,16 +117,13 @@ func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, p
 	} else {
 		err = s.c.StoreConsumerOffset(ctx, ref, uint64(o.Offset-1))
 		if errors.Is(err, ErrInvalidOffset) {
-			return bridge.ErrOffsetNotStorable
+			return groupRecord{}, bridge.ErrOffsetNotStorable
 		}
 	}
 	if errors.Is(err, ErrResourceNotFound) {
-		return s.whichMissing(ctx, stream, topic, err)
+		return groupRecord{}, s.whichMissing(ctx, stream, topic, err)
 	}
-	if err != nil {
-		return err
-	}
-	return s.logRecord(ctx, &rec)
+	return rec, err
 }
 
 // nativeOffset reads the Iggy consumer offset: ok=false when none is
@@ -208,7 +244,7 @@ func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, p
 	if err := s.deleteNative(ctx, ref); err != nil {
 		return err
 	}
-	return s.logRecord(ctx, &groupRecord{Kind: recDeleteOne, Stream: stream, Group: group, Topic: topic, Partition: uint32(partition)})
+	return s.logRecords(ctx, []groupRecord{{Kind: recDeleteOne, Stream: stream, Group: group, Topic: topic, Partition: uint32(partition)}})
 }
 
 // DeleteGroupOffsets deletes the group's native offset on every partition
@@ -228,7 +264,7 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) er
 			return err
 		}
 	}
-	return s.logRecord(ctx, &groupRecord{Kind: recDeleteGroup, Stream: stream, Group: group})
+	return s.logRecords(ctx, []groupRecord{{Kind: recDeleteGroup, Stream: stream, Group: group}})
 }
 
 // OffsetGroups lists the groups with records in the group log (after a

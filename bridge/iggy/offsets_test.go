@@ -300,3 +300,57 @@ func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 		t.Fatalf("after skipped records: %+v %v %v", o, ok, err)
 	}
 }
+
+// CommitOffsets: one answer per entry, in order; the stored ones go to the
+// log in one send and read back as committed from a fresh Store.
+func TestGroupOffsetsBatch(t *testing.T) { eachServer(t, testGroupOffsetsBatch) }
+
+func testGroupOffsetsBatch(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store
+	if _, err := s.CreateTopic(ctx, e.stream, "t", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, e.stream, "t", 0, testBatch(t, "x", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	// The log exists from an earlier commit, so its length can be read.
+	if err := s.CommitOffset(ctx, e.stream, "g", "t", 0, bridge.CommittedOffset{Offset: 1, LeaderEpoch: -1}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Partition(ctx, s.c.opts.StateStream, GroupOffsetTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := []bridge.GroupOffset{
+		{Topic: "t", Partition: 0, CommittedOffset: bridge.CommittedOffset{Offset: 4, LeaderEpoch: 2, Metadata: "a", CommitTime: 1}},
+		{Topic: "t", Partition: 0, CommittedOffset: bridge.CommittedOffset{Offset: 9}}, // past the end
+		{Topic: "nope", Partition: 0, CommittedOffset: bridge.CommittedOffset{Offset: 1}},
+		{Topic: "t", Partition: 1, CommittedOffset: bridge.CommittedOffset{Offset: 0, LeaderEpoch: -1, Metadata: "b", CommitTime: 2}},
+		{Topic: "t", Partition: 5, CommittedOffset: bridge.CommittedOffset{Offset: 0}},
+	}
+	errs := s.CommitOffsets(ctx, e.stream, "g", offs)
+	wantErrs := []error{nil, bridge.ErrOffsetNotStorable, bridge.ErrTopicNotFound, nil, bridge.ErrPartitionNotFound}
+	for i, w := range wantErrs {
+		if (w == nil) != (errs[i] == nil) || w != nil && !errors.Is(errs[i], w) {
+			t.Errorf("entry %d: %v, want %v", i, errs[i], w)
+		}
+	}
+	after, err := s.Partition(ctx, s.c.opts.StateStream, GroupOffsetTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Next != before.Next+2 {
+		t.Errorf("log grew from %d to %d, want 2 records", before.Next, after.Next)
+	}
+	fresh, err := Open(ctx, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	got, err := fresh.GroupOffsets(ctx, e.stream, "g")
+	want := []bridge.GroupOffset{offs[0], offs[3]}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("read back %+v %v, want %+v", got, err, want)
+	}
+}

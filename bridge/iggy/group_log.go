@@ -47,6 +47,12 @@ type groupLog struct {
 	// sem admits one reader of the log at a time (a channel, so waiting
 	// honours the caller's deadline); whoever holds it may move next.
 	sem chan struct{}
+	// clock ticks when a catch-up is asked for and when one starts; done
+	// (held with sem) is the tick of the start of the last catch-up that
+	// completed. A caller that arrived before that start needs no poll of
+	// its own: concurrent readers share one.
+	clock atomic.Uint64
+	done  uint64
 
 	mu      sync.Mutex // guards next, groups, skipped
 	next    uint64     // offset of the next record to apply
@@ -131,12 +137,17 @@ func (g *groupLog) names(stream string, live func(partKey, groupEntry) bool) []s
 // A missing state stream or topic is an empty log.
 func (s *Store) catchUp(ctx context.Context) error {
 	g := &s.glog
+	arrived := g.clock.Add(1)
 	select {
 	case g.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-g.sem }()
+	if g.done > arrived {
+		return nil
+	}
+	start := g.clock.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
 	defer cancel()
 	for {
@@ -180,12 +191,14 @@ func (s *Store) catchUp(ctx context.Context) error {
 		}
 		switch {
 		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
+			g.done = start
 			return nil
 		case err != nil:
 			return fmt.Errorf("iggy: reading the group log: %w", err)
 		case bad != nil:
 			return fmt.Errorf("iggy: reading the group log: %w", bad)
 		case next == from:
+			g.done = start
 			return nil
 		}
 	}

@@ -3,7 +3,9 @@ package iggy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -352,5 +354,45 @@ func testGroupOffsetsBatch(t *testing.T, e *env) {
 	want := []bridge.GroupOffset{offs[0], offs[3]}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("read back %+v %v, want %+v", got, err, want)
+	}
+}
+
+// Concurrent readers share catch-ups; each still sees every commit made
+// before it asked, here another Store's.
+func TestGroupLogConcurrentReaders(t *testing.T) { eachServer(t, testGroupLogConcurrentReaders) }
+
+func testGroupLogConcurrentReaders(t *testing.T, e *env) {
+	ctx := context.Background()
+	a := e.store
+	if _, err := a.CreateTopic(ctx, e.stream, "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for round := range 5 {
+		want := bridge.CommittedOffset{Offset: 0, LeaderEpoch: int32(round), Metadata: fmt.Sprint("round ", round)}
+		if err := b.CommitOffset(ctx, e.stream, "g", "t", 0, want); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o, ok, err := a.FetchOffset(ctx, e.stream, "g", "t", 0)
+				if err != nil || !ok || o != want {
+					errs <- fmt.Errorf("round %d: %+v %v %v, want %+v", round, o, ok, err, want)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
 	}
 }

@@ -324,6 +324,17 @@ func testGroupOffsetsBatch(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if e.srv == nil {
+		// The real server keeps topic options: the log was made with the
+		// Store's durability, so a commit's record is synced before the ack.
+		tp, ok, err := s.c.GetTopic(ctx, Name(s.c.opts.StateStream), Name(GroupOffsetTopic))
+		if err != nil || !ok {
+			t.Fatalf("state topic: %v %v", ok, err)
+		}
+		if d, ok := tp.Durability(); !ok || d != *s.c.opts.Durability {
+			t.Fatalf("state topic durability %+v (known %v), want %+v", d, ok, *s.c.opts.Durability)
+		}
+	}
 	offs := []bridge.GroupOffset{
 		{Topic: "t", Partition: 0, CommittedOffset: bridge.CommittedOffset{Offset: 4, LeaderEpoch: 2, Metadata: "a", CommitTime: 1}},
 		{Topic: "t", Partition: 0, CommittedOffset: bridge.CommittedOffset{Offset: 9}}, // past the end

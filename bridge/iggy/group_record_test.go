@@ -104,3 +104,32 @@ func FuzzDecodeGroupRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGroupLogApply folds the fixtures and a fuzzed record in every order
+// of a few: the fold never panics and never keeps an empty group.
+func FuzzGroupLogApply(f *testing.F) {
+	var seeds [][]byte
+	for _, path := range fixtureFiles(f, "group_records") {
+		seeds = append(seeds, readHexFixture(f, path))
+	}
+	for _, s := range seeds {
+		f.Add(s, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, order uint8) {
+		g := newGroupLog()
+		payloads := append([][]byte{in}, seeds...)
+		for i := range payloads {
+			p := payloads[(i+int(order))%len(payloads)]
+			r, err := decodeGroupRecord(p)
+			if err != nil {
+				continue
+			}
+			g.apply(&r)
+		}
+		for k, m := range g.groups {
+			if len(m) == 0 {
+				t.Fatalf("empty group %+v kept", k)
+			}
+		}
+	})
+}

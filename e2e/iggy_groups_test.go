@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,6 +164,11 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 
 	// kafka-consumer-groups sees the same (when the Java tools are here).
 	t.Run("kafka-consumer-groups", func(t *testing.T) {
+		list, errOut, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+			"--bootstrap-server", gw.Addr, "--list")
+		if err != nil || !slices.Equal(strings.Fields(list), []string{group, other}) && !slices.Equal(strings.Fields(list), []string{other, group}) {
+			t.Fatalf("--list: %v\n%s\n%s", err, list, errOut)
+		}
 		out, errOut, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
 			"--bootstrap-server", gw.Addr, "--describe", "--group", group)
 		if err != nil {

@@ -13,11 +13,16 @@
 //   - Records come from Store.Poll, mapped back to Kafka v2 batches
 //     (bridge.AppendKafkaBatch, one uncompressed batch per Iggy batch) into
 //     one pooled buffer per response. Limits: partition_max_bytes per
-//     partition and max_bytes (capped at Cfg.MaxFrameSize) for the response,
-//     counted in Kafka batch bytes. KIP-74: until some partition has
-//     returned data, a partition returns at least one record even above the
-//     limits; later partitions never overshoot. A partition stops at the
-//     first record that does not fit, so no offset is ever skipped.
+//     partition and max_bytes (capped at Cfg.MaxFrameSize) for the whole
+//     response, the first partition included, counted in Kafka batch bytes.
+//     KIP-74: until some partition has returned data, a partition returns
+//     at least one record even above the limits (so the response exceeds
+//     max_bytes by at most one record and its batch header, tighter than
+//     Kafka's one stored batch); later partitions never overshoot. A
+//     partition stops at the first record that does not fit, so no offset
+//     is ever skipped. The store is asked for about twice the partition's
+//     budget (Iggy framing is larger than Kafka's), so a tiny max_bytes
+//     reads one stored batch, never the partition.
 //   - HighWatermark = LastStableOffset = next offset (no transactions);
 //     LogStartOffset = earliest stored offset; no aborted transactions;
 //     PreferredReadReplica -1. isolation_level read_committed reads the same.
@@ -133,14 +138,14 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				}
 			}
 			if code == 0 && uint64(rp.FetchOffset) < state.Next {
-				// KIP-74: only until the response holds data may a
-				// partition go over the limits.
+				// Both limits bound every partition, the first one
+				// included: max_bytes 1 with a 100 MB partition limit is a
+				// 1-byte budget (issue 10). KIP-74: only until the
+				// response holds data may a partition go over it, and
+				// then by one record (fetchPartition's first).
 				room := limit - total
 				if total == 0 || room > 0 {
-					pmax := max(int(rp.PartitionMaxBytes), 0)
-					if total > 0 && room < pmax {
-						pmax = room
-					}
+					pmax := min(max(int(rp.PartitionMaxBytes), 0), room)
 					start := len(buf.B)
 					var n int
 					n, code = c.fetchPartition(buf, rt.Topic, rp.Partition, uint64(rp.FetchOffset), pmax, total == 0)

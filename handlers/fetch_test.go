@@ -1,11 +1,15 @@
 package handlers
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
 )
 
 func TestFetchErrors(t *testing.T) {
@@ -163,6 +167,110 @@ func TestFetchLimits(t *testing.T) {
 		if r.offset != int64(i) {
 			t.Fatalf("offset %d at %d", r.offset, i)
 		}
+	}
+}
+
+// pollSpy records what Fetch asks the store for and how many stored bytes
+// it is handed, to show the read is bounded before it happens.
+type pollSpy struct {
+	bridge.Store
+	mu     sync.Mutex
+	asked  []int
+	passed int
+}
+
+func (s *pollSpy) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func([]byte) bool) error {
+	s.mu.Lock()
+	s.asked = append(s.asked, maxBytes)
+	s.mu.Unlock()
+	return s.Store.Poll(ctx, stream, topic, partition, from, maxBytes, func(b []byte) bool {
+		s.mu.Lock()
+		s.passed += len(b)
+		s.mu.Unlock()
+		return fn(b)
+	})
+}
+
+// Issue 10: max_bytes bounds the first partition too. max_bytes 1 with a
+// 100 MB partition limit returns one record (KIP-74 lets only it over) and
+// reads one stored batch, not the partition; several partitions share the
+// response budget.
+func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) {
+	g := newGateway(t)
+	spy := &pollSpy{Store: g.Store}
+	g.Store = spy
+	createTopic(t, g, "mb", 3)
+	big := make([]byte, 4000)
+	for i := 0; i < 20; i++ {
+		for p := int32(0); p < 3; p++ {
+			produceOne(t, g, produceReq(9, "mb", p, batch(rec{value: big})))
+		}
+	}
+	req := fetchReq(12, "mb", 0, 0)
+	req.MaxBytes = 1
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 100 << 20
+	for p := int32(1); p < 3; p++ {
+		rp := req.Topics[0].Partitions[0]
+		rp.Partition = p
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	resp := do(t, g, req).(*kmsg.FetchResponse)
+	ps := resp.Topics[0].Partitions
+	if got := readRecords(t, ps[0].RecordBatches); len(got) != 1 || got[0].offset != 0 {
+		t.Fatalf("max_bytes 1: partition 0 returned %d records, want exactly 1", len(got))
+	}
+	for p := 1; p < 3; p++ {
+		if len(ps[p].RecordBatches) != 0 || ps[p].ErrorCode != 0 {
+			t.Fatalf("max_bytes 1: partition %d returned %d bytes (code %d) after the first had data", p, len(ps[p].RecordBatches), ps[p].ErrorCode)
+		}
+	}
+	// One stored batch is about 4 KB; reading the 80 KB partition would
+	// mean the store read was not bounded before it happened.
+	if spy.passed > 8000 {
+		t.Fatalf("max_bytes 1: the store passed %d bytes", spy.passed)
+	}
+	for _, a := range spy.asked {
+		if a > 1<<10 {
+			t.Fatalf("max_bytes 1: the store was asked for %d bytes", a)
+		}
+	}
+
+	// 30 KB for the response, 100 MB per partition: the first partition
+	// fills it, the others get what is left (nothing over), and the whole
+	// stays within max_bytes.
+	req.MaxBytes = 30000
+	resp = do(t, g, req).(*kmsg.FetchResponse)
+	ps = resp.Topics[0].Partitions
+	total, recs := 0, 0
+	for p := range ps {
+		total += len(ps[p].RecordBatches)
+		recs += len(readRecords(t, ps[p].RecordBatches))
+	}
+	if total > 30000 || recs < 6 {
+		t.Fatalf("max_bytes 30000: %d bytes, %d records", total, recs)
+	}
+	if n := len(readRecords(t, ps[0].RecordBatches)); n == 20 {
+		t.Fatal("max_bytes 30000: the first partition returned all 20 records (80 KB)")
+	}
+
+	// partition_max_bytes 9000 with a 20000 budget: about two records from
+	// each of the first two partitions, the third gets the rest, all under
+	// the budget.
+	req.MaxBytes = 20000
+	for p := range req.Topics[0].Partitions {
+		req.Topics[0].Partitions[p].PartitionMaxBytes = 9000
+	}
+	resp = do(t, g, req).(*kmsg.FetchResponse)
+	ps = resp.Topics[0].Partitions
+	total = 0
+	for p := range ps {
+		if len(ps[p].RecordBatches) > 9000 {
+			t.Fatalf("partition %d: %d bytes over partition_max_bytes", p, len(ps[p].RecordBatches))
+		}
+		total += len(ps[p].RecordBatches)
+	}
+	if total > 20000 || len(readRecords(t, ps[1].RecordBatches)) == 0 {
+		t.Fatalf("partition limits: %d bytes in all, partition 1 %d bytes", total, len(ps[1].RecordBatches))
 	}
 }
 

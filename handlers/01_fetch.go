@@ -23,6 +23,11 @@
 //     is ever skipped. The store is asked for about twice the partition's
 //     budget (Iggy framing is larger than Kafka's), so a tiny max_bytes
 //     reads one stored batch, never the partition.
+//   - The connection's room (Call.ReplyRoom) caps max_bytes further, so a
+//     client that pipelines Fetches without reading cannot make the gateway
+//     queue more than its outbound cap; with no room at all a Fetch returns
+//     no records (parking like any Fetch short of min_bytes) until the
+//     client reads.
 //   - HighWatermark = LastStableOffset = next offset (no transactions);
 //     LogStartOffset = earliest stored offset; no aborted transactions;
 //     PreferredReadReplica -1. isolation_level read_committed reads the same.
@@ -77,6 +82,10 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	limit := max(int(req.MaxBytes), 0)
 	if m := int(g.Cfg.MaxFrameSize); m > 0 && limit > m {
 		limit = m
+	}
+	full := c.ReplyRoom < 0
+	if r := c.ReplyRoom; r > 0 && limit > r {
+		limit = r
 	}
 
 	// Take the watch generation before reading, so data produced after
@@ -137,7 +146,7 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 					code = kerr.OffsetOutOfRange.Code
 				}
 			}
-			if code == 0 && uint64(rp.FetchOffset) < state.Next {
+			if code == 0 && uint64(rp.FetchOffset) < state.Next && !full {
 				// Both limits bound every partition, the first one
 				// included: max_bytes 1 with a 100 MB partition limit is a
 				// 1-byte budget (issue 10). KIP-74: only until the

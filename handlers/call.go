@@ -76,8 +76,13 @@ type Call struct {
 	// ClientHost is the peer address of the connection ("/ip" as Kafka
 	// reports it in DescribeGroups), computed once per connection.
 	ClientHost string
-	wait       *Wait
-	done       []func()
+	// ReplyRoom is how many reply bytes the connection can still queue for
+	// writing before its outbound cap (loop.Config.MaxOutboundPerConn): 0
+	// means no cap (direct calls, tests), < 0 that the connection is full.
+	// Fetch sizes its response to it.
+	ReplyRoom int
+	wait      *Wait
+	done      []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

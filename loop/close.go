@@ -21,6 +21,7 @@ const (
 	CloseInternal                                 // a bug: panic in a handler, encode failure
 	CloseMaxConnectionsPerAddr                    // over the per-address connection cap at accept
 	CloseFrameTimeout                             // a request (or the first one) took over FrameTimeout to arrive
+	CloseWriteStall                               // replies over the outbound cap and the client read nothing for the write-stall timeout
 )
 
 var closeReasonNames = [...]string{
@@ -40,6 +41,7 @@ var closeReasonNames = [...]string{
 	CloseInternal:              "internal",
 	CloseMaxConnectionsPerAddr: "max_connections_per_addr",
 	CloseFrameTimeout:          "frame_timeout",
+	CloseWriteStall:            "write_stall",
 }
 
 func (r CloseReason) String() string {

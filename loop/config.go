@@ -14,8 +14,11 @@ type Config struct {
 	Workers            int    // worker goroutines for Produce/Fetch/store calls; default 4*GOMAXPROCS
 	QueueDepth         int    // jobs queued for workers before connections are held back; default 4096
 	MaxInFlightPerConn int    // requests in flight per connection before reading pauses; default 64
-	MaxBufferedPerConn int    // unread inbound bytes per connection before it is closed; default 4*MaxFrameSize
-	MaxConnections     int    // default 1024
+	MaxBufferedPerConn int    // unread inbound bytes per connection before it is closed, and request bytes in flight before reading pauses; default 4*MaxFrameSize
+	// Write backpressure (backpressure.go).
+	MaxOutboundPerConn int           // reply bytes queued for writing per connection before reading pauses; default 4 MiB
+	WriteStallTimeout  time.Duration // a connection over MaxOutboundPerConn whose client reads nothing this long is closed; default 30s
+	MaxConnections     int           // default 1024
 	// Connection fairness (limits.go).
 	MaxConnectionsPerAddr int           // connections from one client address (IPv4, or IPv6 /64); default 256
 	FrameTimeout          time.Duration // a request must arrive this long after its first byte (a new connection: after accept); default 30s

@@ -56,6 +56,17 @@ type connState struct {
 	closed     atomic.Bool
 	reason     atomic.Uint32
 
+	// Write backpressure (backpressure.go). queued is the bytes of replies
+	// finished and not yet through gnet's AsyncWritev (parked in the ring
+	// or in the outstanding write); outbound is gnet's outbound buffer as
+	// last seen on the loop; reqHeld is the bytes of request copies held by
+	// this connection's jobs. Any goroutine reads them.
+	queued   atomic.Int64
+	outbound atomic.Int64
+	reqHeld  atomic.Int64
+	// Loop only: the stall being timed (see writeBlocked).
+	stall stallState
+
 	// Worker jobs of one connection run one at a time, in arrival order,
 	// as a Kafka broker handles a connection: pipelined Produce requests
 	// must reach the store in the order they were sent.
@@ -70,6 +81,8 @@ type connState struct {
 	dead     bool // connection closed: drop replies
 	iov      [][]byte
 	iovBufs  []reply
+	// writingBytes is the size of the outstanding write.
+	writingBytes int64
 	// host is the peer IP as Kafka shows it ("/127.0.0.1"), for
 	// DescribeGroups; computed once at accept.
 	host string
@@ -88,6 +101,7 @@ func newConnState(s *Server, c gnet.Conn) *connState {
 		iovBufs: make([]reply, 0, s.cfg.MaxInFlightPerConn),
 	}
 	cs.writtenCB = cs.written
+	cs.stall.wakeCB = cs.stallWake
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cs.host = "/" + a.IP.String()
 	}
@@ -151,6 +165,9 @@ func (cs *connState) finish(seq uint64, buf *bytebufferpool.ByteBuffer, pool *by
 		}
 		return
 	}
+	if buf != nil {
+		cs.queued.Add(int64(len(buf.B)))
+	}
 	cs.ring[seq%uint64(len(cs.ring))] = reply{buf: buf, pool: pool, ready: true}
 	freed := 0
 	if !cs.writing && seq == cs.flushSeq {
@@ -210,10 +227,13 @@ func (cs *connState) startWriteLocked() int {
 	for _, b := range cs.iov {
 		bytes += len(b)
 	}
+	cs.writingBytes = int64(bytes)
 	cs.s.cfg.Metrics.BytesOut(bytes)
 	if err := cs.c.AsyncWritev(cs.iov, cs.writtenCB); err != nil {
 		// The loop is gone (shutdown): nothing will call back.
 		cs.writing = false
+		cs.queued.Add(-cs.writingBytes)
+		cs.writingBytes = 0
 		cs.putIOVLocked()
 	}
 	return freed
@@ -221,15 +241,30 @@ func (cs *connState) startWriteLocked() int {
 
 // written is the AsyncWritev callback: it runs on the loop once gnet has
 // copied or sent the bytes, returns the buffers and starts the next write.
-func (cs *connState) written(_ gnet.Conn, _ error) error {
+// The bytes now sit in gnet's outbound buffer (or the socket), where
+// writeBlocked keeps counting them against the cap until the client reads.
+func (cs *connState) written(c gnet.Conn, _ error) error {
 	cs.mu.Lock()
 	cs.writing = false
+	n := cs.writingBytes
+	cs.writingBytes = 0
 	cs.putIOVLocked()
 	freed := 0
-	if !cs.dead {
+	dead := cs.dead
+	if !dead {
 		freed = cs.startWriteLocked()
 	}
 	cs.mu.Unlock()
+	cs.stall.handed += n
+	cs.queued.Add(-n)
+	if !dead {
+		// Starts timing a stall even when the client sends nothing more,
+		// and resumes reading at once when this write ended one.
+		wasBlocked := cs.stall.since != 0
+		if !cs.writeBlocked(c) && wasBlocked {
+			_ = c.Wake(nil)
+		}
+	}
 	cs.release(freed)
 	return nil
 }
@@ -250,6 +285,7 @@ func (cs *connState) putIOVLocked() {
 // pool. Loop only (OnClose). An outstanding write's callback still runs and
 // returns its own buffers.
 func (cs *connState) onClosed() {
+	cs.stopStallTimer()
 	cs.mu.Lock()
 	cs.dead = true
 	for i := range cs.ring {

@@ -24,6 +24,10 @@ type fakeConn struct {
 	mu     sync.Mutex
 	out    []byte
 	closed bool
+	// backlog imitates gnet's outbound buffer for a client that does not
+	// read: with holdOut set, written bytes count here until drain.
+	holdOut bool
+	backlog int
 
 	// deferCB, when set, keeps the write callback in pendingCB for the
 	// test to run, instead of queueing it on the loop (no allocation).
@@ -121,6 +125,23 @@ func (c *fakeConn) Discard(n int) (int, error) {
 }
 
 func (c *fakeConn) InboundBuffered() int { return len(c.view) }
+
+func (c *fakeConn) OutboundBuffered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backlog
+}
+
+// drain lets the imaginary client read n bytes of the backlog (all when
+// n < 0), as a socket would: gnet tells nobody.
+func (c *fakeConn) drain(n int) {
+	c.mu.Lock()
+	if n < 0 || n > c.backlog {
+		n = c.backlog
+	}
+	c.backlog -= n
+	c.mu.Unlock()
+}
 func (c *fakeConn) Context() any         { return c.ctx }
 func (c *fakeConn) SetContext(ctx any)   { c.ctx = ctx }
 func (c *fakeConn) RemoteAddr() net.Addr { return nil }
@@ -131,6 +152,9 @@ func (c *fakeConn) AsyncWritev(bs [][]byte, cb gnet.AsyncCallback) error {
 	c.mu.Lock()
 	for _, b := range bs {
 		c.out = append(c.out, b...)
+		if c.holdOut {
+			c.backlog += len(b)
+		}
 	}
 	if c.deferCB {
 		c.pendingCB = cb

@@ -68,6 +68,8 @@ type Server struct {
 	heldQ  []*connState // connections waiting for room in the job queue
 	nHeld  atomic.Int32
 
+	stallLog stallLogger
+
 	shutdownOnce sync.Once
 }
 
@@ -116,6 +118,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBufferedPerConn <= 0 {
 		c.MaxBufferedPerConn = 4 * int(c.MaxFrameSize)
+	}
+	if c.MaxOutboundPerConn <= 0 {
+		c.MaxOutboundPerConn = DefaultMaxOutboundPerConn
+	}
+	if c.WriteStallTimeout <= 0 {
+		c.WriteStallTimeout = DefaultWriteStallTimeout
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 1024

@@ -18,9 +18,11 @@ const apiVersionsKey = 18
 
 // OnTraffic handles every whole frame buffered on c, in order. It stops
 // early, leaving bytes unread, when the connection has MaxInFlightPerConn
-// requests in flight or the worker queue is full; whoever frees room wakes
-// the connection (gnet does not fire OnTraffic again for bytes already
-// buffered). Loop only.
+// requests in flight, holds MaxBufferedPerConn bytes of requests in flight,
+// has MaxOutboundPerConn bytes queued for writing, or the worker queue is
+// full; whoever frees room wakes the connection (gnet does not fire
+// OnTraffic again for bytes already buffered), and for the write cap a
+// timer does (backpressure.go). Loop only.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	cs, ok := c.Context().(*connState)
 	if !ok || cs.closed.Load() {
@@ -33,6 +35,10 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	cs.stalled = false
 	for {
+		if cs.writeBlocked(c) {
+			cs.stalled = true // our doing, not the client's: no frame deadline
+			break
+		}
 		if int(cs.inflight.Load()) >= s.cfg.MaxInFlightPerConn {
 			cs.held.Store(true)
 			// A reply may have freed room between the load and the store.
@@ -119,6 +125,17 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		tooNew = true
 	}
 	if !spec.Inline && !tooNew {
+		if s.requestsFull(cs, total) {
+			// The connection's jobs already hold their share of request
+			// copies; wait for one to finish (it wakes us through release,
+			// after it dropped its share).
+			cs.held.Store(true)
+			if !s.requestsFull(cs, total) && cs.held.CompareAndSwap(true, false) {
+				return true, CloseClient, nil // finished in between: look again
+			}
+			cs.stalled = true
+			return false, CloseClient, nil
+		}
 		return s.queueFrame(cs, c, spec, &hdr, body, total, now)
 	}
 	reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now)
@@ -127,6 +144,14 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	}
 	_, _ = c.Discard(total)
 	return true, CloseClient, nil
+}
+
+// requestsFull reports that queueing a frame of total bytes would take the
+// request copies the connection's jobs hold past MaxBufferedPerConn (one
+// frame always fits: it is at most MaxFrameSize). Any goroutine.
+func (s *Server) requestsFull(cs *connState, total int) bool {
+	held := cs.reqHeld.Load()
+	return held > 0 && held+int64(total) > int64(s.cfg.MaxBufferedPerConn)
 }
 
 // answerInline decodes and answers a cheap request on the loop, straight
@@ -186,12 +211,15 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	j.call = handlers.Call{G: s.g, Ctx: s.ctx, ClientHost: cs.host}
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
+	j.held = int64(total)
+	cs.reqHeld.Add(j.held)
 	cs.inflight.Add(1)
 	s.inflight.Add(1)
 	if !noReply {
 		j.seq = cs.nextSeq // taken only once the job is queued
 	}
 	if !cs.dispatch(j) {
+		cs.reqHeld.Add(-j.held)
 		cs.inflight.Add(-1)
 		s.inflight.Add(-1)
 		largeBufs.Put(j.frame)

@@ -20,7 +20,8 @@ type job struct {
 	cs      *connState
 	spec    *handlers.Spec
 	seq     uint64
-	noReply bool // acks=0 Produce: no reply slot
+	noReply bool  // acks=0 Produce: no reply slot
+	held    int64 // bytes of frame counted in cs.reqHeld
 	frame   *bytebufferpool.ByteBuffer
 	req     kmsg.Request
 	call    handlers.Call
@@ -106,6 +107,7 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		}
 		j.req = req
 	}
+	j.call.ReplyRoom = j.cs.replyRoom()
 	resp, err := j.spec.Handle(&j.call, j.req)
 	if err != nil {
 		j.cs.close(CloseHandler, err)
@@ -131,13 +133,17 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	key := j.spec.Key
 	s.cfg.Metrics.Request(key, outcome, time.Since(j.start))
 	cs, seq, noReply := j.cs, j.seq, j.noReply
+	cs.reqHeld.Add(-j.held)
 	putJob(j)
-	cs.runNext()
 	if noReply {
+		cs.runNext()
 		cs.finishNoReply()
 		return
 	}
+	// The reply is counted against the write cap (finish) before the
+	// connection's next job starts and reads the room left.
 	cs.finish(seq, out, replyPool(key))
+	cs.runNext()
 }
 
 // replyPool picks the pool for a key's replies: Fetch replies are large.

@@ -1,0 +1,183 @@
+package loop
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func fetchReq(topic string, maxBytes int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = -1
+	req.MaxBytes = maxBytes
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = maxBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// fillTopic stores n records of size bytes through the loop and waits for
+// their acks.
+func fillTopic(t *testing.T, l *fakeLoop, c *fakeConn, rc *rawConn, topic string, n, size int) {
+	t.Helper()
+	value := strings.Repeat("v", size)
+	for i := 0; i < n; i++ {
+		b, _ := rc.frame(produceReq(topic, -1, value))
+		l.feed(c, b)
+	}
+	waitFor(t, "produce acks", func() bool { return len(splitFramesQuiet(c.output())) == n })
+}
+
+// splitFramesQuiet counts whole frames in b.
+func splitFramesQuiet(b []byte) []int {
+	var sizes []int
+	for len(b) >= 4 {
+		n := int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3])
+		if len(b) < 4+n {
+			break
+		}
+		sizes = append(sizes, 4+n)
+		b = b[4+n:]
+	}
+	return sizes
+}
+
+// A client that sends Fetches and reads nothing: once the bytes waiting in
+// gnet's outbound buffer reach MaxOutboundPerConn the loop decodes no more
+// of its frames (they stay unread), and Fetches already taken shrink to the
+// room left, so the backlog stays near the cap instead of growing by one
+// reply per request. When the client reads, every request is answered, in
+// order.
+func TestNonReaderBoundedByOutboundCap(t *testing.T) {
+	const capBytes = 64 << 10
+	s := newFakeServer(t, Config{Workers: 2, MaxOutboundPerConn: capBytes, WriteStallTimeout: time.Minute}, true)
+	l := newFakeLoop(s)
+	defer l.stop()
+	c := &fakeConn{}
+	l.open(c)
+	rc := &rawConn{t: t}
+	fillTopic(t, l, c, rc, "nonreader", 40, 8<<10) // 320 KB stored
+	c.mu.Lock()
+	c.out = c.out[:0]
+	c.holdOut = true
+	c.mu.Unlock()
+
+	const n = 200
+	var wire []byte
+	first := rc.corr + 1
+	for i := 0; i < n; i++ {
+		b, _ := rc.frame(fetchReq("nonreader", 100<<10)) // each alone could return 100 KB
+		wire = append(wire, b...)
+	}
+	l.feed(c, wire)
+	cs := c.ctx.(*connState)
+	// Let everything that is going to be answered be answered.
+	waitFor(t, "the connection to block", func() bool {
+		var blocked bool
+		l.do(func() { blocked = cs.stall.since != 0 })
+		return blocked && cs.inflight.Load() == 0
+	})
+	time.Sleep(50 * time.Millisecond)
+	backlog := c.OutboundBuffered()
+	answered := len(splitFramesQuiet(c.output()))
+	// At most the cap plus one record's overshoot (the first reply that
+	// crossed it) plus small record-less replies of the requests in flight.
+	if limit := capBytes + 16<<10 + s.cfg.MaxInFlightPerConn*256; backlog > limit {
+		t.Fatalf("non-reader: %d bytes queued for writing, want <= %d (cap %d)", backlog, limit, capBytes)
+	}
+	if answered >= n {
+		t.Fatalf("non-reader: all %d requests answered while it read nothing", n)
+	}
+	var unread int
+	l.do(func() { unread = len(c.unread) })
+	if unread == 0 {
+		t.Fatal("non-reader: no frame left unread")
+	}
+	if c.closed {
+		t.Fatal("closed before the write-stall timeout")
+	}
+
+	// The client reads: the rest is answered, in order.
+	waitFor(t, "every reply once the client reads", func() bool {
+		c.drain(-1)
+		return len(splitFramesQuiet(c.output())) == n
+	})
+	corrs := splitFrames(t, c.output())
+	for i, corr := range corrs {
+		if corr != first+int32(i) {
+			t.Fatalf("reply %d: corr %d, want %d", i, corr, first+int32(i))
+		}
+	}
+	waitFor(t, "the queued count to return to zero", func() bool { return cs.queued.Load() == 0 })
+}
+
+// A connection over its write cap whose client reads nothing for the
+// write-stall timeout is closed with its own reason, even when it sends
+// nothing more; one that reads a little within each timeout is not.
+func TestWriteStallTimeoutCloses(t *testing.T) {
+	const capBytes = 16 << 10
+	s := newFakeServer(t, Config{Workers: 1, MaxOutboundPerConn: capBytes, WriteStallTimeout: 200 * time.Millisecond}, true)
+	l := newFakeLoop(s)
+	defer l.stop()
+	c := &fakeConn{}
+	l.open(c)
+	rc := &rawConn{t: t}
+	fillTopic(t, l, c, rc, "stall", 4, 12<<10)
+	c.mu.Lock()
+	c.out = c.out[:0]
+	c.holdOut = true
+	c.mu.Unlock()
+	cs := c.ctx.(*connState)
+
+	// Two replies of one 12 KB record each go over the 16 KB cap (the
+	// first has room for it, the second is let over by one record); the
+	// rest find no room and carry no records. Progress resets the clock:
+	// drain a little every 100 ms for 600 ms, staying over the cap.
+	var wire []byte
+	for i := 0; i < 8; i++ {
+		b, _ := rc.frame(fetchReq("stall", 32<<10))
+		wire = append(wire, b...)
+	}
+	l.feed(c, wire)
+	for i := 0; i < 6; i++ {
+		time.Sleep(100 * time.Millisecond)
+		c.drain(500)
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			t.Fatalf("closed after %d ms although the client kept reading", (i+1)*100)
+		}
+	}
+	// Now it stops reading altogether.
+	start := time.Now()
+	waitFor(t, "the write-stall close", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.closed
+	})
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("closed %v after the client stopped reading, timeout 200ms", el)
+	}
+	if r := CloseReason(cs.reason.Load()); r != CloseWriteStall {
+		t.Fatalf("close reason %s, want %s", r, CloseWriteStall)
+	}
+}

@@ -48,6 +48,8 @@ type config struct {
 	QueueDepth         int
 	MaxInflightPerConn int
 	MaxBufferedPerConn int // 0: loop default (4 x MaxFrameSize)
+	MaxOutboundPerConn int
+	WriteStallTimeout  time.Duration
 	DataDir            string
 	Fsync              string // always, interval, never
 	FsyncInterval      time.Duration
@@ -153,8 +155,14 @@ func options() []option {
 			usage: "requests in flight on one connection before its reading pauses",
 			set:   intIn(1, 1<<16, func(c *config, n int) { c.MaxInflightPerConn = n })},
 		{flag: "max-buffered-per-conn", defText: "4 x max-frame-size",
-			usage: "unread inbound bytes on one connection before it is closed",
+			usage: "unread inbound bytes on one connection before it is closed; also the request bytes in flight on it before its reading pauses",
 			set:   intIn(1024, 1<<31-1, func(c *config, n int) { c.MaxBufferedPerConn = n })},
+		{flag: "max-outbound-per-conn", def: "4194304",
+			usage: "reply bytes queued for writing to one connection (not yet read by its client) before its reading pauses; Fetch answers shrink to fit",
+			set:   intIn(64<<10, 1<<31-1, func(c *config, n int) { c.MaxOutboundPerConn = n })},
+		{flag: "write-stall-timeout-secs", def: "30",
+			usage: "close a connection over --max-outbound-per-conn whose client reads nothing this long",
+			set:   secondsIn(1, func(c *config, d time.Duration) { c.WriteStallTimeout = d })},
 		{flag: "data-dir", def: "./data",
 			usage: "directory of the embedded store",
 			set:   nonEmpty(func(c *config, v string) { c.DataDir = v })},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/loop"
 )
 
 func TestDefaults(t *testing.T) {
@@ -27,6 +29,8 @@ func TestDefaults(t *testing.T) {
 		DrainTimeout:       25 * time.Second,
 		QueueDepth:         4096,
 		MaxInflightPerConn: 64,
+		MaxOutboundPerConn: loop.DefaultMaxOutboundPerConn,
+		WriteStallTimeout:  loop.DefaultWriteStallTimeout,
 		DataDir:            "./data",
 		Fsync:              "always",
 		FsyncInterval:      100 * time.Millisecond,

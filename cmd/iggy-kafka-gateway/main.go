@@ -76,6 +76,8 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		QueueDepth:            cfg.QueueDepth,
 		MaxInFlightPerConn:    cfg.MaxInflightPerConn,
 		MaxBufferedPerConn:    cfg.MaxBufferedPerConn,
+		MaxOutboundPerConn:    cfg.MaxOutboundPerConn,
+		WriteStallTimeout:     cfg.WriteStallTimeout,
 		MaxConnections:        cfg.MaxConnections,
 		MaxConnectionsPerAddr: cfg.MaxConnsPerAddr,
 		FrameTimeout:          cfg.FrameTimeout,

@@ -274,6 +274,44 @@ func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) {
 	}
 }
 
+// The connection's room (Call.ReplyRoom, from the loop's outbound cap)
+// cuts max_bytes further; with no room a Fetch returns no records, and
+// parks like one short of min_bytes when it may wait.
+func TestFetchReplyRoom(t *testing.T) {
+	g := newGateway(t)
+	createTopic(t, g, "room", 1)
+	big := make([]byte, 4000)
+	for i := 0; i < 10; i++ {
+		produceOne(t, g, produceReq(9, "room", 0, batch(rec{value: big})))
+	}
+	req := fetchReq(12, "room", 0, 0)
+	req.MaxBytes = 1 << 20
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 20
+
+	c := newCall(g, 1, 12)
+	c.ReplyRoom = 10000
+	resp := roundTrip(t, c, req).(*kmsg.FetchResponse)
+	c.RunDeferred()
+	if got := readRecords(t, resp.Topics[0].Partitions[0].RecordBatches); len(got) != 2 {
+		t.Fatalf("room 10000: %d records of 4 KB, want 2", len(got))
+	}
+
+	c = newCall(g, 1, 12)
+	c.ReplyRoom = -1
+	resp = roundTrip(t, c, req).(*kmsg.FetchResponse)
+	p := resp.Topics[0].Partitions[0]
+	if len(p.RecordBatches) != 0 || p.ErrorCode != 0 || p.HighWatermark != 10 {
+		t.Fatalf("no room: %d bytes, code %d, high watermark %d", len(p.RecordBatches), p.ErrorCode, p.HighWatermark)
+	}
+
+	c = newCall(g, 1, 12)
+	c.ReplyRoom = -1
+	req.MinBytes, req.MaxWaitMillis = 1, 500
+	if resp, _ := run(t, c, req); resp != nil || c.Parked() == nil {
+		t.Fatal("no room with max_wait: answered instead of parking")
+	}
+}
+
 // The record buffer goes back to the pool only when the loop runs the
 // deferred functions.
 func TestFetchDefersRelease(t *testing.T) {

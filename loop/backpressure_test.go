@@ -2,6 +2,7 @@ package loop
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +181,55 @@ func TestWriteStallTimeoutCloses(t *testing.T) {
 	if r := CloseReason(cs.reason.Load()); r != CloseWriteStall {
 		t.Fatalf("close reason %s, want %s", r, CloseWriteStall)
 	}
+}
+
+// Request copies handed to workers count against MaxBufferedPerConn: with
+// room for three 1.1 KB Produce copies and the store holding every Append,
+// no more than that are taken off the wire; the rest wait unread (under
+// the same cap, so the connection stays open) and are answered, in order,
+// once the store lets go.
+func TestRequestCopiesInFlightCapped(t *testing.T) {
+	const capBytes = 3500
+	srv, hs := newTestServer(t, Config{Workers: 4, MaxBufferedPerConn: capBytes, QueueDepth: 64})
+	rc := dialRaw(t, srv.Addr())
+	ensureTopic(t, rc, "copies")
+	gate := make(chan struct{})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release) // before the server's cleanup, which waits for the Appends
+	hs.setOnAppend(func() { <-gate })
+	value := strings.Repeat("p", 1000)
+	var all []byte
+	var corrs []int32
+	for i := 0; i < 5; i++ {
+		b, corr := rc.frame(produceReq("copies", -1, value))
+		all = append(all, b...)
+		corrs = append(corrs, corr)
+	}
+	rc.write(all)
+	var cs *connState
+	waitFor(t, "the first Produce to reach the store", func() bool {
+		srv.connMu.Lock()
+		defer srv.connMu.Unlock()
+		for c := range srv.all {
+			cs = c
+		}
+		return cs != nil && cs.reqHeld.Load() > 0
+	})
+	time.Sleep(100 * time.Millisecond) // let the loop take all it is going to
+	if held, n := cs.reqHeld.Load(), cs.inflight.Load(); held > capBytes || n >= 5 {
+		t.Fatalf("%d request bytes in %d requests held, cap %d", held, n, capBytes)
+	}
+	release()
+	for i, want := range corrs {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(9)
+		if got := rc.readResp(resp); got != want {
+			t.Fatalf("reply %d: corr %d, want %d", i, got, want)
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != int64(i+1) {
+			t.Fatalf("reply %d: code %d offset %d", i, p.ErrorCode, p.BaseOffset)
+		}
+	}
+	waitFor(t, "the held count to return to zero", func() bool { return cs.reqHeld.Load() == 0 })
 }

@@ -23,7 +23,6 @@ package loop
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -90,7 +89,7 @@ func (cs *connState) writeBlocked(c gnet.Conn) bool {
 		// A new stall, or the client read something: the clock restarts.
 		st.since, st.sent = now, sent
 	case now-st.since >= int64(cs.s.cfg.WriteStallTimeout):
-		cs.s.stallLog.note(cs.s, remoteAddr(cs.c), q)
+		cs.s.logStallClose(remoteAddr(cs.c), q)
 		cs.close(CloseWriteStall, fmt.Errorf("%d bytes queued for writing, none read for %v", q, cs.s.cfg.WriteStallTimeout))
 		return true
 	}
@@ -118,31 +117,18 @@ func (cs *connState) stopStallTimer() {
 	}
 }
 
-// stallLogger logs write-stall closes at WARN at most once per interval,
-// with the count of the closes it did not log: a crowd of stuck clients
-// must not flood the log.
-type stallLogger struct {
-	mu      sync.Mutex
-	next    time.Time
-	skipped int
-}
-
+// stallLogEvery is the least time between two write-stall log lines: a
+// crowd of stuck clients must not flood the log.
 const stallLogEvery = 10 * time.Second
 
-// note records one close. Any goroutine.
-func (l *stallLogger) note(s *Server, remote string, queued int64) {
-	now := time.Now()
-	l.mu.Lock()
-	if now.Before(l.next) {
-		l.skipped++
-		l.mu.Unlock()
+// logStallClose logs one write-stall close through the server's limiter.
+// Loop only.
+func (s *Server) logStallClose(remote string, queued int64) {
+	ok, held := s.stallLog.allow(time.Now(), stallLogEvery)
+	if !ok {
 		return
 	}
-	skipped := l.skipped
-	l.skipped = 0
-	l.next = now.Add(stallLogEvery)
-	l.mu.Unlock()
 	s.log.Warn("closing a connection whose client stopped reading its replies",
 		"remote", remote, "queued_bytes", queued, "max_outbound_per_conn", s.cfg.MaxOutboundPerConn,
-		"write_stall_timeout", s.cfg.WriteStallTimeout, "similar_closes_not_logged", skipped)
+		"write_stall_timeout", s.cfg.WriteStallTimeout, "closes_unlogged", held, "next_log_in", stallLogEvery.String())
 }

@@ -68,7 +68,7 @@ type Server struct {
 	heldQ  []*connState // connections waiting for room in the job queue
 	nHeld  atomic.Int32
 
-	stallLog stallLogger
+	stallLog logLimiter // write-stall closes (backpressure.go)
 
 	shutdownOnce sync.Once
 }

@@ -403,15 +403,18 @@ func (g *Guarded) StoreProducerIDMark(ctx context.Context, instance uint16, mark
 
 // Close closes the inner store within CloseTimeout; past it Close returns
 // an error and the inner Close keeps running (the process is exiting).
-func (g *Guarded) Close() error {
+func (g *Guarded) Close() error { return g.CloseWithin(g.closeTO) }
+
+// CloseWithin is Close with its own bound d.
+func (g *Guarded) CloseWithin(d time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- g.inner.Close() }()
-	t := time.NewTimer(g.closeTO)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case err := <-done:
 		return err
 	case <-t.C:
-		return fmt.Errorf("bridge: store did not close within %v (%d calls hung)", g.closeTO, g.hung.Load())
+		return fmt.Errorf("bridge: store did not close within %v (%d calls hung)", d, g.hung.Load())
 	}
 }

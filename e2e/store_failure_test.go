@@ -253,21 +253,26 @@ func TestIggyHungAnswers(t *testing.T) {
 	realServerTest(t)
 	srv := iggyreal.StartPrivate(t)
 	const callTimeout = 2 * time.Second
-	const drain = 5 * time.Second
+	const drain = time.Second
 	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+srv.Addr(),
 		"--stream="+iggyreal.Stream(t), "--iggy-state-stream="+iggyreal.Stream(t),
-		"--iggy-call-timeout-ms=2000", "--shutdown-drain-timeout-secs=5", "--metrics-addr="+metricsAddr)
-	cl := newClient(t, gw.Addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
-		kgo.RecordRetries(0), kgo.ProducerLinger(0))
+		"--iggy-call-timeout-ms=2000", "--shutdown-drain-timeout-secs=1", "--metrics-addr="+metricsAddr)
+	cl := newClient(t, gw.Addr)
 	const topic = "hung"
 	createTopic(t, cl, topic, 1)
+	// Produce goes out raw (acks=all) so the Kafka error code is seen as
+	// the gateway sent it, not after franz-go's retry handling.
 	produce := func() (time.Duration, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		start := time.Now()
-		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr()
-		return time.Since(start), err
+		resp, err := produceReq(topic, recordBatch(-1, 0, "x")).RequestWith(ctx, cl)
+		took := time.Since(start)
+		if err != nil {
+			return took, err
+		}
+		return took, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 	}
 	if _, err := produce(); err != nil {
 		t.Fatalf("produce before the fault: %v", err)
@@ -296,14 +301,27 @@ func TestIggyHungAnswers(t *testing.T) {
 	}
 	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
 
-	// Unreachable: the server killed; a produce is in flight at SIGTERM.
+	// Unreachable: the server killed, then back.
 	srv.Kill()
 	took, err = produce()
 	retriable("killed", took, err)
 	answersAdmin(t, cl, topic, callTimeout+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
+
+	// SIGTERM while the server hangs and a produce waits on it: the drain
+	// timeout (1s, shorter than the call timeout) bounds the exit.
+	if err := syscall.Kill(srv.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(srv.PID(), syscall.SIGCONT) }()
 	inflight := make(chan error, 1)
 	go func() { _, err := produce(); inflight <- err }()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	stopWithin(t, gw, drain+3*time.Second)
 	<-inflight
 }

@@ -360,6 +360,12 @@ func (s *Store) Close() error {
 		close(s.stopSync)
 		<-s.syncDone
 	}
+	// Sync first: it takes milliseconds and makes every returned Append
+	// durable whatever the policy, even if the caller stops waiting for
+	// the flush below.
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return errors.Join(err, s.db.Close())
+	}
 	// Flush writes the memtable to an sstable, so the next Open has no WAL
 	// to replay; pebble's Close syncs the WAL in any case. Skipped when the
 	// sstable might not fit: a flush waiting for space would hold Close.

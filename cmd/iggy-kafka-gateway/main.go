@@ -105,10 +105,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown did not drain cleanly", "err", err)
 	}
-	// The store gets what is left of the drain timeout, and at least a
-	// second to sync; a store that cannot close by then (a full disk) is
-	// left as it is: what was acknowledged is already durable.
-	closeStore(max(cfg.DrainTimeout-time.Since(began), time.Second))
+	// The store gets what is left of the drain timeout, and at least half
+	// a second (the embedded store syncs its WAL first, which takes
+	// milliseconds); a store that cannot close by then (a full disk, a
+	// hung Iggy) is left as it is: what was acknowledged is durable.
+	closeStore(max(cfg.DrainTimeout-time.Since(began), 500*time.Millisecond))
 	log.Info("stopped")
 	return 0
 }

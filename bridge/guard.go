@@ -60,6 +60,14 @@ type HealthReporter interface {
 	Health() (Health, <-chan struct{})
 }
 
+// MemoryReader is implemented by a Store whose Topic, Topics and Partition
+// answer from memory and never wait on the engine (bridge/embedded): the
+// guard calls them inline, without a goroutine, since they cannot hang.
+type MemoryReader interface {
+	// MemoryReads is a marker; it does nothing.
+	MemoryReads()
+}
+
 // ErrAbandoned marks an error returned for a call the guard gave up on at
 // its deadline (or when the store failed) while the call was still running
 // inside the store. Arguments the caller passed may still be read by that
@@ -105,6 +113,7 @@ type GuardOptions struct {
 type Guarded struct {
 	inner   FullStore
 	hr      HealthReporter // nil when inner does not report health
+	inline  bool           // inner is a MemoryReader
 	timeout time.Duration
 	closeTO time.Duration
 	maxHung int64
@@ -137,6 +146,7 @@ func Guard(inner FullStore, o GuardOptions) *Guarded {
 	}
 	g := &Guarded{inner: inner, timeout: o.Timeout, closeTO: o.CloseTimeout, maxHung: int64(o.MaxHung), log: o.Log}
 	g.hr, _ = inner.(HealthReporter)
+	_, g.inline = inner.(MemoryReader)
 	return g
 }
 
@@ -261,6 +271,9 @@ func (g *Guarded) DeleteTopic(ctx context.Context, stream, topic string) error {
 
 // Topic implements Store.
 func (g *Guarded) Topic(ctx context.Context, stream, topic string) (TopicInfo, error) {
+	if g.inline {
+		return g.inner.Topic(ctx, stream, topic)
+	}
 	return run(g, ctx, "topic", false, nil, func(ctx context.Context) (TopicInfo, error) {
 		return g.inner.Topic(ctx, stream, topic)
 	})
@@ -268,6 +281,9 @@ func (g *Guarded) Topic(ctx context.Context, stream, topic string) (TopicInfo, e
 
 // Topics implements Store.
 func (g *Guarded) Topics(ctx context.Context, stream string) ([]TopicInfo, error) {
+	if g.inline {
+		return g.inner.Topics(ctx, stream)
+	}
 	return run(g, ctx, "topics", false, nil, func(ctx context.Context) ([]TopicInfo, error) {
 		return g.inner.Topics(ctx, stream)
 	})
@@ -305,6 +321,9 @@ func (g *Guarded) Poll(ctx context.Context, stream, topic string, partition int3
 
 // Partition implements Store.
 func (g *Guarded) Partition(ctx context.Context, stream, topic string, partition int32) (PartitionState, error) {
+	if g.inline {
+		return g.inner.Partition(ctx, stream, topic, partition)
+	}
 	return run(g, ctx, "partition", false, nil, func(ctx context.Context) (PartitionState, error) {
 		return g.inner.Partition(ctx, stream, topic, partition)
 	})

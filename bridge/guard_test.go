@@ -13,7 +13,6 @@ import (
 type hangStore struct {
 	FullStore
 	release chan struct{}
-	read    chan []byte // Poll sends the batch it passes to fn after release
 
 	mu      sync.Mutex
 	h       Health

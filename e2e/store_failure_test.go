@@ -205,7 +205,6 @@ func TestDiskFullAnswersStorageError(t *testing.T) {
 	if _, err := produce(next, 4); err != nil {
 		t.Fatalf("produce after space was freed: %v", err)
 	}
-	next += 4
 	stopWithin(t, gw, drain+3*time.Second)
 
 	// Every acknowledged record is there after a restart (on a bigger

@@ -54,7 +54,7 @@ func (fs *diskFS) space(what, path string, passErr bool, op func() error) error 
 			fs.h.fatal(what+" "+path, err)
 			waitForever()
 		}
-		if fs.h.every(30 * time.Second) {
+		if every(&fs.h.lastWait, 30*time.Second) {
 			fs.h.log.Error("embedded store: still waiting for disk space", "op", what, "path", path,
 				"waiting", time.Since(start).Round(time.Second), "err", err)
 		}

@@ -48,8 +48,9 @@ type healthState struct {
 	blocked atomic.Int64 // disk operations waiting for space
 	writing atomic.Int64 // store writes in flight (Append, catalog, offsets, marks)
 
-	lastLog atomic.Int64 // unix nanos of the last rate-limited line
-	opened  atomic.Bool  // Open finished: Fatalf before it panics (startup)
+	// Unix nanos of the last line of each rate-limited kind.
+	lastPebble, lastWait atomic.Int64
+	opened               atomic.Bool // Open finished: Fatalf before it panics (startup)
 }
 
 func newHealthState(log *slog.Logger) *healthState {
@@ -148,12 +149,12 @@ func (h *healthState) endWrite() {
 	}
 }
 
-// every reports whether a rate-limited line may be logged now (at most one
-// per period across the store).
-func (h *healthState) every(period time.Duration) bool {
+// every reports whether a line of the kind whose last time is in last may
+// be logged now: at most one per period.
+func every(last *atomic.Int64, period time.Duration) bool {
 	now := time.Now().UnixNano()
-	last := h.lastLog.Load()
-	return now-last >= int64(period) && h.lastLog.CompareAndSwap(last, now)
+	l := last.Load()
+	return now-l >= int64(period) && last.CompareAndSwap(l, now)
 }
 
 // isNoSpace reports a full disk or an exhausted quota.

@@ -147,7 +147,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		FS:           &diskFS{FS: vfs.Default, h: h, retryEvery: opts.DiskRetry},
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
-				if h.every(10 * time.Second) {
+				if every(&h.lastPebble, 10*time.Second) {
 					opts.Logger.Error("pebble background error", "component", "pebble", "err", err)
 				}
 			},
@@ -328,6 +328,13 @@ func (s *Store) exitWrite() {
 	s.ops.RUnlock()
 }
 
+// MemoryReads implements bridge.MemoryReader: Topic, Topics and Partition
+// read only the in-memory catalog and watermarks. They take ops shared,
+// which can wait only behind a Close (the gateway closes the store after
+// its server stopped), and Close takes ops exclusively only while the
+// store is healthy; on a full or failed disk it returns at once.
+func (s *Store) MemoryReads() {}
+
 // Health implements bridge.HealthReporter.
 func (s *Store) Health() (bridge.Health, <-chan struct{}) { return s.health.Health() }
 
@@ -434,7 +441,7 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 }
 
 func (p pebbleLogger) Errorf(format string, args ...any) {
-	if p.h.every(10 * time.Second) {
+	if every(&p.h.lastPebble, 10*time.Second) {
 		p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	}
 }

@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/iggy-kafka/gateway/bridge"
 )
@@ -201,5 +205,108 @@ func TestStoreFailFatalfParks(t *testing.T) {
 	h, _ := s.Health()
 	if h.State != bridge.NeedsRestart || !strings.Contains(h.Cause.Error(), "boom") {
 		t.Fatalf("health %+v", h)
+	}
+}
+
+// eioFS fails every write to a WAL file with EIO once fail is set, as a
+// dying disk would.
+type eioFS struct {
+	vfs.FS
+	fail *atomic.Bool
+}
+
+func (fs eioFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, cat)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return eioFile{File: f, fail: fs.fail}, nil
+}
+
+func (fs eioFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, cat)
+	if err != nil {
+		return f, err
+	}
+	return eioFile{File: f, fail: fs.fail}, nil
+}
+
+type eioFile struct {
+	vfs.File
+	fail *atomic.Bool
+}
+
+func (f eioFile) Write(p []byte) (int, error) {
+	if f.fail.Load() {
+		return 0, &os.PathError{Op: "write", Path: "wal", Err: syscall.EIO}
+	}
+	return f.File.Write(p)
+}
+
+// An I/O error on the WAL is "restart needed": the Append in flight is
+// answered with ErrStorage at once (pebble never sees the error, so it
+// neither panics nor calls Fatalf), later writes and disk reads are refused
+// at once, the in-memory catalog still answers, Close returns at once, and
+// a reopen finds every acknowledged record.
+func TestStoreFailIOErrorNeedsRestart(t *testing.T) {
+	dir := t.TempDir()
+	var fail atomic.Bool
+	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger(), baseFS: eioFS{FS: vfs.Default, fail: &fail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := bridge.Guard(s, bridge.GuardOptions{Timeout: 10 * time.Second, CloseTimeout: time.Second, Log: quietLogger()})
+	if _, err := g.CreateTopic(ctx, "kafka", "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	var acked []uint64
+	for i := 0; i < 5; i++ {
+		base, err := g.Append(ctx, "kafka", "t", 0, makeBatch(t, "ok", 2, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, base)
+	}
+	fail.Store(true)
+	start := time.Now()
+	_, err = g.Append(ctx, "kafka", "t", 0, makeBatch(t, "lost", 2, 1))
+	if !errors.Is(err, bridge.ErrStorage) || time.Since(start) > time.Second {
+		t.Fatalf("append on a failing disk: %v after %v", err, time.Since(start))
+	}
+	h, _ := g.Health()
+	if h.State != bridge.NeedsRestart || !strings.Contains(h.Cause.Error(), "input/output error") {
+		t.Fatalf("health after EIO: %+v", h)
+	}
+	start = time.Now()
+	if _, err := g.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 1, 1)); !errors.Is(err, bridge.ErrStorage) || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("append after EIO: %v after %v", err, time.Since(start))
+	}
+	if err := g.Poll(ctx, "kafka", "t", 0, 0, 1<<20, func([]byte) bool { return true }); !errors.Is(err, bridge.ErrStorage) {
+		t.Fatalf("poll after EIO: %v", err)
+	}
+	if st, err := g.Partition(ctx, "kafka", "t", 0); err != nil || st.Next != 10 {
+		t.Fatalf("partition after EIO: %+v %v", st, err)
+	}
+	start = time.Now()
+	if err := g.Close(); err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("close after EIO: %v after %v", err, time.Since(start))
+	}
+
+	// The failed db still holds its lock in this process: reopen a copy,
+	// as a restarted gateway would open the directory.
+	cp := filepath.Join(t.TempDir(), "data")
+	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
+		t.Fatalf("copy data: %v: %s", err, out)
+	}
+	s2 := openStore(t, cp, SyncAlways)
+	defer s2.Close()
+	got := pollAll(t, s2, "t", 0, 0)
+	if len(got) < 2*len(acked) {
+		t.Fatalf("%d messages after reopen, want at least the %d acknowledged", len(got), 2*len(acked))
+	}
+	for i := 0; i < 2*len(acked); i++ {
+		if got[i].offset != uint64(i) || !strings.HasPrefix(got[i].payload, "ok-") {
+			t.Fatalf("message %d after reopen: %+v", i, got[i])
+		}
 	}
 }

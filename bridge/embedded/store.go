@@ -82,6 +82,8 @@ type Options struct {
 	// DiskRetry is the pause between attempts of a disk operation that
 	// failed for lack of space (health.go); default 250ms.
 	DiskRetry time.Duration
+
+	baseFS vfs.FS // under diskFS; vfs.Default unless a test injects faults
 }
 
 // Store is the embedded bridge.Store. All methods are safe for concurrent
@@ -139,12 +141,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.DiskRetry <= 0 {
 		opts.DiskRetry = 250 * time.Millisecond
 	}
+	if opts.baseFS == nil {
+		opts.baseFS = vfs.Default
+	}
 	h := newHealthState(opts.Logger)
 	po := &pebble.Options{
 		Logger:       pebbleLogger{l: opts.Logger, h: h},
 		MemTableSize: opts.MemTableSize,
 		CacheSize:    opts.CacheSize,
-		FS:           &diskFS{FS: vfs.Default, h: h, retryEvery: opts.DiskRetry},
+		FS:           &diskFS{FS: opts.baseFS, h: h, retryEvery: opts.DiskRetry},
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
 				if every(&h.lastPebble, 10*time.Second) {

@@ -54,10 +54,16 @@ func fill(t *testing.T, path string, n int) {
 // once, reads go on; once space is freed the store serves again by itself,
 // and every acknowledged record is there after a reopen.
 func TestStoreFailDiskFullRecovers(t *testing.T) {
+	for _, p := range []SyncPolicy{SyncAlways, SyncInterval} {
+		t.Run(p.String(), func(t *testing.T) { diskFullRecovers(t, p) })
+	}
+}
+
+func diskFullRecovers(t *testing.T, policy SyncPolicy) {
 	mnt := mountTmpfs(t, "8m")
 	fill(t, filepath.Join(mnt, "filler"), 3<<20)
 	dir := filepath.Join(mnt, "data")
-	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger(), DiskRetry: 20 * time.Millisecond})
+	s, err := Open(dir, Options{Sync: policy, Logger: quietLogger(), DiskRetry: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

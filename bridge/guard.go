@@ -119,6 +119,12 @@ type Guarded struct {
 	maxHung int64
 	log     *slog.Logger
 
+	// lastBad/lastGood: unix nanos of the last call that failed for the
+	// store's sake (abandoned, or ErrUnavailable) and of the last one the
+	// store answered otherwise; badCause is the former's error.
+	lastBad, lastGood atomic.Int64
+	badCause          atomic.Pointer[error]
+
 	hung      atomic.Int64  // abandoned calls still running
 	abandoned atomic.Uint64 // calls abandoned, ever
 	refused   atomic.Uint64 // calls refused for too many hung ones
@@ -160,7 +166,10 @@ func (g *Guarded) Abandoned() uint64 { return g.abandoned.Load() }
 func (g *Guarded) Refused() uint64   { return g.refused.Load() }
 
 // Health is the inner store's health, or Degraded while MaxHung calls are
-// hung. changed is the inner store's (nil when it reports none).
+// hung; for a store that reports no health (Iggy), Degraded also while the
+// latest store-caused failure (an abandoned call, ErrUnavailable) is newer
+// than the latest answer. changed is the inner store's (nil when it
+// reports none).
 func (g *Guarded) Health() (Health, <-chan struct{}) {
 	var h Health
 	var changed <-chan struct{}
@@ -170,9 +179,28 @@ func (g *Guarded) Health() (Health, <-chan struct{}) {
 	if h.State == Healthy {
 		if n := g.hung.Load(); n >= g.maxHung {
 			h = Health{State: Degraded, Cause: fmt.Errorf("%w: %d store calls hung past their deadline", ErrUnavailable, n)}
+		} else if bad := g.lastBad.Load(); g.hr == nil && bad > g.lastGood.Load() {
+			// A store that reports no health of its own (Iggy): the last
+			// answer says. A reporting store's own state is the truth.
+			cause := errors.New("store calls failing")
+			if p := g.badCause.Load(); p != nil {
+				cause = *p
+			}
+			h = Health{State: Degraded, Cause: cause, Since: time.Unix(0, bad)}
 		}
 	}
 	return h, changed
+}
+
+// note records how the store answered a call that was not abandoned.
+func (g *Guarded) note(err error) {
+	now := time.Now().UnixNano()
+	if err != nil && errors.Is(err, ErrUnavailable) {
+		g.badCause.Store(&err)
+		g.lastBad.Store(now)
+		return
+	}
+	g.lastGood.Store(now)
 }
 
 // guardCall is one call in flight. state: 0 running, 1 finished, 2
@@ -220,6 +248,7 @@ func run[T any](g *Guarded, ctx context.Context, op string, write bool, onAbando
 	for {
 		select {
 		case <-c.done:
+			g.note(c.err)
 			return c.v, c.err
 		case <-ctx.Done():
 			return abandon(g, c, op, ctx.Err(), onAbandon)
@@ -244,6 +273,7 @@ func abandon[T any](g *Guarded, c *guardCall[T], op string, cause error, onAband
 	if onAbandon != nil {
 		onAbandon()
 	}
+	g.note(fmt.Errorf("%w: store %s abandoned: %w", ErrUnavailable, op, cause))
 	n := g.abandoned.Add(1)
 	now := time.Now().UnixNano()
 	if last := g.lastLog.Load(); now-last >= int64(10*time.Second) && g.lastLog.CompareAndSwap(last, now) {

@@ -295,10 +295,16 @@ func TestIggyHungAnswers(t *testing.T) {
 	took, err := produce()
 	retriable("stopped", took, err)
 	answersAdmin(t, cl, topic, callTimeout+time.Second)
+	if code, body := healthz(t, metricsAddr); code != http.StatusServiceUnavailable {
+		t.Fatalf("/healthz with Iggy stopped: %d %q", code, body)
+	}
 	if err := syscall.Kill(srv.PID(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
+	if code, body := healthz(t, metricsAddr); code != http.StatusOK {
+		t.Fatalf("/healthz with Iggy back: %d %q", code, body)
+	}
 
 	// Unreachable: the server killed, then back.
 	srv.Kill()

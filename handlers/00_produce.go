@@ -8,11 +8,18 @@
 //     partition before anything is stored; so does a batch with the
 //     transactional or control bit. Transactions are not supported.
 //   - acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS on every partition.
+//   - A partition named more than once in one request (clients never do;
+//     Kafka keeps only the last entry and answers it once, silently dropping
+//     the others) is answered once, with INVALID_REQUEST, and nothing of it
+//     is stored: acknowledging records that were dropped would lie. The
+//     other partitions of the request are served as usual.
 //     All three write alike: a nil error from Store.Append means as durable
 //     as the store's sync policy promises.
 //   - Per partition, in order: topic name (INVALID_TOPIC_EXCEPTION), topic
 //     lookup with auto-creation when Cfg.AutoCreateTopics (Kafka auto-creates
-//     on Produce too; the Rust gateway does not), partition range
+//     on Produce too; the Rust gateway does not; capped and paced as in
+//     Metadata, LEADER_NOT_AVAILABLE past the limits, INVALID_TOPIC_EXCEPTION
+//     for a name colliding with an existing topic), partition range
 //     (UNKNOWN_TOPIC_OR_PARTITION), then the records: exactly one v2 batch
 //     (none, a second batch or trailing bytes is INVALID_RECORD;
 //     magic 0/1 is INVALID_RECORD; a bad length or CRC is CORRUPT_MESSAGE),
@@ -84,7 +91,76 @@ var (
 	msgOneBatch      = "a partition must carry exactly one record batch"
 
 	msgIdempotentFields = "a batch with a producer id needs a producer epoch and base sequence >= 0"
+	msgRepeated         = "partition named more than once in one request; nothing stored for it"
 )
+
+// topicPartition keys repeatedPartitions.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// answeredRepeat marks a repeated partition whose answer is written.
+const answeredRepeat = -1
+
+// repeatedPartitions returns how often each partition is named when some
+// partition is named more than once in req, else nil. Kafka clients never
+// repeat one, so the check must cost nothing for them: small requests are
+// compared pairwise without allocating, and only a request that does
+// repeat (or a large one) builds a map.
+func repeatedPartitions(req *kmsg.ProduceRequest) map[topicPartition]int {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	if n < 2 {
+		return nil
+	}
+	if n <= 32 && !smallHasRepeat(req) {
+		return nil
+	}
+	counts := make(map[topicPartition]int, n)
+	repeat := false
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			k := topicPartition{rt.Topic, rt.Partitions[j].Partition}
+			counts[k]++
+			repeat = repeat || counts[k] > 1
+		}
+	}
+	if !repeat {
+		return nil
+	}
+	return counts
+}
+
+// smallHasRepeat compares every partition entry of req with the ones
+// before it.
+func smallHasRepeat(req *kmsg.ProduceRequest) bool {
+	for i := range req.Topics {
+		a := &req.Topics[i]
+		for j := range a.Partitions {
+			p := a.Partitions[j].Partition
+			for k := 0; k <= i; k++ {
+				b := &req.Topics[k]
+				if k < i && b.Topic != a.Topic {
+					continue
+				}
+				end := len(b.Partitions)
+				if k == i {
+					end = j
+				}
+				for l := 0; l < end; l++ {
+					if b.Partitions[l].Partition == p {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
 
 func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
@@ -103,13 +179,17 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 
 	budget := int(c.G.Cfg.MaxFrameSize)
 	failed := false
+	// repeats counts the partitions named more than once (nil: none, the
+	// normal case); a repeated partition is answered once, refused, and
+	// nothing of it is stored.
+	repeats := repeatedPartitions(req)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Default()
 		st.Topic = rt.Topic
-		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 
 		code, msg := refuse, refuseMsg
 		var ti bridge.TopicInfo
@@ -124,11 +204,24 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			sp := &st.Partitions[j]
-			sp.Default()
-			sp.Partition = rp.Partition
 			pcode, pmsg := code, msg
-			if pcode == 0 {
+			repeated := false
+			if repeats != nil {
+				k := topicPartition{rt.Topic, rp.Partition}
+				switch repeats[k] {
+				case 0, 1:
+				case answeredRepeat:
+					continue // answered at its first entry
+				default:
+					repeats[k] = answeredRepeat
+					repeated = true
+					pcode, pmsg = kerr.InvalidRequest.Code, &msgRepeated
+				}
+			}
+			st.Partitions = append(st.Partitions, kmsg.NewProduceResponseTopicPartition())
+			sp := &st.Partitions[len(st.Partitions)-1]
+			sp.Partition = rp.Partition
+			if pcode == 0 && !repeated {
 				if rp.Partition < 0 || rp.Partition >= ti.Partitions {
 					pcode = kerr.UnknownTopicOrPartition.Code
 				} else {
@@ -146,6 +239,16 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				}
 			}
 		}
+	}
+	if repeats != nil {
+		// Drop topic entries whose every partition was answered earlier.
+		kept := resp.Topics[:0]
+		for i := range resp.Topics {
+			if len(resp.Topics[i].Partitions) > 0 || len(req.Topics[i].Partitions) == 0 {
+				kept = append(kept, resp.Topics[i])
+			}
+		}
+		resp.Topics = kept
 	}
 	if req.Acks == 0 {
 		if failed {

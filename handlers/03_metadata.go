@@ -16,7 +16,11 @@
 //     request allows it (always before v4, AllowAutoTopicCreation from v4),
 //     and answered at once with its partitions and no error (Kafka answers
 //     LEADER_NOT_AVAILABLE first because its creation is asynchronous; ours
-//     is not). Otherwise UNKNOWN_TOPIC_OR_PARTITION.
+//     is not). Otherwise UNKNOWN_TOPIC_OR_PARTITION. Auto-creation is
+//     capped per request (Cfg.AutoCreatePerRequest) and paced gateway-wide
+//     (Cfg.AutoCreatePerSec); a topic past either is LEADER_NOT_AVAILABLE,
+//     which clients retry. A name that equals an existing topic's once '.'
+//     and '_' are equated is not created: INVALID_TOPIC_EXCEPTION.
 //   - v10+ topic ids are derived from stream, name and the store's topic id
 //     (see topicID): stable across restarts, new for a recreated topic.
 //     v12+ lookups by id list the stream and compare; an unknown id is

@@ -14,7 +14,10 @@
 //     INVALID_REPLICATION_FACTOR; a manual assignment must name partitions
 //     0..n-1 once each, each with replicas exactly [NodeID], else
 //     INVALID_REPLICA_ASSIGNMENT; configs are checked (below); an existing
-//     topic is TOPIC_ALREADY_EXISTS.
+//     topic is TOPIC_ALREADY_EXISTS; a name equal to an existing topic's
+//     once '.' and '_' are equated (coll.a, coll_a) is
+//     INVALID_TOPIC_EXCEPTION "collides with existing topic", as Kafka
+//     answers (its metric names would clash).
 //   - Configs (the Rust gateway refuses any config with INVALID_CONFIG): a
 //     null value (use the default) is accepted for every key we know. Keys
 //     that tune Kafka's own log files or enforce limits we do not enforce
@@ -89,7 +92,6 @@ var fixedConfigs = map[string]string{
 func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	g := c.G
 
 	count := make(map[string]int, len(req.Topics))
 	for i := range req.Topics {
@@ -105,7 +107,7 @@ func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 
 		n, code, msg := c.checkCreate(rt, count[rt.Topic] > 1)
 		if code == 0 && !req.ValidateOnly {
-			ti, err := g.Store.CreateTopic(c.Ctx, g.Cfg.Stream, rt.Topic, n)
+			ti, err := c.createTopic(rt.Topic, n)
 			if err != nil {
 				code, msg = errCode(err, opAdmin), err.Error()
 			} else {
@@ -180,6 +182,15 @@ func (c *Call) checkCreate(rt *kmsg.CreateTopicsRequestTopic, dup bool) (int32, 
 		return 0, kerr.TopicAlreadyExists.Code, "topic already exists"
 	case !errors.Is(err, bridge.ErrTopicNotFound):
 		return 0, errCode(err, opAdmin), err.Error()
+	}
+	// Checked again under the creation lock (createTopic); this one
+	// answers validate_only.
+	other, err := c.collidingTopic(rt.Topic)
+	switch {
+	case err != nil:
+		return 0, errCode(err, opAdmin), err.Error()
+	case other != "":
+		return 0, kerr.InvalidTopicException.Code, (&topicCollision{rt.Topic, other}).Error()
 	}
 	return n, 0, ""
 }

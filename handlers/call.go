@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -23,6 +24,9 @@ type Config struct {
 	MaxFetchWait      time.Duration
 	MaxMessageSize    int         // cap on one Iggy message (payload + headers)
 	Groups            GroupConfig // consumer-group coordinator (zero fields: defaults)
+	// Auto-creation limits (topics.go); 0: the defaults, 20 and 10.
+	AutoCreatePerRequest int // topics one request may auto-create
+	AutoCreatePerSec     int // topics auto-created per second, gateway-wide (burst: max of the two)
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -35,6 +39,11 @@ type Gateway struct {
 	Watch     *Watchers
 	Groups    *Groups // consumer-group coordinator (groups.go)
 	Log       *slog.Logger
+
+	// autoCreate paces auto-creation; createMu serializes topic creation
+	// with its collision check (topics.go). Zero values are ready.
+	autoCreate tokenBucket
+	createMu   sync.Mutex
 }
 
 // PartitionKey names one Kafka partition.
@@ -75,6 +84,8 @@ type Call struct {
 	// gwait is the coordinator wait a parked JoinGroup/SyncGroup re-runs
 	// with (groups.go).
 	gwait *groupWait
+	// autoCreated counts topics this request auto-created (topics.go).
+	autoCreated int
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),

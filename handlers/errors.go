@@ -46,6 +46,10 @@ func errCode(err error, o op) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, errAutoCreateLimited):
+		return kerr.LeaderNotAvailable.Code // retried by every client, as while Kafka creates a topic
+	case errors.Is(err, errTopicCollides):
+		return kerr.InvalidTopicException.Code
 	case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, bridge.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrTopicExists):

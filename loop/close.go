@@ -5,37 +5,41 @@ package loop
 type CloseReason uint8
 
 const (
-	CloseClient             CloseReason = iota // the client closed or the socket failed
-	CloseFrameSize                             // size prefix <= 0 or over the max frame size
-	CloseFrameHTTP                             // an HTTP request on the Kafka port
-	CloseFrameTLS                              // a TLS handshake on the plaintext port
-	CloseBadHeader                             // request header unparseable
-	CloseUnknownKey                            // API key the gateway does not serve
-	CloseUnsupportedVersion                    // version outside the advertised range
-	CloseDecode                                // request body undecodable
-	CloseHandler                               // a handler returned an error (e.g. acks=0 failure)
-	CloseBufferedBytes                         // unread inbound bytes over the per-connection cap
-	CloseIdle                                  // no request for the idle timeout
-	CloseMaxConnections                        // over the connection cap at accept
-	CloseShutdown                              // the gateway is stopping
-	CloseInternal                              // a bug: panic in a handler, encode failure
+	CloseClient                CloseReason = iota // the client closed or the socket failed
+	CloseFrameSize                                // size prefix <= 0 or over the max frame size
+	CloseFrameHTTP                                // an HTTP request on the Kafka port
+	CloseFrameTLS                                 // a TLS handshake on the plaintext port
+	CloseBadHeader                                // request header unparseable
+	CloseUnknownKey                               // API key the gateway does not serve
+	CloseUnsupportedVersion                       // version outside the advertised range
+	CloseDecode                                   // request body undecodable
+	CloseHandler                                  // a handler returned an error (e.g. acks=0 failure)
+	CloseBufferedBytes                            // unread inbound bytes over the per-connection cap
+	CloseIdle                                     // no request for the idle timeout
+	CloseMaxConnections                           // over the connection cap at accept
+	CloseShutdown                                 // the gateway is stopping
+	CloseInternal                                 // a bug: panic in a handler, encode failure
+	CloseMaxConnectionsPerAddr                    // over the per-address connection cap at accept
+	CloseFrameTimeout                             // a request (or the first one) took over FrameTimeout to arrive
 )
 
 var closeReasonNames = [...]string{
-	CloseClient:             "client",
-	CloseFrameSize:          "frame_size",
-	CloseFrameHTTP:          "frame_http",
-	CloseFrameTLS:           "frame_tls",
-	CloseBadHeader:          "bad_header",
-	CloseUnknownKey:         "unknown_key",
-	CloseUnsupportedVersion: "unsupported_version",
-	CloseDecode:             "decode",
-	CloseHandler:            "handler",
-	CloseBufferedBytes:      "buffered_bytes",
-	CloseIdle:               "idle",
-	CloseMaxConnections:     "max_connections",
-	CloseShutdown:           "shutdown",
-	CloseInternal:           "internal",
+	CloseClient:                "client",
+	CloseFrameSize:             "frame_size",
+	CloseFrameHTTP:             "frame_http",
+	CloseFrameTLS:              "frame_tls",
+	CloseBadHeader:             "bad_header",
+	CloseUnknownKey:            "unknown_key",
+	CloseUnsupportedVersion:    "unsupported_version",
+	CloseDecode:                "decode",
+	CloseHandler:               "handler",
+	CloseBufferedBytes:         "buffered_bytes",
+	CloseIdle:                  "idle",
+	CloseMaxConnections:        "max_connections",
+	CloseShutdown:              "shutdown",
+	CloseInternal:              "internal",
+	CloseMaxConnectionsPerAddr: "max_connections_per_addr",
+	CloseFrameTimeout:          "frame_timeout",
 }
 
 func (r CloseReason) String() string {

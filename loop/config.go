@@ -9,16 +9,19 @@ import (
 
 // Config bounds and tunes the server. Zero values take the defaults below.
 type Config struct {
-	Addr               string        // listen address, e.g. 127.0.0.1:9092 (port 0 picks one)
-	EventLoops         int           // gnet event loops; default GOMAXPROCS
-	Workers            int           // worker goroutines for Produce/Fetch/store calls; default 4*GOMAXPROCS
-	QueueDepth         int           // jobs queued for workers before connections are held back; default 4096
-	MaxInFlightPerConn int           // requests in flight per connection before reading pauses; default 64
-	MaxBufferedPerConn int           // unread inbound bytes per connection before it is closed; default 4*MaxFrameSize
-	MaxConnections     int           // default 1024
-	MaxFrameSize       int32         // default 8 MiB
-	IdleTimeout        time.Duration // default 600s
-	DrainTimeout       time.Duration // default 25s
-	Metrics            *metrics.Metrics
-	Log                *slog.Logger
+	Addr               string // listen address, e.g. 127.0.0.1:9092 (port 0 picks one)
+	EventLoops         int    // gnet event loops; default GOMAXPROCS
+	Workers            int    // worker goroutines for Produce/Fetch/store calls; default 4*GOMAXPROCS
+	QueueDepth         int    // jobs queued for workers before connections are held back; default 4096
+	MaxInFlightPerConn int    // requests in flight per connection before reading pauses; default 64
+	MaxBufferedPerConn int    // unread inbound bytes per connection before it is closed; default 4*MaxFrameSize
+	MaxConnections     int    // default 1024
+	// Connection fairness (limits.go).
+	MaxConnectionsPerAddr int           // connections from one client address (IPv4, or IPv6 /64); default 256
+	FrameTimeout          time.Duration // a request must arrive this long after its first byte (a new connection: after accept); default 30s
+	MaxFrameSize          int32         // default 8 MiB
+	IdleTimeout           time.Duration // default 600s
+	DrainTimeout          time.Duration // default 25s
+	Metrics               *metrics.Metrics
+	Log                   *slog.Logger
 }

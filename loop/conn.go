@@ -2,6 +2,7 @@ package loop
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,15 @@ type connState struct {
 
 	// Loop only.
 	nextSeq uint64
+	// served is set once a whole request has arrived; stalled while the
+	// loop left frames unread for lack of room (not the client's delay).
+	served, stalled bool
+	// addr is the per-address accounting key (limits.go); set at accept.
+	addr netip.Addr
+	// frameStart is the unix-nano time the request now arriving started
+	// (0: none; at accept: the connection's start), for FrameTimeout.
+	// Written by the loop, read by the ticker.
+	frameStart atomic.Int64
 
 	// inflight counts requests taken off the wire and not yet answered
 	// (including acks=0 Produce). The loop stops reading frames at the cap.
@@ -81,7 +91,9 @@ func newConnState(s *Server, c gnet.Conn) *connState {
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cs.host = "/" + a.IP.String()
 	}
-	cs.lastActive.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	cs.lastActive.Store(now)
+	cs.frameStart.Store(now) // the first request is due within FrameTimeout
 	return cs
 }
 

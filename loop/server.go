@@ -55,6 +55,11 @@ type Server struct {
 	connMu sync.Mutex
 	all    map[*connState]struct{}
 
+	// Connection fairness (limits.go).
+	perAddr        addrCounts
+	refusedGlobal  logLimiter // refusals at MaxConnections
+	refusedPerAddr logLimiter // refusals at MaxConnectionsPerAddr
+
 	// ctx is the context every call gets; cancelled when the server stops.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -114,6 +119,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 1024
+	}
+	if c.MaxConnectionsPerAddr <= 0 {
+		c.MaxConnectionsPerAddr = 256
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = 30 * time.Second
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 600 * time.Second
@@ -191,10 +202,20 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if int(s.conns.Add(1)) > s.cfg.MaxConnections {
 		s.conns.Add(-1)
 		s.cfg.Metrics.ConnClosed(CloseMaxConnections.String())
-		s.log.Warn("connection refused: at the connection cap", "remote", remoteAddr(c), "max", s.cfg.MaxConnections)
+		s.refuse(&s.refusedGlobal, "connection refused: at the connection cap", c,
+			"max_connections", s.cfg.MaxConnections)
+		return nil, gnet.Close
+	}
+	key := addrKey(c.RemoteAddr())
+	if !s.perAddr.acquire(key, s.cfg.MaxConnectionsPerAddr) {
+		s.conns.Add(-1)
+		s.cfg.Metrics.ConnClosed(CloseMaxConnectionsPerAddr.String())
+		s.refuse(&s.refusedPerAddr, "connection refused: at the per-address connection cap", c,
+			"addr", key.String(), "max_connections_per_addr", s.cfg.MaxConnectionsPerAddr)
 		return nil, gnet.Close
 	}
 	cs := newConnState(s, c)
+	cs.addr = key
 	c.SetContext(cs)
 	s.connMu.Lock()
 	s.all[cs] = struct{}{}
@@ -212,6 +233,7 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	cs.closed.Store(true)
 	cs.onClosed()
 	s.conns.Add(-1)
+	s.perAddr.release(cs.addr)
 	s.connMu.Lock()
 	delete(s.all, cs)
 	s.connMu.Unlock()
@@ -219,17 +241,22 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	return gnet.None
 }
 
-// OnTick closes idle connections. Runs on one loop every second.
+// OnTick closes idle connections and those whose request is late to
+// arrive (FrameTimeout). Runs on one loop, every Config.tickEvery.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
-	cutoff := time.Now().Add(-s.cfg.IdleTimeout).UnixNano()
+	now := time.Now().UnixNano()
+	cutoff := now - int64(s.cfg.IdleTimeout)
 	s.connMu.Lock()
 	for cs := range s.all {
-		if cs.inflight.Load() == 0 && cs.lastActive.Load() < cutoff {
+		switch {
+		case cs.frameLate(now, s.cfg.FrameTimeout):
+			cs.close(CloseFrameTimeout, nil)
+		case cs.inflight.Load() == 0 && cs.lastActive.Load() < cutoff:
 			cs.close(CloseIdle, nil)
 		}
 	}
 	s.connMu.Unlock()
-	return time.Second, gnet.None
+	return s.cfg.tickEvery(), gnet.None
 }
 
 // requestDone counts a finished request and gives a connection held for

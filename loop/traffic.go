@@ -31,6 +31,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		// engine once in-flight replies are out.
 		return gnet.None
 	}
+	cs.stalled = false
 	for {
 		if int(cs.inflight.Load()) >= s.cfg.MaxInFlightPerConn {
 			cs.held.Store(true)
@@ -38,6 +39,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			if int(cs.inflight.Load()) < s.cfg.MaxInFlightPerConn && cs.held.CompareAndSwap(true, false) {
 				continue
 			}
+			cs.stalled = true
 			break
 		}
 		more, reason, err := s.nextFrame(cs, c)
@@ -49,8 +51,14 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			break
 		}
 	}
-	if c.InboundBuffered() > s.cfg.MaxBufferedPerConn {
-		cs.close(CloseBufferedBytes, fmt.Errorf("%d unread bytes", c.InboundBuffered()))
+	buffered := c.InboundBuffered()
+	if buffered > s.cfg.MaxBufferedPerConn {
+		cs.close(CloseBufferedBytes, fmt.Errorf("%d unread bytes", buffered))
+		return gnet.None
+	}
+	if !cs.stalled {
+		// Whatever is left is a partial request: its clock runs.
+		cs.noteFrameProgress(buffered)
 	}
 	return gnet.None
 }
@@ -94,6 +102,11 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	}
 	now := time.Now()
 	cs.lastActive.Store(now.UnixNano())
+	// The whole request is here: its FrameTimeout is met.
+	cs.served = true
+	if cs.frameStart.Load() != 0 {
+		cs.frameStart.Store(0)
+	}
 	s.cfg.Metrics.BytesIn(total)
 	tooNew := false
 	if hdr.Version < spec.MinVersion || hdr.Version > spec.MaxVersion {
@@ -183,6 +196,7 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 		s.inflight.Add(-1)
 		largeBufs.Put(j.frame)
 		putJob(j)
+		cs.stalled = true
 		s.holdForQueue(cs)
 		return false, CloseClient, nil
 	}

@@ -598,3 +598,90 @@ func (s *Store) Topics(ctx context.Context, stream string) ([]bridge.TopicInfo, 
 }
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
+
+// SetPartitions changes a topic's partition count to n (0..MaxPartitions):
+// new partitions are added empty at the end, partitions past n are removed
+// with their data, as Iggy's CreatePartitions and DeletePartitions do. The
+// catalog entry and the range delete are one synced commit. Appends in
+// flight on the topic finish first; an Append that looked the topic up
+// before the change fails with ErrTopicNotFound and finds the new shape on
+// its retry.
+func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
+	if err := s.enter(); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	defer s.ops.RUnlock()
+	if n < 0 || n > MaxPartitions {
+		return bridge.TopicInfo{}, fmt.Errorf("embedded: %d partitions, want 0..%d", n, MaxPartitions)
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	old := s.topics[stream][name]
+	if old == nil {
+		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	info := old.info
+	info.Partitions = n
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(catalogKey(stream, name), topicValue(info.ID, n, info.CreatedAt), nil)
+	if n < old.info.Partitions {
+		lo, _ := partitionBounds(info.ID, uint32(n))
+		_, hi := partitionBounds(info.ID, uint32(old.info.Partitions-1))
+		_ = b.DeleteRange(lo, hi, nil)
+	}
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: set partitions: %w", bridge.ErrUnavailable, err)
+	}
+	// A new topic object, so readers of the old one's info never race
+	// with this change; kept partitions carry over with their state.
+	t := newTopic(info)
+	copy(t.parts, old.parts)
+	old.deleted = true
+	s.topics[stream][name] = t
+	return info, nil
+}
+
+// RenameTopic gives a topic a new name in its stream, keeping its id, data
+// and offsets (they are keyed by id), as Iggy's UpdateTopic does.
+// ErrTopicNotFound when from is missing, ErrTopicExists when to is taken.
+func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridge.TopicInfo, error) {
+	if err := s.enter(); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	defer s.ops.RUnlock()
+	if err := checkName("topic", to); err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	old := s.topics[stream][from]
+	if old == nil {
+		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
+	}
+	if from == to {
+		return old.info, nil
+	}
+	if s.topics[stream][to] != nil {
+		return bridge.TopicInfo{}, bridge.ErrTopicExists
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	info := old.info
+	info.Name = to
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(catalogKey(stream, from), nil)
+	_ = b.Set(catalogKey(stream, to), topicValue(info.ID, info.Partitions, info.CreatedAt), nil)
+	if err := s.db.Apply(b, pebble.Sync); err != nil {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: rename topic: %w", bridge.ErrUnavailable, err)
+	}
+	t := newTopic(info)
+	copy(t.parts, old.parts)
+	old.deleted = true
+	delete(s.topics[stream], from)
+	s.topics[stream][to] = t
+	return info, nil
+}

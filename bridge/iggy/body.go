@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Request body encoders (PROTOCOL.md 5 and 6). Each appends to dst and
@@ -12,8 +13,8 @@ import (
 
 var le = binary.LittleEndian
 
-// ErrNameLength is returned for a name outside 1..255 bytes.
-var ErrNameLength = errors.New("iggy: name must be 1..255 bytes")
+// ErrNameLength is returned for a name outside 1..255 bytes or not UTF-8.
+var ErrNameLength = errors.New("iggy: name must be 1..255 bytes of UTF-8")
 
 // Identifier names a stream, topic, group or user by number or by name
 // (PROTOCOL.md 5.2).
@@ -38,7 +39,7 @@ func (id Identifier) String() string {
 }
 
 func (id Identifier) valid() bool {
-	return !id.named || len(id.name) >= 1 && len(id.name) <= 255
+	return !id.named || validName(id.name)
 }
 
 func appendIdentifier(dst []byte, id Identifier) []byte {
@@ -56,7 +57,11 @@ func appendName(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-func validName(s string) bool { return len(s) >= 1 && len(s) <= 255 }
+// validName is Iggy's name rule: 1..255 bytes of UTF-8. The UTF-8 check
+// protects the server as well as the request: server 0.9.0-edge.5 admits a
+// DeleteStream whose name is not UTF-8 to consensus and then panics
+// applying it, which kills the whole server.
+func validName(s string) bool { return len(s) >= 1 && len(s) <= 255 && utf8.ValidString(s) }
 
 // Consumer kinds (PROTOCOL.md 5.3).
 const (

@@ -453,6 +453,40 @@ func (c *Client) CreateTopic(ctx context.Context, stream Identifier, name string
 	return t, err
 }
 
+// CreateTopicWithOptions creates a topic with partitions 0..n-1 and the
+// options block opts (any keys of the server's topic catalog; see
+// TopicOption). The server refuses an unknown key with 4041 and a bad
+// value with 4042, before anything is stored.
+func (c *Client) CreateTopicWithOptions(ctx context.Context, stream Identifier, name string, partitions uint32, opts []TopicOption) (t Topic, err error) {
+	if !stream.valid() || !validName(name) {
+		return Topic{}, ErrNameLength
+	}
+	block, err := AppendTopicOptions(nil, opts)
+	if err != nil {
+		return Topic{}, err
+	}
+	err = c.call(ctx, c.pool.any(), "create topic", wire.OpCreateTopic, 0,
+		func(b []byte) []byte { return append(appendCreateTopic(b, stream, partitions, name), block...) }, nil,
+		func(p []byte) error { t, err = decodeTopic(p); t.detach(); return err })
+	return t, err
+}
+
+// UpdateTopic renames a topic (name may be its current one) and patches
+// its options: keys not in opts keep their values. The server accepts only
+// compression_algorithm, message_expiry and max_topic_size here (4041 for
+// any other key): storage settings are fixed at creation.
+func (c *Client) UpdateTopic(ctx context.Context, stream, topic Identifier, name string, opts []TopicOption) error {
+	if !stream.valid() || !topic.valid() || !validName(name) {
+		return ErrNameLength
+	}
+	block, err := AppendTopicOptions(nil, opts)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, c.pool.any(), "update topic", wire.OpUpdateTopic, 0,
+		func(b []byte) []byte { return append(appendName(appendTopicRef(b, stream, topic), name), block...) }, nil, nil)
+}
+
 // DeleteTopic deletes a topic and its messages.
 func (c *Client) DeleteTopic(ctx context.Context, stream, topic Identifier) error {
 	if !stream.valid() || !topic.valid() {

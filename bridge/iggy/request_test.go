@@ -73,6 +73,20 @@ func TestRequestFixtures(t *testing.T) {
 		"13_delete_consumer_offset": func() request { return request{wire.OpDeleteConsumerOffset, 0, appendDeleteOffset(nil, ref)} },
 		"14_delete_topic":           func() request { return request{wire.OpDeleteTopic, 0, appendTopicRef(nil, kafka, orders)} },
 		"15_logout":                 func() request { return request{wire.OpLogout, 0, nil} },
+		"16_create_topic_options": func() request {
+			block, err := AppendTopicOptions(nil, []TopicOption{OptBool(OptEnforceFsync, true), OptUint32(OptMessagesRequiredToSave, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return request{wire.OpCreateTopic, 0, append(appendCreateTopic(nil, kafka, 1, "audit"), block...)}
+		},
+		"17_update_topic": func() request {
+			block, err := AppendTopicOptions(nil, []TopicOption{OptString(OptMessageExpiry, "7 days")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return request{wire.OpUpdateTopic, 0, append(appendName(appendTopicRef(nil, kafka, orders), "orders-v2"), block...)}
+		},
 	}
 	s := &session{clientLo: 0xa7a6a5a4a3a2a1a0, clientHi: 0xafaeadacabaaa9a8, next: 1}
 	for _, path := range fixtureFiles(t, "requests") {
@@ -164,6 +178,17 @@ func TestRequestVectors(t *testing.T) {
 		},
 		"delete_consumer_offset_consumer1_partition1": func() request {
 			return request{wire.OpDeleteConsumerOffset, 0, appendDeleteOffset(nil, ref)}
+		},
+		"create_topic_with_options": func() request {
+			block, err := AppendTopicOptions(nil, []TopicOption{OptString(OptCompression, "gzip"),
+				OptUint64(OptMessageExpiry, 3_600_000_000), OptUint64(OptMaxTopicSize, 1<<30)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return request{wire.OpCreateTopic, 0, append(appendCreateTopic(nil, orders, 1, "audit"), block...)}
+		},
+		"update_topic_rename": func() request {
+			return request{wire.OpUpdateTopic, 0, appendName(appendTopicRef(nil, orders, events), "events-v2")}
 		},
 		"delete_topic":  func() request { return request{wire.OpDeleteTopic, 0, appendTopicRef(nil, orders, events)} },
 		"delete_stream": func() request { return request{wire.OpDeleteStream, 0, appendIdentifier(nil, orders)} },

@@ -183,3 +183,88 @@ func (s *Store) WeakTopics(ctx context.Context, want Durability, streams ...stri
 	}
 	return out, nil
 }
+
+// TopicOption is one entry of a topic options block (PROTOCOL.md 5.6): a
+// String key and a typed value, in the user-header TLV codec.
+type TopicOption struct {
+	Key   string
+	Kind  bridge.HeaderKind
+	Value []byte
+}
+
+// Topic option constructors, in the kinds the server stores each key
+// under (its canonical kinds): compression_algorithm is a String name,
+// the sizes and message_expiry Uint64, messages_required_to_save Uint32,
+// the flags Bool. The server also accepts String values for every key and
+// parses them ("7 days", "1 GiB", "true").
+func OptUint64(key string, v uint64) TopicOption {
+	return TopicOption{Key: key, Kind: bridge.KindUint64, Value: le.AppendUint64(nil, v)}
+}
+
+// OptUint32 is a Uint32 option.
+func OptUint32(key string, v uint32) TopicOption {
+	return TopicOption{Key: key, Kind: bridge.KindUint32, Value: le.AppendUint32(nil, v)}
+}
+
+// OptBool is a Bool option.
+func OptBool(key string, v bool) TopicOption {
+	return TopicOption{Key: key, Kind: bridge.KindBool, Value: []byte{boolByte(v)}}
+}
+
+// OptString is a String option.
+func OptString(key, v string) TopicOption {
+	return TopicOption{Key: key, Kind: bridge.KindString, Value: []byte(v)}
+}
+
+// Option keys beyond the durability ones (the server's topic catalog).
+const (
+	OptCompression       = "compression_algorithm"
+	OptMessageExpiry     = "message_expiry"
+	OptMaxTopicSize      = "max_topic_size"
+	OptSegmentSize       = "segment_size"
+	OptPreallocateSegmts = "preallocate_segments"
+)
+
+// AppendTopicOptions appends opts as an unprefixed options block. Keys
+// must be 1..255 bytes and values 1..255 bytes (the codec's bounds).
+func AppendTopicOptions(dst []byte, opts []TopicOption) ([]byte, error) {
+	for _, o := range opts {
+		var err error
+		if dst, err = bridge.AppendUserHeader(dst, bridge.KindString, []byte(o.Key), o.Kind, o.Value); err != nil {
+			return nil, fmt.Errorf("iggy: topic option %q: %w", o.Key, err)
+		}
+	}
+	return dst, nil
+}
+
+// ParseTopicOptions decodes an options block (a topic reply's explicit or
+// derived block) into entries that do not alias block. A malformed block
+// is an error, never a panic; the entry count is bounded by the block.
+func ParseTopicOptions(block []byte) ([]TopicOption, error) {
+	var out []TopicOption
+	it := bridge.NewUserHeaderIter(block)
+	for it.Next() {
+		if it.KeyKind() != bridge.KindString {
+			return nil, fmt.Errorf("%w: topic option key of kind %d", ErrProtocol, it.KeyKind())
+		}
+		out = append(out, TopicOption{Key: string(it.Key()), Kind: it.ValueKind(), Value: append([]byte(nil), it.Value()...)})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("%w: topic options: %v", ErrProtocol, err)
+	}
+	return out, nil
+}
+
+// String renders an option as key=value, the value by its kind.
+func (o TopicOption) String() string {
+	switch {
+	case o.Kind == bridge.KindString:
+		return fmt.Sprintf("%s=%q", o.Key, o.Value)
+	case o.Kind == bridge.KindBool && len(o.Value) == 1:
+		return fmt.Sprintf("%s=%t", o.Key, o.Value[0] != 0)
+	}
+	if v, ok := optionUint(o.Kind, o.Value); ok {
+		return fmt.Sprintf("%s=%d(kind %d)", o.Key, v, o.Kind)
+	}
+	return fmt.Sprintf("%s=%x(kind %d)", o.Key, o.Value, o.Kind)
+}

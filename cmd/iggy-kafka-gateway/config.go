@@ -37,6 +37,8 @@ type config struct {
 	AdvertisedHost     string
 	AdvertisedPort     int
 	MaxConnections     int
+	MaxConnsPerAddr    int
+	FrameTimeout       time.Duration
 	MaxFrameSize       int
 	IdleTimeout        time.Duration
 	DrainTimeout       time.Duration
@@ -54,6 +56,8 @@ type config struct {
 	Stream             string
 	AutoCreateTopics   bool
 	DefaultPartitions  int32
+	AutoCreatePerReq   int
+	AutoCreatePerSec   int
 	NodeID             int32
 	ClusterID          string
 	MaxFetchWait       time.Duration
@@ -63,11 +67,19 @@ type config struct {
 	PprofAddr          string
 	LogLevel           slog.Level
 	LogFormat          string
+	// secretsSet records which secrets were given (by flag or variable),
+	// to refuse a secret given twice (value and file).
+	secretsSet struct{ password, token bool }
+	// SecretFlagsOnCmdline names the secret flags given on the command
+	// line (not in the environment), space-separated, for the startup
+	// warning.
+	SecretFlagsOnCmdline string
 }
 
 // iggyConfig is the --backend iggy connection.
 type iggyConfig struct {
 	Addr, Username, Password, Token string
+	PasswordFile, TokenFile         string
 	StateStream                     string
 	WeakTopics                      string // warn, refuse
 	PoolSize                        int
@@ -88,6 +100,9 @@ type option struct {
 	defText string
 	usage   string
 	set     func(c *config, v string) error
+	// secret values never appear in errors, logs or /debug/pprof/cmdline
+	// (secrets.go).
+	secret bool
 }
 
 func envName(flag string) string {
@@ -108,6 +123,12 @@ func options() []option {
 		{flag: "max-connections", def: "1024",
 			usage: "open client connections; more are refused",
 			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnections = n })},
+		{flag: "max-connections-per-addr", def: "256",
+			usage: "open connections from one client address (IPv4 address, IPv6 /64); more are refused",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnsPerAddr = n })},
+		{flag: "frame-timeout-ms", def: "30000",
+			usage: "a request must arrive in full this long after its first byte (a new connection: after connecting), else the connection is closed",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.FrameTimeout = d })},
 		{flag: "max-frame-size", def: "8388608",
 			usage: "largest request frame in bytes; also the decompression budget and the Fetch max_bytes ceiling",
 			set:   intIn(1024, 1<<30, func(c *config, n int) { c.MaxFrameSize = n })},
@@ -157,6 +178,12 @@ func options() []option {
 		{flag: "auto-create-topics", def: "true",
 			usage: "create an unknown topic on first Metadata or Produce, as Kafka's auto.create.topics.enable",
 			set:   boolVal(func(c *config, b bool) { c.AutoCreateTopics = b })},
+		{flag: "auto-create-max-per-request", def: "20",
+			usage: "topics one Metadata or Produce request may auto-create; the rest are answered LEADER_NOT_AVAILABLE (clients retry)",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.AutoCreatePerReq = n })},
+		{flag: "auto-create-per-sec", def: "10",
+			usage: "topics auto-created per second, gateway-wide (bursts up to the per-request cap)",
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.AutoCreatePerSec = n })},
 		{flag: "default-partitions", def: "1",
 			usage: "partitions of an auto-created topic",
 			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.DefaultPartitions = int32(n) })},
@@ -178,12 +205,18 @@ func options() []option {
 		{flag: "iggy-username", def: "iggy",
 			usage: "Iggy user the gateway logs in as",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.Username = v })},
-		{flag: "iggy-password", defText: "iggy",
-			usage: "password of --iggy-username (prefer the variable to the flag)",
-			set:   func(c *config, v string) error { c.Iggy.Password = v; return nil }},
-		{flag: "iggy-token", defText: "none",
-			usage: "Iggy personal access token, used instead of username/password",
-			set:   func(c *config, v string) error { c.Iggy.Token = v; return nil }},
+		{flag: "iggy-password", defText: "iggy", secret: true,
+			usage: "password of --iggy-username; on the command line every local user sees it (ps), so prefer the variable or --iggy-password-file",
+			set:   func(c *config, v string) error { c.Iggy.Password = v; c.secretsSet.password = true; return nil }},
+		{flag: "iggy-password-file", defText: "none",
+			usage: "file holding the password of --iggy-username (one line; a trailing newline is dropped)",
+			set:   func(c *config, v string) error { c.Iggy.PasswordFile = v; return nil }},
+		{flag: "iggy-token", defText: "none", secret: true,
+			usage: "Iggy personal access token, used instead of username/password; prefer the variable or --iggy-token-file",
+			set:   func(c *config, v string) error { c.Iggy.Token = v; c.secretsSet.token = true; return nil }},
+		{flag: "iggy-token-file", defText: "none",
+			usage: "file holding the Iggy personal access token",
+			set:   func(c *config, v string) error { c.Iggy.TokenFile = v; return nil }},
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
 			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group registry); shared by gateways on one Iggy",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
@@ -209,10 +242,10 @@ func options() []option {
 			usage: "skip Iggy certificate checks (self-signed test servers only)",
 			set:   boolVal(func(c *config, b bool) { c.Iggy.TLSInsecureSkipVerify = b })},
 		{flag: "metrics-addr", defText: "off",
-			usage: "host:port serving Prometheus /metrics",
+			usage: "host:port serving Prometheus /metrics; :port means loopback, a non-loopback host is warned about",
 			set:   addr(func(c *config, v string) { c.MetricsAddr = v })},
 		{flag: "pprof-addr", defText: "off",
-			usage: "host:port serving /debug/pprof/ (keep it on loopback)",
+			usage: "host:port serving /debug/pprof/ (secrets redacted from its cmdline); :port means loopback, a non-loopback host is warned about",
 			set:   addr(func(c *config, v string) { c.PprofAddr = v })},
 		{flag: "log-level", def: "info",
 			usage: "debug, info, warn or error",
@@ -308,6 +341,9 @@ func parseConfig(args, environ []string) (config, error) {
 			return c, fmt.Errorf("unknown environment variable %s (see --help for the %s* variables)", k, envPrefix)
 		}
 		if err := o.set(&c, v); err != nil {
+			if o.secret {
+				v = redacted
+			}
 			return c, fmt.Errorf("environment variable %s=%q: %v", k, v, err)
 		}
 	}
@@ -328,6 +364,16 @@ func parseConfig(args, environ []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q (every setting is a --flag)", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		for i := range opts {
+			if opts[i].flag == f.Name && opts[i].secret {
+				c.SecretFlagsOnCmdline = strings.TrimSpace(c.SecretFlagsOnCmdline + " --" + f.Name)
+			}
+		}
+	})
+	if err := c.readSecretFiles(); err != nil {
+		return c, err
 	}
 	return c, c.resolve()
 }

@@ -33,6 +33,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	if cfg.SecretFlagsOnCmdline != "" {
+		log.Warn("a secret was given on the command line, where every local user can read it (ps, /proc); use its IGGY_KAFKA_* variable or its -file flag",
+			"flags", cfg.SecretFlagsOnCmdline)
+	}
 
 	store, err := openGuarded(cfg, log)
 	if err != nil {
@@ -53,31 +57,35 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	defer stopHTTP()
 
 	g := handlers.NewGateway(handlers.Config{
-		Stream:            cfg.Stream,
-		AdvertisedHost:    cfg.AdvertisedHost,
-		AdvertisedPort:    int32(cfg.AdvertisedPort),
-		NodeID:            cfg.NodeID,
-		ClusterID:         cfg.ClusterID,
-		AutoCreateTopics:  cfg.AutoCreateTopics,
-		DefaultPartitions: cfg.DefaultPartitions,
-		InstanceID:        cfg.InstanceID,
-		MaxFrameSize:      int32(cfg.MaxFrameSize),
-		MaxFetchWait:      cfg.MaxFetchWait,
-		MaxMessageSize:    iggyMaxMessageSize,
+		Stream:               cfg.Stream,
+		AdvertisedHost:       cfg.AdvertisedHost,
+		AdvertisedPort:       int32(cfg.AdvertisedPort),
+		NodeID:               cfg.NodeID,
+		ClusterID:            cfg.ClusterID,
+		AutoCreateTopics:     cfg.AutoCreateTopics,
+		DefaultPartitions:    cfg.DefaultPartitions,
+		AutoCreatePerRequest: cfg.AutoCreatePerReq,
+		AutoCreatePerSec:     cfg.AutoCreatePerSec,
+		InstanceID:           cfg.InstanceID,
+		MaxFrameSize:         int32(cfg.MaxFrameSize),
+		MaxFetchWait:         cfg.MaxFetchWait,
+		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
 	srv := loop.NewServer(loop.Config{
-		Addr:               cfg.BindAddr,
-		EventLoops:         cfg.EventLoops,
-		Workers:            cfg.Workers,
-		QueueDepth:         cfg.QueueDepth,
-		MaxInFlightPerConn: cfg.MaxInflightPerConn,
-		MaxBufferedPerConn: cfg.MaxBufferedPerConn,
-		MaxConnections:     cfg.MaxConnections,
-		MaxFrameSize:       int32(cfg.MaxFrameSize),
-		IdleTimeout:        cfg.IdleTimeout,
-		DrainTimeout:       cfg.DrainTimeout,
-		Metrics:            m,
-		Log:                log,
+		Addr:                  cfg.BindAddr,
+		EventLoops:            cfg.EventLoops,
+		Workers:               cfg.Workers,
+		QueueDepth:            cfg.QueueDepth,
+		MaxInFlightPerConn:    cfg.MaxInflightPerConn,
+		MaxBufferedPerConn:    cfg.MaxBufferedPerConn,
+		MaxConnections:        cfg.MaxConnections,
+		MaxConnectionsPerAddr: cfg.MaxConnsPerAddr,
+		FrameTimeout:          cfg.FrameTimeout,
+		MaxFrameSize:          int32(cfg.MaxFrameSize),
+		IdleTimeout:           cfg.IdleTimeout,
+		DrainTimeout:          cfg.DrainTimeout,
+		Metrics:               m,
+		Log:                   log,
 	}, g)
 
 	// Subscribe before Start so a signal that arrives while binding is

@@ -57,7 +57,7 @@ func startDebugServers(cfg config, log *slog.Logger, store *bridge.Guarded) (m *
 		// default mux, so profiles are only ever on the address asked for.
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/cmdline", pprofCmdline) // secrets redacted
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
@@ -71,9 +71,38 @@ func startDebugServers(cfg config, log *slog.Logger, store *bridge.Guarded) (m *
 	return m, stop, nil
 }
 
+// adminAddr is where an admin listener (metrics, pprof) binds: an address
+// without a host (":9100") means loopback, not every interface, since what
+// these serve is for the operator. exposed says the address is not
+// loopback, so the caller warns.
+func adminAddr(addr string) (bind string, defaulted, exposed bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil { // parseConfig already checked
+		return addr, false, true
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), true, false
+	}
+	if host == "localhost" {
+		return addr, false, false
+	}
+	ip := net.ParseIP(host)
+	return addr, false, ip == nil || !ip.IsLoopback()
+}
+
 // serveHTTP binds addr now (so a taken port is a startup error, not a log
 // line later) and serves h in the background until the returned stop.
 func serveHTTP(addr string, h http.Handler, what string, log *slog.Logger) (stop func(), err error) {
+	given := addr
+	addr, defaulted, exposed := adminAddr(addr)
+	switch {
+	case defaulted:
+		log.Info(what+" address has no host: listening on loopback only (give 0.0.0.0:PORT to listen on every interface)",
+			"given", given, "addr", addr)
+	case exposed:
+		log.Warn(what+" listener is reachable beyond this host: anyone who can connect can read it; bind it to loopback or firewall it",
+			"addr", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Error("binding the "+what+" listener", "addr", addr, "err", err)

@@ -4,6 +4,12 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
 )
 
+// Reply operations of committed CreateTopic and CreatePartitions.
+const (
+	opCreateTopicWithAssignments      = 64
+	opCreatePartitionsWithAssignments = 65
+)
+
 // connState is one client connection's session.
 type connState struct {
 	srv                *Server
@@ -81,7 +87,18 @@ func (cs *connState) metadata(h *reqHeader, body []byte) []byte {
 		return cs.reply(h, wire.StatusRequestAlreadyApplied)
 	}
 	status, parts := cs.srv.metadata(h.op, body)
-	out := cs.reply(h, status, parts...)
+	rh := *h
+	if status == wire.StatusOK {
+		// A committed CreateTopic or CreatePartitions is answered with
+		// the replica-internal operation the real server rewrote it into.
+		switch h.op {
+		case wire.OpCreateTopic:
+			rh.op = opCreateTopicWithAssignments
+		case wire.OpCreatePartitions:
+			rh.op = opCreatePartitionsWithAssignments
+		}
+	}
+	out := cs.reply(&rh, status, parts...)
 	cs.lastMeta, cs.cached = h.request, out
 	return out
 }

@@ -47,7 +47,9 @@ func parsePATLogin(b []byte) (string, bool) {
 	return t, !rd.Failed() && rd.Len() == 0 && nameOK(t)
 }
 
-func nameOK(s string) bool { return len(s) >= 1 && len(s) <= 255 }
+// nameOK is the server's name rule: 1..255 bytes of UTF-8 (a name that is
+// not UTF-8 fails to decode: status 3).
+func nameOK(s string) bool { return len(s) >= 1 && len(s) <= 255 && isUTF8(s) }
 
 // login runs the Register handshake. Failures are evictions, after which
 // the connection is closed.

@@ -11,8 +11,11 @@
 // get the cached reply), and send batches byte for byte, checksums
 // included (a bad batch is dropped without a reply, as Iggy does).
 //
-// Not served: consumer groups, users, PATs management, stats, segments,
-// partition changes; those commands get status 3 (InvalidCommand) or 5.
+// Topic options, UpdateTopic and partition changes follow the real
+// server's rules (docs/IGGY.md, "The differential test"); renames and
+// partition changes need a PartitionStore (the embedded store is one).
+// Not served: consumer groups, users, PATs management, stats, segments;
+// those commands get status 3 (InvalidCommand) or 5.
 // Streams other than those holding topics live in memory only, as do
 // consumer offsets.
 package iggytest

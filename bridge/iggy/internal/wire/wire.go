@@ -75,6 +75,7 @@ const (
 	OpCreateStream         = 128
 	OpDeleteStream         = 130
 	OpCreateTopic          = 132
+	OpUpdateTopic          = 133
 	OpDeleteTopic          = 134
 	OpCreatePartitions     = 136
 	OpDeletePartitions     = 137

@@ -326,7 +326,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-s.stopped
 		close(s.quit)
 		s.workersDone.Wait()
-		s.cancel()
 	})
 	return err
 }

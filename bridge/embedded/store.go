@@ -607,10 +607,10 @@ func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 // before the change fails with ErrTopicNotFound and finds the new shape on
 // its retry.
 func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	if n < 0 || n > MaxPartitions {
 		return bridge.TopicInfo{}, fmt.Errorf("embedded: %d partitions, want 0..%d", n, MaxPartitions)
 	}
@@ -648,10 +648,10 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 // and offsets (they are keyed by id), as Iggy's UpdateTopic does.
 // ErrTopicNotFound when from is missing, ErrTopicExists when to is taken.
 func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridge.TopicInfo, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	if err := checkName("topic", to); err != nil {
 		return bridge.TopicInfo{}, err
 	}

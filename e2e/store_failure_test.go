@@ -251,12 +251,14 @@ func missingAcks(acked map[int64]int, seen map[int64]bool) int {
 func TestIggyHungAnswers(t *testing.T) {
 	realServerTest(t)
 	srv := iggyreal.StartPrivate(t)
-	const callTimeout = 2 * time.Second
+	// Long enough for the login at startup on a loaded machine (2s was
+	// not), short enough to keep the test quick.
+	const callTimeout = 4 * time.Second
 	const drain = time.Second
 	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+srv.Addr(),
 		"--stream="+iggyreal.Stream(t), "--iggy-state-stream="+iggyreal.Stream(t),
-		"--iggy-call-timeout-ms=2000", "--shutdown-drain-timeout-secs=1", "--metrics-addr="+metricsAddr)
+		"--iggy-call-timeout-ms="+strconv.Itoa(int(callTimeout/time.Millisecond)), "--shutdown-drain-timeout-secs=1", "--metrics-addr="+metricsAddr)
 	cl := newClient(t, gw.Addr)
 	const topic = "hung"
 	createTopic(t, cl, topic, 1)

@@ -435,6 +435,11 @@ func TestErrCode(t *testing.T) {
 		{context.Canceled, opOffsets, kerr.RequestTimedOut.Code},
 		{bridge.ErrUnavailable, opMeta, kerr.LeaderNotAvailable.Code},
 		{bridge.ErrUnavailable, opAdmin, kerr.RequestTimedOut.Code},
+		{fmt.Errorf("%w: disk full", bridge.ErrStorage), opWrite, kerr.KafkaStorageError.Code},
+		{bridge.ErrStorage, opRead, kerr.KafkaStorageError.Code},
+		{bridge.ErrStorage, opOffsets, kerr.KafkaStorageError.Code},
+		{bridge.ErrStorage, opMeta, kerr.LeaderNotAvailable.Code},
+		{bridge.ErrStorage, opAdmin, kerr.RequestTimedOut.Code},
 		{errors.New("other"), opWrite, kerr.UnknownServerError.Code},
 	}
 	for _, tc := range cases {

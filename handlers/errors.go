@@ -69,6 +69,17 @@ func errCode(err error, o op) int16 {
 		// cannot help. INVALID_RECORD is not retriable.
 		return kerr.InvalidRecord.Code
 	}
+	if errors.Is(err, bridge.ErrStorage) {
+		// The store's disk is full or failed (docs/STORAGE.md). Kafka's
+		// answer for a broker whose log directory failed: retriable, and
+		// the Java producer and consumer refresh metadata and retry.
+		switch o {
+		case opWrite, opRead, opOffsets:
+			return kerr.KafkaStorageError.Code
+		case opMeta:
+			return kerr.LeaderNotAvailable.Code
+		}
+	}
 	transient := errors.Is(err, bridge.ErrUnavailable) || errors.Is(err, bridge.ErrClosed)
 	timeout := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	if !transient && !timeout {

@@ -95,10 +95,10 @@ func (p *partition) state() bridge.PartitionState {
 // bytes are copied once. See docs/STORAGE.md for what a nil error promises
 // under each sync policy.
 func (s *Store) Append(ctx context.Context, stream, name string, part int32, batch []byte) (uint64, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return 0, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	v, err := bridge.VerifyIggyBatch(batch)
 	if err != nil {
 		return 0, err
@@ -129,12 +129,10 @@ func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, c
 	putDataKey(op.Key, id, uint32(part), base)
 	bridge.StampIggyBatch(op.Value, uint64(part), base, nowMicros())
 	if err := op.Finish(); err != nil {
-		s.fail(err)
-		return 0, s.failure()
+		return 0, s.fail("append", err)
 	}
 	if err := s.db.Apply(b, s.writeOpts); err != nil {
-		s.fail(err)
-		return 0, s.failure()
+		return 0, s.fail("append", err)
 	}
 	p.commit(base)
 	if s.policy == SyncInterval {
@@ -148,7 +146,7 @@ func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, c
 // a batch that would go over it is not passed, unless it is the first.
 // fn must not call back into the store (a pending Close would deadlock it).
 func (s *Store) Poll(ctx context.Context, stream, name string, part int32, from uint64, maxBytes int, fn func(batch []byte) bool) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return err
 	}
 	defer s.ops.RUnlock()
@@ -217,7 +215,7 @@ func (s *Store) Partition(ctx context.Context, stream, name string, part int32) 
 // headers (payloads are not read but do pass through the block cache), so
 // it is O(partition size); ListOffsets by time is rare in Kafka clients.
 func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, part int32, ts uint64) (uint64, bool, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return 0, false, err
 	}
 	defer s.ops.RUnlock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/iggy-kafka/gateway/bridge"
 )
@@ -78,12 +79,18 @@ type Options struct {
 	// consumers reading what was just produced hit memory, not pread +
 	// checksum per block (docs/PERFORMANCE.md).
 	CacheSize int64
+	// DiskRetry is the pause between attempts of a disk operation that
+	// failed for lack of space (health.go); default 250ms.
+	DiskRetry time.Duration
+
+	baseFS vfs.FS // under diskFS; vfs.Default unless a test injects faults
 }
 
 // Store is the embedded bridge.Store. All methods are safe for concurrent
 // use. Open it with Open and release it with Close.
 type Store struct {
 	db        *pebble.DB
+	dir       string
 	log       *slog.Logger
 	writeOpts *pebble.WriteOptions
 	policy    SyncPolicy
@@ -96,7 +103,7 @@ type Store struct {
 	// waits for calls in flight and the db is never used after it closes.
 	ops    sync.RWMutex
 	closed atomic.Bool
-	failed atomic.Pointer[error]
+	health *healthState // disk full / failed (health.go)
 
 	dirty    atomic.Uint64 // unsynced appends, for SyncInterval
 	stopSync chan struct{}
@@ -131,10 +138,28 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = 256 << 20
 	}
+	if opts.DiskRetry <= 0 {
+		opts.DiskRetry = 250 * time.Millisecond
+	}
+	if opts.baseFS == nil {
+		opts.baseFS = vfs.Default
+	}
+	h := newHealthState(opts.Logger)
 	po := &pebble.Options{
-		Logger:       pebbleLogger{opts.Logger},
+		Logger:       pebbleLogger{l: opts.Logger, h: h},
 		MemTableSize: opts.MemTableSize,
 		CacheSize:    opts.CacheSize,
+		FS:           &diskFS{FS: opts.baseFS, h: h, retryEvery: opts.DiskRetry},
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) {
+				if every(&h.lastPebble, 10*time.Second) {
+					opts.Logger.Error("pebble background error", "component", "pebble", "err", err)
+				}
+			},
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				h.fatal("data corruption in "+info.Path, info.Details)
+			},
+		},
 	}
 	// One flush makes one L0 file, not ~30 of pebble's default 2 MiB: L0
 	// stops filling with small files and writes stop stalling (3x sustained
@@ -149,10 +174,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		db:        db,
+		dir:       dir,
 		log:       opts.Logger,
 		policy:    opts.Sync,
 		writeOpts: pebble.NoSync,
 		topics:    make(map[string]map[string]*topic),
+		health:    h,
 	}
 	if opts.Sync == SyncAlways {
 		s.writeOpts = pebble.Sync
@@ -165,6 +192,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.stopSync, s.syncDone = make(chan struct{}), make(chan struct{})
 		go s.syncLoop(opts.SyncInterval)
 	}
+	h.opened.Store(true)
 	return s, nil
 }
 
@@ -257,45 +285,86 @@ func (s *Store) addTopic(t *topic) {
 	m[t.info.Name] = t
 }
 
-// enter admits a call: it holds ops shared until the caller's deferred
-// s.ops.RUnlock, or fails when the store is closed or failed.
+// enter admits a call that needs only the in-memory catalog and offsets
+// (they stay true whatever the disk does): it holds ops shared until the
+// caller's deferred s.ops.RUnlock, or fails when the store is closed.
 func (s *Store) enter() error {
+	if s.closed.Load() {
+		// Checked before RLock too: a Close waiting for a hung call holds
+		// ops' writer slot, and a new RLock would queue behind it.
+		return bridge.ErrClosed
+	}
 	s.ops.RLock()
 	if s.closed.Load() {
 		s.ops.RUnlock()
 		return bridge.ErrClosed
 	}
-	if err := s.failure(); err != nil {
+	return nil
+}
+
+// enterRead admits a call that reads the disk: refused once the store
+// failed for good (pebble may be wedged), allowed while the disk is full.
+func (s *Store) enterRead() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	if s.health.needsRestart() {
+		s.ops.RUnlock()
+		return s.health.err()
+	}
+	return nil
+}
+
+// enterWrite admits a write: refused while the disk is full or the store
+// failed. The caller defers s.exitWrite.
+func (s *Store) enterWrite() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	if err := s.health.beginWrite(); err != nil {
 		s.ops.RUnlock()
 		return err
 	}
 	return nil
 }
 
-// failure is the error every call returns once a commit failed.
-func (s *Store) failure() error {
-	if p := s.failed.Load(); p != nil {
-		return fmt.Errorf("%w: %w", bridge.ErrUnavailable, *p)
-	}
-	return nil
+func (s *Store) exitWrite() {
+	s.health.endWrite()
+	s.ops.RUnlock()
 }
 
-// fail marks the store failed. A failed commit leaves a reserved offset
-// range that will never be written; rather than expose the hole or reuse
-// the offsets (a reader may have seen later ones acknowledged), the store
-// refuses all further calls until it is reopened, which recovers offsets
-// from what really is on disk.
-func (s *Store) fail(err error) {
-	if s.failed.CompareAndSwap(nil, &err) {
-		s.log.Error("embedded store failed; restart the gateway to recover", "err", err)
-	}
+// MemoryReads implements bridge.MemoryReader: Topic, Topics and Partition
+// read only the in-memory catalog and watermarks. They take ops shared,
+// which can wait only behind a Close (the gateway closes the store after
+// its server stopped), and Close takes ops exclusively only while the
+// store is healthy; on a full or failed disk it returns at once.
+func (s *Store) MemoryReads() {}
+
+// Health implements bridge.HealthReporter.
+func (s *Store) Health() (bridge.Health, <-chan struct{}) { return s.health.Health() }
+
+// fail marks the store failed for good after a commit error. A failed
+// commit leaves a reserved offset range that will never be written; rather
+// than expose the hole or reuse the offsets (a reader may have seen later
+// ones acknowledged), the store refuses all further writes until it is
+// reopened, which recovers offsets from what really is on disk. It returns
+// the error calls get.
+func (s *Store) fail(what string, err error) error {
+	s.health.fatal(what, err)
+	return s.health.err()
 }
 
 // Close waits for calls in flight, syncs and closes the db. Calls after
-// Close return bridge.ErrClosed. Close is idempotent.
+// Close return bridge.ErrClosed. Close is idempotent. When the disk is full
+// or the store failed, pebble cannot close (its WAL writer is waiting for
+// the disk): Close then returns an error at once and leaves the db as it
+// is. What was acknowledged under SyncAlways is already on disk.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if h, _ := s.health.Health(); h.State != bridge.Healthy || s.health.blocked.Load() > 0 {
+		return fmt.Errorf("embedded: not closed cleanly: %w", h.Cause)
 	}
 	s.ops.Lock()
 	defer s.ops.Unlock()
@@ -303,21 +372,37 @@ func (s *Store) Close() error {
 		close(s.stopSync)
 		<-s.syncDone
 	}
+	// Sync first: it takes milliseconds and makes every returned Append
+	// durable whatever the policy, even if the caller stops waiting for
+	// the flush below.
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return errors.Join(err, s.db.Close())
+	}
 	// Flush writes the memtable to an sstable, so the next Open has no WAL
-	// to replay; pebble's Close syncs the WAL in any case.
-	ferr := error(nil)
-	if s.failed.Load() == nil {
+	// to replay; pebble's Close syncs the WAL in any case. Skipped when the
+	// sstable might not fit: a flush waiting for space would hold Close.
+	var ferr error
+	if s.roomToFlush() {
 		ferr = s.db.Flush()
 	}
 	return errors.Join(ferr, s.db.Close())
 }
 
+// roomToFlush reports whether the disk has twice the memtable's size free.
+func (s *Store) roomToFlush() bool {
+	du, err := vfs.Default.GetDiskUsage(s.dir)
+	if err != nil {
+		return false
+	}
+	return du.AvailBytes >= 2*s.db.Metrics().MemTable.Size+1<<20
+}
+
 // Sync makes every Append that has returned durable, whatever the policy.
 func (s *Store) Sync() error {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	return s.syncWAL()
 }
 
@@ -325,8 +410,7 @@ func (s *Store) Sync() error {
 // waits for everything written before it.
 func (s *Store) syncWAL() error {
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		s.fail(err)
-		return s.failure()
+		return s.fail("sync", err)
 	}
 	return nil
 }
@@ -341,31 +425,45 @@ func (s *Store) syncLoop(every time.Duration) {
 		case <-s.stopSync:
 			return
 		case <-t.C:
-			if s.dirty.Swap(0) > 0 {
+			if s.dirty.Load() > 0 && s.health.beginWrite() == nil {
+				s.dirty.Store(0)
 				_ = s.syncWAL()
+				s.health.endWrite()
 			}
 		}
 	}
 }
 
 // pebbleLogger sends pebble's messages to slog; pebble's routine info
-// (flushes, compactions) goes to Debug.
-type pebbleLogger struct{ l *slog.Logger }
+// (flushes, compactions) goes to Debug, errors at a bounded rate.
+type pebbleLogger struct {
+	l *slog.Logger
+	h *healthState
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	if every(&p.h.lastPebble, 10*time.Second) {
+		p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	}
 }
 
-// Fatalf must not return (pebble's contract); pebble calls it only for
-// invariant violations, where stopping is the safe choice.
+// Fatalf must not return (pebble's contract: its caller would carry on as
+// if a failed commit had succeeded) and must not panic (pebble may hold its
+// commit lock, and no one may recover a panic from code whose locks it does
+// not own). So it marks the store failed and parks the goroutine for good;
+// the guard answers the stuck call. During Open nothing is served yet and
+// crashing is the clear answer, so it panics there.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	p.l.Error(msg, "component", "pebble", "fatal", true)
-	panic("pebble: " + msg)
+	if !p.h.opened.Load() {
+		panic("pebble: " + msg)
+	}
+	p.h.fatal("pebble", errors.New(msg))
+	waitForever()
 }
 
 // lookup finds a topic; the catalog lock is held only for the map reads.
@@ -396,10 +494,10 @@ func (s *Store) lookupPartition(stream, name string, part int32) (*topic, *parti
 // fsync, whatever the policy: topics are rare and must not come back
 // from the dead or reuse an id after a crash.
 func (s *Store) CreateTopic(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	if err := checkName("stream", stream); err != nil {
 		return bridge.TopicInfo{}, err
 	}
@@ -442,10 +540,10 @@ func checkName(what, name string) error {
 // data in one synced commit. It waits for Appends in flight on the topic.
 // The space comes back as pebble compacts the range.
 func (s *Store) DeleteTopic(ctx context.Context, stream, name string) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	t := s.topics[stream][name]
@@ -509,10 +607,10 @@ func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 // before the change fails with ErrTopicNotFound and finds the new shape on
 // its retry.
 func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	if n < 0 || n > MaxPartitions {
 		return bridge.TopicInfo{}, fmt.Errorf("embedded: %d partitions, want 0..%d", n, MaxPartitions)
 	}
@@ -550,10 +648,10 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 // and offsets (they are keyed by id), as Iggy's UpdateTopic does.
 // ErrTopicNotFound when from is missing, ErrTopicExists when to is taken.
 func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridge.TopicInfo, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	if err := checkName("topic", to); err != nil {
 		return bridge.TopicInfo{}, err
 	}

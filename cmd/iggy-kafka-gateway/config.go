@@ -54,6 +54,7 @@ type config struct {
 	Fsync              string // always, interval, never
 	FsyncInterval      time.Duration
 	StoreCacheMB       int
+	StoreTimeout       time.Duration
 	Stream             string
 	AutoCreateTopics   bool
 	DefaultPartitions  int32
@@ -176,6 +177,9 @@ func options() []option {
 		{flag: "store-cache-mb", def: "256",
 			usage: "embedded store block cache in MiB (reads of recent data come from memory)",
 			set:   intIn(8, 1<<20, func(c *config, n int) { c.StoreCacheMB = n })},
+		{flag: "store-timeout-ms", def: "10000",
+			usage: "deadline of one embedded-store call; past it the request gets a retriable error (on Iggy: --iggy-call-timeout-ms)",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.StoreTimeout = d })},
 		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
 			usage: "Iggy stream that holds the Kafka topics",
 			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},

@@ -1,0 +1,161 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hangStore is a FullStore whose calls block until release is closed; its
+// health can be set. Only what the tests call is implemented.
+type hangStore struct {
+	FullStore
+	release chan struct{}
+
+	mu      sync.Mutex
+	h       Health
+	changed chan struct{}
+}
+
+func newHangStore() *hangStore {
+	return &hangStore{release: make(chan struct{}), changed: make(chan struct{})}
+}
+
+func (s *hangStore) Health() (Health, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.h, s.changed
+}
+
+func (s *hangStore) setHealth(h Health) {
+	s.mu.Lock()
+	s.h = h
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *hangStore) Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
+	<-s.release
+	return 7, nil
+}
+
+func (s *hangStore) Topics(ctx context.Context, stream string) ([]TopicInfo, error) {
+	<-s.release
+	return nil, nil
+}
+
+func (s *hangStore) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func([]byte) bool) error {
+	<-s.release
+	fn([]byte("late"))
+	return nil
+}
+
+func (s *hangStore) Close() error {
+	<-s.release
+	return nil
+}
+
+// A hung call is answered at its deadline, the hung count goes up and back
+// down when the call finally returns, and past MaxHung calls are refused
+// at once.
+func TestStoreFailGuardDeadline(t *testing.T) {
+	s := newHangStore()
+	g := Guard(s, GuardOptions{Timeout: 50 * time.Millisecond, MaxHung: 2, CloseTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		_, err := g.Append(ctx, "s", "t", 0, []byte("b"))
+		if !errors.Is(err, ErrAbandoned) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hung append: %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("hung append answered after %v", d)
+		}
+	}
+	if g.Hung() != 2 {
+		t.Fatalf("hung %d, want 2", g.Hung())
+	}
+	if h, _ := g.Health(); h.State != Degraded {
+		t.Fatalf("health with MaxHung hung calls: %+v", h)
+	}
+	start := time.Now()
+	if _, err := g.Topics(ctx, "s"); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAbandoned) || time.Since(start) > 20*time.Millisecond {
+		t.Fatalf("call past MaxHung: %v after %v", err, time.Since(start))
+	}
+	if err := g.Close(); err == nil {
+		t.Fatal("Close of a hung store returned nil")
+	}
+	close(s.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Hung() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("hung count stuck at %d", g.Hung())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if base, err := g.Append(ctx, "s", "t", 0, nil); err != nil || base != 7 {
+		t.Fatalf("append after release: %d %v", base, err)
+	}
+}
+
+// A write in flight is cut off as soon as the store reports a failure, and
+// later writes are refused at once with the store's cause; reads are not.
+func TestStoreFailGuardFailureCutsWrites(t *testing.T) {
+	s := newHangStore()
+	g := Guard(s, GuardOptions{Timeout: time.Hour})
+	ctx := context.Background()
+	cause := errors.New("disk full")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Append(ctx, "s", "t", 0, nil)
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.setHealth(Health{State: Degraded, Cause: cause, Since: time.Now()})
+	select {
+	case err := <-errc:
+		if !errors.Is(err, cause) || !errors.Is(err, ErrAbandoned) {
+			t.Fatalf("write cut by failure: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("write in flight not answered when the store failed")
+	}
+	if _, err := g.Append(ctx, "s", "t", 0, nil); !errors.Is(err, cause) || errors.Is(err, ErrAbandoned) {
+		t.Fatalf("write on a failed store: %v", err)
+	}
+	// A read is not cut short by a write failure; it finishes normally.
+	var got []byte
+	done := make(chan error, 1)
+	go func() {
+		done <- g.Poll(ctx, "s", "t", 0, 0, 1, func(b []byte) bool { got = append(got, b...); return true })
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(s.release)
+	if err := <-done; err != nil || string(got) != "late" {
+		t.Fatalf("poll: %q %v", got, err)
+	}
+}
+
+// Once a Poll was abandoned its fn is never called: the caller's buffers
+// are its own again.
+func TestStoreFailGuardPollAfterAbandon(t *testing.T) {
+	s := newHangStore()
+	g := Guard(s, GuardOptions{Timeout: 20 * time.Millisecond})
+	called := make(chan struct{}, 1)
+	err := g.Poll(context.Background(), "s", "t", 0, 0, 1, func([]byte) bool { called <- struct{}{}; return true })
+	if !errors.Is(err, ErrAbandoned) {
+		t.Fatalf("hung poll: %v", err)
+	}
+	close(s.release)
+	for g.Hung() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-called:
+		t.Fatal("fn called after Poll returned")
+	default:
+	}
+}

@@ -132,8 +132,9 @@ type Guarded struct {
 }
 
 var (
-	_ FullStore      = (*Guarded)(nil)
-	_ HealthReporter = (*Guarded)(nil)
+	_ FullStore            = (*Guarded)(nil)
+	_ HealthReporter       = (*Guarded)(nil)
+	_ OffsetBatchCommitter = (*Guarded)(nil)
 )
 
 // Guard wraps inner.
@@ -380,6 +381,31 @@ func (g *Guarded) CommitOffset(ctx context.Context, stream, group, topic string,
 		return struct{}{}, g.inner.CommitOffset(ctx, stream, group, topic, partition, o)
 	})
 	return err
+}
+
+// CommitOffsets implements OffsetBatchCommitter: one guarded call to the
+// inner store's CommitOffsets when it has one (the Iggy store logs a
+// request's commits in one append), else one guarded CommitOffset each.
+// A call that fails as a whole (deadline, refused) fails every entry.
+func (g *Guarded) CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error {
+	bc, ok := g.inner.(OffsetBatchCommitter)
+	if !ok {
+		errs := make([]error, len(offs))
+		for i, o := range offs {
+			errs[i] = g.CommitOffset(ctx, stream, group, o.Topic, o.Partition, o.CommittedOffset)
+		}
+		return errs
+	}
+	errs, err := run(g, ctx, "commit_offsets", true, nil, func(ctx context.Context) ([]error, error) {
+		return bc.CommitOffsets(ctx, stream, group, offs), nil
+	})
+	if err != nil {
+		errs = make([]error, len(offs))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // fetched is FetchOffset's two results.

@@ -159,3 +159,38 @@ func TestStoreFailGuardPollAfterAbandon(t *testing.T) {
 	default:
 	}
 }
+
+// batchStore records how commits reach it: through CommitOffsets in one
+// call, or one CommitOffset each.
+type batchStore struct {
+	FullStore
+	batches, singles int
+}
+
+func (s *batchStore) CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error {
+	s.batches++
+	errs := make([]error, len(offs))
+	errs[len(offs)-1] = ErrOffsetNotStorable
+	return errs
+}
+
+func (s *batchStore) CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o CommittedOffset) error {
+	s.singles++
+	return nil
+}
+
+// The guard keeps a store's batched offset commit (the Iggy store's one
+// group-log append per OffsetCommit): without it the handler would fall
+// back to one write per partition.
+func TestGuardKeepsBatchedCommits(t *testing.T) {
+	inner := &batchStore{}
+	g := Guard(inner, GuardOptions{Timeout: time.Second})
+	offs := []GroupOffset{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}, {Topic: "t", Partition: 2}}
+	errs := g.CommitOffsets(context.Background(), "s", "g", offs)
+	if inner.batches != 1 || inner.singles != 0 {
+		t.Fatalf("batches=%d singles=%d, want 1 and 0", inner.batches, inner.singles)
+	}
+	if len(errs) != 3 || errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], ErrOffsetNotStorable) {
+		t.Fatalf("errs = %v", errs)
+	}
+}

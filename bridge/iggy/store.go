@@ -20,6 +20,9 @@ type Store struct {
 
 	mu  sync.Mutex
 	est map[pollKey]uint32 // bytes per message seen by the last poll
+
+	cfgMu sync.Mutex // guards cfg; held across the poll that refreshes it
+	cfg   configCache
 }
 
 type pollKey struct {

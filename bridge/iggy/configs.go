@@ -27,6 +27,7 @@ import (
 	"maps"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -130,13 +131,26 @@ func optionRefusal(err error, opts []TopicOption) error {
 	return err
 }
 
-// splitConfigs returns the configs kept in the state stream (cfg without
-// the native ones).
-func splitConfigs(cfg bridge.TopicConfigs) bridge.TopicConfigs {
-	rest := maps.Clone(cfg)
-	delete(rest, cfgRetentionMs)
-	delete(rest, cfgRetentionBytes)
-	return rest
+// splitConfigs splits cfg into the native configs and the ones kept in
+// the state stream. A compacted topic that does not also delete
+// (cleanup.policy=compact) keeps its retention configs in the state
+// stream: the gateway never deletes from it, so Iggy must not expire it.
+func splitConfigs(cfg bridge.TopicConfigs) (native, rest bridge.TopicConfigs) {
+	rest = maps.Clone(cfg)
+	if rest == nil {
+		rest = bridge.TopicConfigs{}
+	}
+	native = bridge.TopicConfigs{}
+	if p, ok := cfg["cleanup.policy"]; ok && !strings.Contains(p, "delete") {
+		return native, rest
+	}
+	for _, k := range []string{cfgRetentionMs, cfgRetentionBytes} {
+		if v, ok := rest[k]; ok {
+			native[k] = v
+			delete(rest, k)
+		}
+	}
+	return native, rest
 }
 
 // CreateTopicWithConfigs creates the topic with the native configs as
@@ -147,11 +161,11 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, topic string
 	if partitions < 0 {
 		return bridge.TopicInfo{}, fmt.Errorf("iggy: %d partitions: %w", partitions, ErrTooManyPartitions)
 	}
-	native, err := nativeOptions(cfg, partitions)
+	nativeCfg, rest := splitConfigs(cfg)
+	native, err := nativeOptions(nativeCfg, partitions)
 	if err != nil {
 		return bridge.TopicInfo{}, err
 	}
-	rest := splitConfigs(cfg)
 	if len(rest) > 0 {
 		// Checked before creating: a set that cannot be encoded fails
 		// here, not after the topic exists.
@@ -218,11 +232,9 @@ func (s *Store) TopicConfigs(ctx context.Context, stream, topic string) (bridge.
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range rest {
-		if _, native := cfg[k]; !native && k != cfgRetentionMs && k != cfgRetentionBytes {
-			cfg[k] = v
-		}
-	}
+	// The state record holds retention only for a compact-only topic,
+	// whose Iggy topic then has none.
+	maps.Copy(cfg, rest)
 	return cfg, nil
 }
 
@@ -239,9 +251,10 @@ func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg b
 	}
 	ti := topicInfo(stream, &t)
 	have := nativeConfigs(&t)
+	want, rest := splitConfigs(cfg)
 	var opts []TopicOption
 	for _, k := range []string{cfgRetentionMs, cfgRetentionBytes} {
-		v, set := cfg[k]
+		v, set := want[k]
 		old, had := have[k]
 		switch {
 		case set && (!had || old != v):
@@ -263,12 +276,11 @@ func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg b
 			return optionRefusal(err, opts)
 		}
 	}
-	rest := splitConfigs(cfg)
 	old, err := s.storedConfigs(ctx, cfgKey{stream, topic, ti.ID})
 	if err != nil {
 		return err
 	}
-	if maps.Equal(old, rest) {
+	if maps.Equal(old, rest) || (old == nil && len(rest) == 0) {
 		return nil
 	}
 	return s.recordConfigs(ctx, ti, rest)

@@ -117,7 +117,9 @@ func checkTopicConfig(name, value string) string {
 	if d.kind == cfgFixed && value != d.def {
 		return "config " + name + " can only be " + d.def + " on this gateway"
 	}
-	bad := func(what string) string { return "config " + name + ": invalid value " + strconv.Quote(value) + ": " + what }
+	bad := func(what string) string {
+		return "config " + name + ": invalid value " + strconv.Quote(value) + ": " + what
+	}
 	switch d.typ {
 	case kmsg.ConfigTypeLong, kmsg.ConfigTypeInt:
 		bits := 64

@@ -51,6 +51,7 @@ package handlers
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -185,7 +186,12 @@ func (c *Call) checkCreateTopic(rt *kmsg.CreateTopicsRequestTopic, dup bool) (in
 			n = rt.NumPartitions
 		}
 		if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
-			return 0, kerr.InvalidReplicationFactor.Code, "replication factor must be -1 or 1; Iggy replicates on its own"
+			// Worded as a one-broker Kafka cluster answers, so users of
+			// tools that default to 3 (Kafka Connect's internal topics)
+			// recognise it; the fix is the same: -1 or 1.
+			return 0, kerr.InvalidReplicationFactor.Code, "Unable to replicate the partition " + strconv.Itoa(int(rt.ReplicationFactor)) +
+				" time(s): The target replication factor of " + strconv.Itoa(int(rt.ReplicationFactor)) +
+				" cannot be reached because only 1 broker(s) are registered. This gateway is one logical broker (Iggy replicates on its own): use -1 or 1."
 		}
 	}
 	_, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, rt.Topic)

@@ -273,3 +273,18 @@ func TestGoldenDescribeConfigs(t *testing.T) {
 		t.Errorf("body differs from %s:\n got %x\nwant %s", path, got, want)
 	}
 }
+
+// Replication factor 3 (Kafka Connect's default for its internal topics)
+// is refused as a one-broker Kafka refuses it; -1 and no assignment are a
+// one-broker cluster's replication factor 1.
+func TestCreateTopicsReplicationFactor(t *testing.T) {
+	g := newGateway(t)
+	st := do(t, g, createReq(7, ct("rf3", 1, 3))).(*kmsg.CreateTopicsResponse).Topics[0]
+	if st.ErrorCode != kerr.InvalidReplicationFactor.Code || st.ErrorMessage == nil || !strings.Contains(*st.ErrorMessage, "only 1 broker(s) are registered") {
+		t.Errorf("rf 3: %d %v", st.ErrorCode, st.ErrorMessage)
+	}
+	st = do(t, g, createReq(7, ct("rfm1", -1, -1))).(*kmsg.CreateTopicsResponse).Topics[0]
+	if st.ErrorCode != 0 || st.ReplicationFactor != 1 || st.NumPartitions != 3 {
+		t.Errorf("rf -1: %+v", st)
+	}
+}

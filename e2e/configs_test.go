@@ -152,6 +152,12 @@ func TestConfigJavaAdmin(t *testing.T) {
 
 // kafka-topics and kafka-configs, the commands a new user reaches for.
 func TestConfigKafkaTools(t *testing.T) {
+	needJava(t)
+	// kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar,
+	// which e2e/java/pom.xml fetches since the configs tests came.
+	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
+		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
+	}
 	gw := startGateway(t)
 	tool := func(class string, args ...string) string {
 		t.Helper()

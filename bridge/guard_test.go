@@ -194,3 +194,44 @@ func TestGuardKeepsBatchedCommits(t *testing.T) {
 		t.Fatalf("errs = %v", errs)
 	}
 }
+
+// cfgStore keeps one topic's configs.
+type cfgStore struct {
+	FullStore
+	cfg TopicConfigs
+}
+
+func (s *cfgStore) CreateTopicWithConfigs(ctx context.Context, stream, topic string, partitions int32, cfg TopicConfigs) (TopicInfo, error) {
+	s.cfg = cfg
+	return TopicInfo{Name: topic, Partitions: partitions}, nil
+}
+
+func (s *cfgStore) TopicConfigs(ctx context.Context, stream, topic string) (TopicConfigs, error) {
+	return s.cfg, nil
+}
+
+func (s *cfgStore) SetTopicConfigs(ctx context.Context, stream, topic string, cfg TopicConfigs) error {
+	s.cfg = cfg
+	return nil
+}
+
+// The guard forwards topic configs to a store that keeps them and refuses
+// them, naming the config, for one that does not.
+func TestGuardTopicConfigs(t *testing.T) {
+	ctx := context.Background()
+	g := Guard(&cfgStore{}, GuardOptions{Timeout: time.Second})
+	if err := g.SetTopicConfigs(ctx, "s", "t", TopicConfigs{"retention.ms": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.TopicConfigs(ctx, "s", "t")
+	if err != nil || got["retention.ms"] != "1000" {
+		t.Fatalf("TopicConfigs = %v, %v", got, err)
+	}
+
+	bare := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
+	err = bare.SetTopicConfigs(ctx, "s", "t", TopicConfigs{"retention.ms": "1", "cleanup.policy": "compact"})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Name != "cleanup.policy" || !errors.Is(err, ErrConfigRefused) {
+		t.Fatalf("bare store: %v", err)
+	}
+}

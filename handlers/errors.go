@@ -54,6 +54,8 @@ func errCode(err error, o op) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrTopicExists):
 		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, bridge.ErrConfigRefused):
+		return kerr.InvalidConfig.Code // the message names the config
 	case errors.Is(err, bridge.ErrRecordTooLarge), errors.Is(err, codec.ErrBudget):
 		// Over the message cap or the request's decompression budget.
 		// The Java producer splits a batch answered with 10 and retries

@@ -13,6 +13,8 @@ package embedded
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/iggy-kafka/gateway/bridge"
 )
 
 const (
@@ -51,20 +53,32 @@ func parseCatalogKey(k []byte) (stream, topic string, err error) {
 	return string(k[2:n]), string(k[n:]), nil
 }
 
-// topicValue is the catalog value: id u32, partitions u32, created µs u64.
-func topicValue(id uint32, partitions int32, created uint64) []byte {
-	v := make([]byte, 16)
+// topicValue is the catalog value: id u32, partitions u32, created µs u64,
+// then, when the topic has configs, their encoding
+// (bridge.AppendTopicConfigs). An entry written before configs existed is
+// the 16 bytes alone: a topic with none.
+func topicValue(id uint32, partitions int32, created uint64, cfg bridge.TopicConfigs) ([]byte, error) {
+	v := make([]byte, 16, 64)
 	be.PutUint32(v[0:], id)
 	be.PutUint32(v[4:], uint32(partitions))
 	be.PutUint64(v[8:], created)
-	return v
+	if len(cfg) == 0 {
+		return v, nil
+	}
+	return bridge.AppendTopicConfigs(v, cfg)
 }
 
-func parseTopicValue(v []byte) (id uint32, partitions int32, created uint64, err error) {
-	if len(v) != 16 {
-		return 0, 0, 0, errCorrupt
+func parseTopicValue(v []byte) (id uint32, partitions int32, created uint64, cfg bridge.TopicConfigs, err error) {
+	if len(v) < 16 {
+		return 0, 0, 0, nil, errCorrupt
 	}
-	return be.Uint32(v[0:]), int32(be.Uint32(v[4:])), be.Uint64(v[8:]), nil
+	if len(v) > 16 {
+		var rest []byte
+		if cfg, rest, err = bridge.ParseTopicConfigs(v[16:]); err != nil || len(rest) != 0 {
+			return 0, 0, 0, nil, errCorrupt
+		}
+	}
+	return be.Uint32(v[0:]), int32(be.Uint32(v[4:])), be.Uint64(v[8:]), cfg, nil
 }
 
 // putDataKey writes the data key of (topic, partition, offset) into k,

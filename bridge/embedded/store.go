@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -110,7 +111,10 @@ type Store struct {
 	syncDone chan struct{}
 }
 
-var _ bridge.Store = (*Store)(nil)
+var (
+	_ bridge.Store            = (*Store)(nil)
+	_ bridge.TopicConfigStore = (*Store)(nil)
+)
 
 // topic is the in-memory state of one catalog entry.
 type topic struct {
@@ -121,6 +125,9 @@ type topic struct {
 	mu      sync.RWMutex
 	deleted bool
 	parts   []*partition
+	// cfg is the topic's configs; guarded by Store.catMu, replaced (never
+	// changed in place) by SetTopicConfigs.
+	cfg bridge.TopicConfigs
 }
 
 // Open opens (or creates) the store in dir and recovers every partition's
@@ -233,11 +240,12 @@ func (s *Store) loadTopic(k, v []byte) (*topic, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, n, created, err := parseTopicValue(v)
+	id, n, created, cfg, err := parseTopicValue(v)
 	if err != nil {
 		return nil, err
 	}
 	t := newTopic(bridge.TopicInfo{Stream: stream, Name: name, ID: id, Partitions: n, CreatedAt: created})
+	t.cfg = cfg
 	for i, p := range t.parts {
 		if err := s.recoverPartition(id, uint32(i), p); err != nil {
 			return nil, err
@@ -494,6 +502,13 @@ func (s *Store) lookupPartition(stream, name string, part int32) (*topic, *parti
 // fsync, whatever the policy: topics are rare and must not come back
 // from the dead or reuse an id after a crash.
 func (s *Store) CreateTopic(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
+	return s.CreateTopicWithConfigs(ctx, stream, name, n, nil)
+}
+
+// CreateTopicWithConfigs is CreateTopic keeping cfg in the same catalog
+// commit. The embedded store keeps every config it is given; it enforces
+// none of them (retention is not applied here: docs/SCOPE.md).
+func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, name string, n int32, cfg bridge.TopicConfigs) (bridge.TopicInfo, error) {
 	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
@@ -516,16 +531,65 @@ func (s *Store) CreateTopic(ctx context.Context, stream, name string, n int32) (
 		return bridge.TopicInfo{}, errors.New("embedded: topic ids exhausted")
 	}
 	info := bridge.TopicInfo{Stream: stream, Name: name, ID: s.nextID, Partitions: n, CreatedAt: nowMicros()}
+	cfg = maps.Clone(cfg)
+	val, err := topicValue(info.ID, n, info.CreatedAt, cfg)
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	_ = b.Set(catalogKey(stream, name), topicValue(info.ID, n, info.CreatedAt), nil)
+	_ = b.Set(catalogKey(stream, name), val, nil)
 	_ = b.Set(counterKey, be.AppendUint32(nil, info.ID+1), nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: create topic: %w", bridge.ErrUnavailable, err)
 	}
 	s.nextID++
-	s.addTopic(newTopic(info))
+	t := newTopic(info)
+	t.cfg = cfg
+	s.addTopic(t)
 	return info, nil
+}
+
+// TopicConfigs returns a copy of the topic's configs.
+func (s *Store) TopicConfigs(ctx context.Context, stream, name string) (bridge.TopicConfigs, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.ops.RUnlock()
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	t := s.topics[stream][name]
+	if t == nil {
+		return nil, bridge.ErrTopicNotFound
+	}
+	out := make(bridge.TopicConfigs, len(t.cfg))
+	maps.Copy(out, t.cfg)
+	return out, nil
+}
+
+// SetTopicConfigs rewrites the topic's catalog entry with cfg, synced
+// like CreateTopic.
+func (s *Store) SetTopicConfigs(ctx context.Context, stream, name string, cfg bridge.TopicConfigs) error {
+	if err := s.enterWrite(); err != nil {
+		return err
+	}
+	defer s.exitWrite()
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	t := s.topics[stream][name]
+	if t == nil {
+		return bridge.ErrTopicNotFound
+	}
+	cfg = maps.Clone(cfg)
+	val, err := topicValue(t.info.ID, t.info.Partitions, t.info.CreatedAt, cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Set(catalogKey(stream, name), val, pebble.Sync); err != nil {
+		return fmt.Errorf("%w: set topic configs: %w", bridge.ErrUnavailable, err)
+	}
+	t.cfg = cfg
+	return nil
 }
 
 // checkName applies Iggy's name rule: 1..255 bytes.
@@ -624,9 +688,13 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 	defer old.mu.Unlock()
 	info := old.info
 	info.Partitions = n
+	val, err := topicValue(info.ID, n, info.CreatedAt, old.cfg)
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	_ = b.Set(catalogKey(stream, name), topicValue(info.ID, n, info.CreatedAt), nil)
+	_ = b.Set(catalogKey(stream, name), val, nil)
 	if n < old.info.Partitions {
 		lo, _ := partitionBounds(info.ID, uint32(n))
 		_, hi := partitionBounds(info.ID, uint32(old.info.Partitions-1))
@@ -639,6 +707,7 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 	// with this change; kept partitions carry over with their state.
 	t := newTopic(info)
 	copy(t.parts, old.parts)
+	t.cfg = old.cfg
 	old.deleted = true
 	s.topics[stream][name] = t
 	return info, nil
@@ -671,15 +740,20 @@ func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridg
 	defer old.mu.Unlock()
 	info := old.info
 	info.Name = to
+	val, err := topicValue(info.ID, info.Partitions, info.CreatedAt, old.cfg)
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(catalogKey(stream, from), nil)
-	_ = b.Set(catalogKey(stream, to), topicValue(info.ID, info.Partitions, info.CreatedAt), nil)
+	_ = b.Set(catalogKey(stream, to), val, nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: rename topic: %w", bridge.ErrUnavailable, err)
 	}
 	t := newTopic(info)
 	copy(t.parts, old.parts)
+	t.cfg = old.cfg
 	old.deleted = true
 	delete(s.topics[stream], from)
 	s.topics[stream][to] = t

@@ -22,6 +22,9 @@ type Store struct {
 	est map[pollKey]uint32 // bytes per message seen by the last poll
 
 	glog groupLog // the group log's fold (group_log.go)
+
+	cfgMu sync.Mutex // guards cfg; held across the poll that refreshes it
+	cfg   configCache
 }
 
 type pollKey struct {

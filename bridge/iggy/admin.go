@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -42,9 +43,11 @@ type startKey struct {
 type logStarts struct {
 	// load serializes reads of the topic (refresh) and writes (set), so
 	// next only moves forward.
-	load   sync.Mutex
-	next   uint64    // next offset of LogStartTopic to read
-	loaded time.Time // last refresh
+	load sync.Mutex
+	next uint64 // next offset of LogStartTopic to read; under load
+	// loaded is the time of the last complete refresh (unix ns), 0
+	// before the first.
+	loaded atomic.Int64
 
 	mu sync.RWMutex // guards m
 	m  map[startKey]uint64
@@ -59,16 +62,31 @@ var (
 // logStart returns the stored log start of a partition, 0 when none,
 // reading what other gateways stored when the copy is older than
 // logStartRefresh. Any goroutine.
+//
+// Partition calls it on every Fetch, so a refresh in flight does not hold
+// up other callers once a first refresh completed: they use the copy,
+// which is at most one refresh period older.
 func (s *Store) logStart(ctx context.Context, k startKey) (uint64, error) {
 	ls := &s.starts
-	ls.load.Lock()
-	if time.Since(ls.loaded) >= logStartRefresh {
-		if err := s.refreshStarts(ctx); err != nil {
+	if last := ls.loaded.Load(); time.Since(time.Unix(0, last)) >= logStartRefresh {
+		locked := false
+		if last == 0 {
+			ls.load.Lock()
+			locked = true
+		} else {
+			locked = ls.load.TryLock()
+		}
+		if locked {
+			err := error(nil)
+			if time.Since(time.Unix(0, ls.loaded.Load())) >= logStartRefresh {
+				err = s.refreshStarts(ctx)
+			}
 			ls.load.Unlock()
-			return 0, err
+			if err != nil {
+				return 0, err
+			}
 		}
 	}
-	ls.load.Unlock()
 	ls.mu.RLock()
 	defer ls.mu.RUnlock()
 	return ls.m[k], nil
@@ -103,14 +121,14 @@ func (s *Store) refreshStarts(ctx context.Context) error {
 		})
 		switch {
 		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
-			ls.loaded = time.Now()
+			ls.loaded.Store(time.Now().UnixNano())
 			return nil
 		case err != nil:
 			return err
 		case bad != nil:
 			return fmt.Errorf("iggy: log starts: %w", bad)
 		case next == from:
-			ls.loaded = time.Now()
+			ls.loaded.Store(time.Now().UnixNano())
 			return nil
 		}
 		from = next

@@ -238,3 +238,51 @@ func TestKadmQuotasTransactions(t *testing.T) {
 		t.Fatalf("describe transactions: %+v", resp.TransactionStates)
 	}
 }
+
+// The gateway binary, restarted (kill -9) after DeleteRecords and
+// CreatePartitions: the log start and the partition count hold, new
+// records continue the offsets, and a consumer from the start begins at
+// the log start.
+func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	gw := spawnGateway(t, dir)
+	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "dr-restart", 1)
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "dr-restart", Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	produceAll(t, cl, recs)
+	adm := kadm.NewClient(cl)
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "dr-restart", Partition: 0, At: -1}) // everything
+	if dr, err := adm.DeleteRecords(adminCtx(t), os); err != nil {
+		t.Fatal(err)
+	} else if r, _ := dr.Lookup("dr-restart", 0); r.Err != nil || r.LowWatermark != 10 {
+		t.Fatalf("delete all: %+v", r)
+	}
+	if rs, err := adm.UpdatePartitions(adminCtx(t), 2, "dr-restart"); err != nil || rs["dr-restart"].Err != nil {
+		t.Fatalf("grow: %v %+v", err, rs)
+	}
+	cl.Close()
+	gw.Kill()
+
+	gw2 := spawnGateway(t, dir)
+	if n := partitionsOf(t, gw2.Addr, "dr-restart"); n != 2 {
+		t.Fatalf("%d partitions after the restart, want 2", n)
+	}
+	cl2 := newClient(t, gw2.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	starts, err := kadm.NewClient(cl2).ListStartOffsets(adminCtx(t), "dr-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup("dr-restart", 0); o.Offset != 10 {
+		t.Fatalf("log start after the restart: %+v", o)
+	}
+	more := produceAll(t, cl2, []*kgo.Record{{Topic: "dr-restart", Value: []byte("after")}})
+	if more[0].Offset != 10 {
+		t.Fatalf("a record after delete-all and restart got offset %d, want 10", more[0].Offset)
+	}
+	sameRecs(t, more, consumeN(t, gw2.Addr, "dr-restart", 1, 30*time.Second))
+	gw2.Stop()
+}

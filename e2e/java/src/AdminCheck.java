@@ -60,6 +60,11 @@ public class AdminCheck {
                 System.out.println("OK describeLogDirs " + d.getKey() + " " + dirs.size() + " " + (ri == null ? -1 : ri.size()));
             }
 
+            int quotas = admin.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.all()).entities().get().size();
+            System.out.println("OK describeClientQuotas " + quotas);
+            int txns = admin.listTransactions().all().get().size();
+            System.out.println("OK listTransactions " + txns);
+
             List<ProducerState> ps = admin.describeProducers(List.of(tp0)).partitionResult(tp0).get().activeProducers();
             for (ProducerState s : ps) {
                 System.out.println("OK describeProducers " + s.producerId() + " " + s.producerEpoch() + " " + s.lastSequence());

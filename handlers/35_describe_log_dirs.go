@@ -83,21 +83,22 @@ func describeLogDirs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		if !validTopicName(w.topic) {
 			continue
 		}
-		ti, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, w.topic)
+		// One store call per topic: the sizes also give the partition
+		// count (on Iggy each is a GetTopic).
+		var sizes []int64
+		var err error
+		if sizer != nil {
+			sizes, err = sizer.PartitionSizes(c.Ctx, g.Cfg.Stream, w.topic)
+		} else {
+			var ti bridge.TopicInfo
+			ti, err = g.Store.Topic(c.Ctx, g.Cfg.Stream, w.topic)
+			sizes = make([]int64, max(ti.Partitions, 0))
+		}
 		if err != nil {
 			if errCode(err, opAdmin) == kerr.UnknownTopicOrPartition.Code {
 				continue
 			}
 			return fail()
-		}
-		sizes := make([]int64, ti.Partitions)
-		if sizer != nil {
-			if sizes, err = sizer.PartitionSizes(c.Ctx, g.Cfg.Stream, w.topic); err != nil {
-				if errCode(err, opAdmin) == kerr.UnknownTopicOrPartition.Code {
-					continue
-				}
-				return fail()
-			}
 		}
 		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		dt.Topic = w.topic

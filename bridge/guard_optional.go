@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"sort"
 )
 
@@ -66,4 +67,47 @@ func notKept(cfg TopicConfigs) error {
 	}
 	sort.Strings(names)
 	return &ConfigError{Name: names[0], Reason: "this store keeps no topic configs"}
+}
+
+// ErrNotSupported is a guarded call to an optional store feature the
+// wrapped store lacks.
+var ErrNotSupported = errors.New("bridge: the store does not support this")
+
+var (
+	_ PartitionGrower = (*Guarded)(nil)
+	_ RecordDeleter   = (*Guarded)(nil)
+	_ SizeReporter    = (*Guarded)(nil)
+)
+
+// GrowPartitions implements PartitionGrower.
+func (g *Guarded) GrowPartitions(ctx context.Context, stream, topic string, total int32) (TopicInfo, error) {
+	pg, ok := g.inner.(PartitionGrower)
+	if !ok {
+		return TopicInfo{}, ErrNotSupported
+	}
+	return run(g, ctx, "grow_partitions", true, nil, func(ctx context.Context) (TopicInfo, error) {
+		return pg.GrowPartitions(ctx, stream, topic, total)
+	})
+}
+
+// DeleteRecords implements RecordDeleter.
+func (g *Guarded) DeleteRecords(ctx context.Context, stream, topic string, partition int32, before uint64) (PartitionState, error) {
+	rd, ok := g.inner.(RecordDeleter)
+	if !ok {
+		return PartitionState{}, ErrNotSupported
+	}
+	return run(g, ctx, "delete_records", true, nil, func(ctx context.Context) (PartitionState, error) {
+		return rd.DeleteRecords(ctx, stream, topic, partition, before)
+	})
+}
+
+// PartitionSizes implements SizeReporter.
+func (g *Guarded) PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error) {
+	sr, ok := g.inner.(SizeReporter)
+	if !ok {
+		return nil, ErrNotSupported
+	}
+	return run(g, ctx, "partition_sizes", false, nil, func(ctx context.Context) ([]int64, error) {
+		return sr.PartitionSizes(ctx, stream, topic)
+	})
 }

@@ -235,3 +235,19 @@ func TestGuardTopicConfigs(t *testing.T) {
 		t.Fatalf("bare store: %v", err)
 	}
 }
+
+// The guard answers ErrNotSupported for an admin feature the wrapped store
+// lacks, instead of the handler seeing a store without the method.
+func TestGuardAdminNotSupported(t *testing.T) {
+	ctx := context.Background()
+	g := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
+	if _, err := g.GrowPartitions(ctx, "s", "t", 3); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("GrowPartitions: %v", err)
+	}
+	if _, err := g.DeleteRecords(ctx, "s", "t", 0, 1); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("DeleteRecords: %v", err)
+	}
+	if _, err := g.PartitionSizes(ctx, "s", "t"); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("PartitionSizes: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ package embedded
 //	'c' u8 len(stream) stream topic        -> catalog entry (topicValue)
 //	'n'                                    -> next topic id, u32 BE
 //	'd' u32 BE topic id, u32 BE partition, u64 BE base offset -> stamped Iggy batch
+//	'l' u32 BE topic id, u32 BE partition  -> log start offset, u64 BE (DeleteRecords)
 //
 // Big-endian numbers make pebble's byte order the numeric order, so one
 // partition's batches are contiguous and sorted by offset.
@@ -21,6 +22,7 @@ const (
 	prefixCatalog = 'c'
 	prefixCounter = 'n'
 	prefixData    = 'd'
+	prefixStart   = 'l'
 )
 
 // dataKeyLen is the length of a data key.
@@ -117,6 +119,27 @@ func topicBounds(topic uint32) (lo, hi []byte) {
 	be.PutUint32(hi[1:], topic+1)
 	if topic == ^uint32(0) {
 		hi = []byte{prefixData + 1}
+	}
+	return lo, hi
+}
+
+// logStartKey is the key of a partition's log start offset.
+func logStartKey(topic, partition uint32) []byte {
+	k := make([]byte, 9)
+	k[0] = prefixStart
+	be.PutUint32(k[1:], topic)
+	be.PutUint32(k[5:], partition)
+	return k
+}
+
+// logStartBounds bracket the log start keys of one topic's partitions
+// from partition from on, for DeleteRange.
+func logStartBounds(topic, from uint32) (lo, hi []byte) {
+	lo = logStartKey(topic, from)
+	hi = []byte{prefixStart, 0, 0, 0, 0}
+	be.PutUint32(hi[1:], topic+1)
+	if topic == ^uint32(0) {
+		hi = []byte{prefixStart + 1}
 	}
 	return lo, hi
 }

@@ -21,7 +21,15 @@ type partition struct {
 	next     uint64        // next offset to hand out
 	inflight []reservation // handed-out ranges not yet visible, by offset
 	head     int           // first live element of inflight
-	earliest uint64
+
+	// earliest is the first readable offset: the first stored batch's
+	// base, or the log start DeleteRecords set when that is higher.
+	earliest atomic.Uint64
+	// trimMu serializes DeleteRecords on the partition.
+	trimMu sync.Mutex
+	// appended counts the batch bytes committed since Open, so a size
+	// estimate also sees data not yet flushed from the memtable.
+	appended atomic.Int64
 
 	visible atomic.Uint64 // high watermark: every offset below is committed
 }
@@ -35,7 +43,8 @@ type reservation struct {
 
 // init sets the offsets recovered at Open.
 func (p *partition) init(earliest, next uint64) {
-	p.earliest, p.next = earliest, next
+	p.earliest.Store(earliest)
+	p.next = next
 	p.visible.Store(next)
 }
 
@@ -86,7 +95,7 @@ func (p *partition) state() bridge.PartitionState {
 	if next == 0 {
 		return bridge.PartitionState{}
 	}
-	return bridge.PartitionState{Earliest: p.earliest, Next: next}
+	return bridge.PartitionState{Earliest: min(p.earliest.Load(), next), Next: next}
 }
 
 // Append verifies batch as the Iggy server would (lengths, offset deltas,
@@ -135,6 +144,7 @@ func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, c
 		return 0, s.fail("append", err)
 	}
 	p.commit(base)
+	p.appended.Add(int64(len(batch)))
 	if s.policy == SyncInterval {
 		s.dirty.Add(1)
 	}
@@ -236,7 +246,7 @@ func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, par
 		if err := ctx.Err(); err != nil {
 			return 0, false, err
 		}
-		off, found, err := firstAtOrAfter(it.Value(), ts)
+		off, found, err := firstAtOrAfter(it.Value(), ts, p.earliest.Load())
 		if err != nil || found {
 			return off, found, err
 		}
@@ -244,8 +254,9 @@ func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, par
 	return 0, false, it.Error()
 }
 
-// firstAtOrAfter finds the first message of a stored batch at or after ts.
-func firstAtOrAfter(b []byte, ts uint64) (uint64, bool, error) {
+// firstAtOrAfter finds the first message of a stored batch at or after ts,
+// among the offsets from start on (below it DeleteRecords removed them).
+func firstAtOrAfter(b []byte, ts, start uint64) (uint64, bool, error) {
 	v, err := bridge.ParseIggyBatch(b)
 	if err != nil {
 		return 0, false, fmt.Errorf("embedded: stored batch: %w", err)
@@ -253,6 +264,9 @@ func firstAtOrAfter(b []byte, ts uint64) (uint64, bool, error) {
 	mi := bridge.NewIggyMessageIter(v)
 	for mi.Next() {
 		m := mi.Message()
+		if m.Offset < start {
+			continue
+		}
 		mts := m.OriginTimestamp
 		if mts == 0 {
 			mts = m.Timestamp

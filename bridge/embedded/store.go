@@ -247,7 +247,11 @@ func (s *Store) loadTopic(k, v []byte) (*topic, error) {
 	t := newTopic(bridge.TopicInfo{Stream: stream, Name: name, ID: id, Partitions: n, CreatedAt: created})
 	t.cfg = cfg
 	for i, p := range t.parts {
-		if err := s.recoverPartition(id, uint32(i), p); err != nil {
+		start, err := s.readLogStart(id, uint32(i))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.recoverPartition(id, uint32(i), p, start); err != nil {
 			return nil, err
 		}
 	}
@@ -255,8 +259,11 @@ func (s *Store) loadTopic(k, v []byte) (*topic, error) {
 }
 
 // recoverPartition sets a partition's offsets from its first and last
-// stored batches: next = last base offset + last message count.
-func (s *Store) recoverPartition(id, part uint32, p *partition) error {
+// stored batches: next = last base offset + last message count. start is
+// the log start DeleteRecords left (0: none): earliest is never below it,
+// and when DeleteRecords removed every batch it is also next, so offsets
+// are not handed out again.
+func (s *Store) recoverPartition(id, part uint32, p *partition, start uint64) error {
 	lo, hi := partitionBounds(id, part)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -264,16 +271,33 @@ func (s *Store) recoverPartition(id, part uint32, p *partition) error {
 	}
 	defer it.Close()
 	if !it.Last() {
+		p.init(start, start)
 		return it.Error()
 	}
 	v, err := bridge.ParseIggyBatch(it.Value())
 	if err != nil {
 		return fmt.Errorf("embedded: topic %d partition %d: last batch: %w", id, part, err)
 	}
-	next := offsetOfKey(it.Key()) + uint64(v.Count)
+	next := max(offsetOfKey(it.Key())+uint64(v.Count), start)
 	it.First()
-	p.init(offsetOfKey(it.Key()), next)
+	p.init(max(offsetOfKey(it.Key()), start), next)
 	return it.Error()
+}
+
+// readLogStart reads a partition's stored log start offset, 0 when none.
+func (s *Store) readLogStart(id, part uint32) (uint64, error) {
+	v, closer, err := s.db.Get(logStartKey(id, part))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("embedded: read log start of topic %d partition %d: %w", id, part, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("embedded: topic %d partition %d: %w", id, part, errCorrupt)
+	}
+	return be.Uint64(v), nil
 }
 
 func newTopic(info bridge.TopicInfo) *topic {
@@ -621,6 +645,8 @@ func (s *Store) DeleteTopic(ctx context.Context, stream, name string) error {
 	defer b.Close()
 	_ = b.Delete(catalogKey(stream, name), nil)
 	_ = b.DeleteRange(lo, hi, nil)
+	slo, shi := logStartBounds(t.info.ID, 0)
+	_ = b.DeleteRange(slo, shi, nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return fmt.Errorf("%w: delete topic: %w", bridge.ErrUnavailable, err)
 	}
@@ -671,6 +697,18 @@ func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 // before the change fails with ErrTopicNotFound and finds the new shape on
 // its retry.
 func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32) (bridge.TopicInfo, error) {
+	return s.setPartitions(stream, name, n, false)
+}
+
+// GrowPartitions adds empty partitions at the end until the topic has
+// total (bridge.PartitionGrower); a total at or below the current count
+// changes nothing. The check and the change are one step under the
+// catalog lock, so a concurrent smaller grow can never shrink the topic.
+func (s *Store) GrowPartitions(ctx context.Context, stream, name string, total int32) (bridge.TopicInfo, error) {
+	return s.setPartitions(stream, name, total, true)
+}
+
+func (s *Store) setPartitions(stream, name string, n int32, growOnly bool) (bridge.TopicInfo, error) {
 	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err
 	}
@@ -683,6 +721,9 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 	old := s.topics[stream][name]
 	if old == nil {
 		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
+	}
+	if growOnly && n <= old.info.Partitions {
+		return old.info, nil
 	}
 	old.mu.Lock()
 	defer old.mu.Unlock()
@@ -699,6 +740,8 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 		lo, _ := partitionBounds(info.ID, uint32(n))
 		_, hi := partitionBounds(info.ID, uint32(old.info.Partitions-1))
 		_ = b.DeleteRange(lo, hi, nil)
+		slo, shi := logStartBounds(info.ID, uint32(n))
+		_ = b.DeleteRange(slo, shi, nil)
 	}
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: set partitions: %w", bridge.ErrUnavailable, err)

@@ -226,7 +226,7 @@ func options() []option {
 			usage: "file holding the Iggy personal access token",
 			set:   func(c *config, v string) error { c.Iggy.TokenFile = v; return nil }},
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
-			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group log, topic configs); shared by gateways on one Iggy",
+			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group log, topic configs, DeleteRecords log starts); shared by gateways on one Iggy",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
 		{flag: "iggy-weak-topics", def: "warn",
 			usage: "existing Iggy topics whose storage settings cannot keep --fsync (Iggy cannot change them): warn, or refuse to start",

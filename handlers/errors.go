@@ -107,26 +107,9 @@ func errCode(err error, o op) int16 {
 	}
 }
 
-// maxTopicNameLen is Kafka's limit (Topic.MAX_NAME_LENGTH).
-const maxTopicNameLen = 249
-
-// validTopicName reports whether name is a legal Kafka topic name: 1 to 249
-// bytes of [A-Za-z0-9._-], and not "." or "..". Any goroutine; no allocation.
-func validTopicName(name string) bool {
-	if len(name) == 0 || len(name) > maxTopicNameLen || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validTopicName is codec.ValidTopicName (the group coordinator checks
+// names too). Any goroutine; no allocation.
+func validTopicName(name string) bool { return codec.ValidTopicName(name) }
 
 // topicID derives the Kafka topic id of an Iggy topic: a UUID (version 8,
 // RFC 9562 variant) from the first 16 bytes of SHA-256 over stream, name and

@@ -115,6 +115,9 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown did not drain cleanly", "err", err)
 	}
+	// Parked group calls were answered by the drain; no coordinator
+	// timer may fire against the store closed next.
+	g.Groups.Close()
 	// The store gets what is left of the drain timeout, and at least half
 	// a second (the embedded store syncs its WAL first, which takes
 	// milliseconds); a store that cannot close by then (a full disk, a

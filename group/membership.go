@@ -283,18 +283,7 @@ func (co *Coordinator) joinStaticUnknown(g *group, a *joinArgs, wake *[]Ticket) 
 	}
 	old := g.members[oldID]
 	// Fence the old incarnation: its parked calls learn it is gone.
-	if old.joinTicket != 0 {
-		co.settle(old.joinTicket, joinError(old.joinVer, kerr.FencedInstanceID.Code, oldID), wake)
-		old.joinTicket = 0
-	}
-	if old.syncTicket != 0 {
-		co.settle(old.syncTicket, syncError(old.syncVer, kerr.FencedInstanceID.Code), wake)
-		old.syncTicket = 0
-	}
-	if old.timer != nil {
-		old.timer.Stop()
-		old.timer = nil
-	}
+	co.endMember(old, kerr.FencedInstanceID.Code, oldID, wake)
 	delete(g.members, oldID)
 	old.id = newID
 	g.members[newID] = old
@@ -449,17 +438,9 @@ func (co *Coordinator) sync(a *syncArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 	if g == nil {
 		return syncError(ver, kerr.UnknownMemberID.Code), 0, time.Time{}
 	}
-	if a.instance != "" {
-		if cur, ok := g.static[a.instance]; ok && cur != a.memberID {
-			return syncError(ver, kerr.FencedInstanceID.Code), 0, time.Time{}
-		}
-	}
-	m := g.members[a.memberID]
-	if m == nil {
-		return syncError(ver, kerr.UnknownMemberID.Code), 0, time.Time{}
-	}
-	if a.generation != g.generation {
-		return syncError(ver, kerr.IllegalGeneration.Code), 0, time.Time{}
+	m, code := g.memberOf(a.memberID, a.instance, a.generation)
+	if code != 0 {
+		return syncError(ver, code), 0, time.Time{}
 	}
 	if (a.protocolType != nil && *a.protocolType != g.protocolType) || (a.protocol != nil && *a.protocol != g.protocol) {
 		return syncError(ver, kerr.InconsistentGroupProtocol.Code), 0, time.Time{}
@@ -519,17 +500,9 @@ func (co *Coordinator) heartbeat(group, memberID, instance string, generation in
 	if g == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	if instance != "" {
-		if cur, ok := g.static[instance]; ok && cur != memberID {
-			return kerr.FencedInstanceID.Code
-		}
-	}
-	m := g.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if generation != g.generation {
-		return kerr.IllegalGeneration.Code
+	m, code := g.memberOf(memberID, instance, generation)
+	if code != 0 {
+		return code
 	}
 	co.touch(g, m)
 	if g.state == statePreparing {

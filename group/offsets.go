@@ -115,17 +115,9 @@ func (co *Coordinator) commitCheck(group, memberID, instance string, generation 
 		}
 		return kerr.IllegalGeneration.Code
 	}
-	if instance != "" {
-		if cur, ok := g.static[instance]; ok && cur != memberID {
-			return kerr.FencedInstanceID.Code
-		}
-	}
-	m := g.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if generation != g.generation {
-		return kerr.IllegalGeneration.Code
+	m, code := g.memberOf(memberID, instance, generation)
+	if code != 0 {
+		return code
 	}
 	if g.state == stateCompleting {
 		return kerr.RebalanceInProgress.Code

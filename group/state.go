@@ -446,18 +446,7 @@ func syncError(ver int16, code int16) *kmsg.SyncGroupResponse {
 // removeMember drops m, answering its parked calls; co.mu is held. The
 // caller runs afterRemoval once it removed what it meant to.
 func (co *Coordinator) removeMember(g *group, m *member, wake *[]Ticket) {
-	if m.joinTicket != 0 {
-		co.settle(m.joinTicket, joinError(m.joinVer, kerr.UnknownMemberID.Code, ""), wake)
-		m.joinTicket = 0
-	}
-	if m.syncTicket != 0 {
-		co.settle(m.syncTicket, syncError(m.syncVer, kerr.UnknownMemberID.Code), wake)
-		m.syncTicket = 0
-	}
-	if m.timer != nil {
-		m.timer.Stop()
-		m.timer = nil
-	}
+	co.endMember(m, kerr.UnknownMemberID.Code, "", wake)
 	if m.instance != "" && g.static[m.instance] == m.id {
 		delete(g.static, m.instance)
 	}
@@ -466,6 +455,44 @@ func (co *Coordinator) removeMember(g *group, m *member, wake *[]Ticket) {
 	if g.leader == m.id {
 		g.leader = ""
 	}
+}
+
+// endMember ends m's incarnation: its parked JoinGroup (answered with
+// joinMemberID) and SyncGroup get code, and its session timer stops; co.mu
+// is held.
+func (co *Coordinator) endMember(m *member, code int16, joinMemberID string, wake *[]Ticket) {
+	if m.joinTicket != 0 {
+		co.settle(m.joinTicket, joinError(m.joinVer, code, joinMemberID), wake)
+		m.joinTicket = 0
+	}
+	if m.syncTicket != 0 {
+		co.settle(m.syncTicket, syncError(m.syncVer, code), wake)
+		m.syncTicket = 0
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+}
+
+// memberOf finds the member a call names, in the order Kafka checks: an
+// instance id now held by another member id is FENCED_INSTANCE_ID, an
+// unknown member UNKNOWN_MEMBER_ID, another generation ILLEGAL_GENERATION.
+// co.mu is held.
+func (g *group) memberOf(memberID, instance string, generation int32) (*member, int16) {
+	if instance != "" {
+		if cur, ok := g.static[instance]; ok && cur != memberID {
+			return nil, kerr.FencedInstanceID.Code
+		}
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID.Code
+	}
+	if generation != g.generation {
+		return nil, kerr.IllegalGeneration.Code
+	}
+	return m, 0
 }
 
 // afterRemoval moves the group on after members left; co.mu is held.

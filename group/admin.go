@@ -5,7 +5,6 @@ package group
 // store without it (worker goroutines; store calls under the caller's ctx).
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -142,55 +141,6 @@ func (co *Coordinator) Delete(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		}
 	}
 	return resp
-}
-
-// groupView is a snapshot of a group for DescribeGroups and friends.
-type groupView struct {
-	state        groupState
-	protocolType string
-	protocol     string
-	members      []memberView
-}
-
-type memberView struct {
-	id, instance, clientID, clientHost string
-	metadata, assignment               []byte
-	topics                             []string // consumer protocol subscription, when parseable
-}
-
-// view returns the group's live state; ok=false when it is not in memory.
-func (co *Coordinator) view(name string) (groupView, bool) {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	g := co.groups[name]
-	if g == nil {
-		return groupView{}, false
-	}
-	v := groupView{state: g.state, protocolType: g.protocolType, protocol: g.protocol}
-	ids := make([]*member, 0, len(g.members))
-	for _, m := range g.members {
-		ids = append(ids, m)
-	}
-	slices.SortFunc(ids, func(a, b *member) int { return cmp.Compare(a.joinedAt, b.joinedAt) })
-	for _, m := range ids {
-		mv := memberView{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost}
-		if g.state == stateStable {
-			mv.assignment = m.assignment
-		}
-		if g.state != statePreparing {
-			mv.metadata = m.metadata(g.protocol)
-		}
-		if g.protocolType == "consumer" {
-			for _, p := range m.protocols {
-				var cm kmsg.ConsumerMemberMetadata
-				if cm.ReadFrom(p.meta) == nil {
-					mv.topics = append(mv.topics, cm.Topics...)
-				}
-			}
-		}
-		v.members = append(v.members, mv)
-	}
-	return v, true
 }
 
 // names lists the groups in memory with their state and protocol type.

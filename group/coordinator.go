@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -69,29 +68,6 @@ func New(o Options) *Coordinator {
 	}
 }
 
-// Close stops every timer of the coordinator (sessions, rebalance and sync
-// deadlines, pending member ids), so none fires after the gateway stopped
-// serving. Call it after the loop drained: calls still parked are answered
-// by their Final run. Operations after Close still answer from memory but
-// arm no timers. Any goroutine; idempotent.
-func (co *Coordinator) Close() {
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	co.closed = true
-	for _, g := range co.groups {
-		g.stopTimer()
-		for _, m := range g.members {
-			if m.timer != nil {
-				m.timer.Stop()
-				m.timer = nil
-			}
-		}
-		for _, t := range g.pending {
-			t.Stop()
-		}
-	}
-}
-
 // A Ticket names one parked JoinGroup or SyncGroup; 0 is none.
 type Ticket uint64
 
@@ -150,44 +126,6 @@ func (co *Coordinator) wakeTicket(t Ticket, attempt int) {
 			co.wakeTicket(t, attempt+1)
 		}
 	})
-}
-
-// Collect returns the answer of a parked call's wait once the coordinator
-// settled it (ok=true), or nil and false while it is still open: the caller
-// parks again. With final set (the wait's deadline passed, or the gateway
-// drains) it never returns false: an unsettled wait is given up and
-// answered REBALANCE_IN_PROGRESS, so the client rejoins. A worker; takes
-// co.mu.
-func (co *Coordinator) Collect(w Wait, final bool) (resp kmsg.Response, ok bool) {
-	co.mu.Lock()
-	resp, ok = co.results[w.Ticket]
-	if ok {
-		delete(co.results, w.Ticket)
-	} else if final {
-		co.abandon(w.Ticket)
-	}
-	co.mu.Unlock()
-	if ok || !final {
-		return resp, ok
-	}
-	if w.sync {
-		return syncError(w.ver, kerr.RebalanceInProgress.Code), true
-	}
-	return joinError(w.ver, kerr.RebalanceInProgress.Code, w.memberID), true
-}
-
-// abandon forgets a ticket whose call stopped waiting; co.mu is held.
-func (co *Coordinator) abandon(t Ticket) {
-	for _, g := range co.groups {
-		for _, m := range g.members {
-			if m.joinTicket == t {
-				m.joinTicket = 0
-			}
-			if m.syncTicket == t {
-				m.syncTicket = 0
-			}
-		}
-	}
 }
 
 func newMemberID(prefix string) string {

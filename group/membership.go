@@ -110,6 +110,44 @@ func (co *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespon
 	return resp
 }
 
+// Collect returns the answer of a parked call's wait once the coordinator
+// settled it (ok=true), or nil and false while it is still open: the caller
+// parks again. With final set (the wait's deadline passed, or the gateway
+// drains) it never returns false: an unsettled wait is given up and
+// answered REBALANCE_IN_PROGRESS, so the client rejoins. A worker; takes
+// co.mu.
+func (co *Coordinator) Collect(w Wait, final bool) (resp kmsg.Response, ok bool) {
+	co.mu.Lock()
+	resp, ok = co.results[w.Ticket]
+	if ok {
+		delete(co.results, w.Ticket)
+	} else if final {
+		co.abandon(w.Ticket)
+	}
+	co.mu.Unlock()
+	if ok || !final {
+		return resp, ok
+	}
+	if w.sync {
+		return syncError(w.ver, kerr.RebalanceInProgress.Code), true
+	}
+	return joinError(w.ver, kerr.RebalanceInProgress.Code, w.memberID), true
+}
+
+// abandon forgets a ticket whose call stopped waiting; co.mu is held.
+func (co *Coordinator) abandon(t Ticket) {
+	for _, g := range co.groups {
+		for _, m := range g.members {
+			if m.joinTicket == t {
+				m.joinTicket = 0
+			}
+			if m.syncTicket == t {
+				m.syncTicket = 0
+			}
+		}
+	}
+}
+
 // joinArgs is a decoded JoinGroup.
 type joinArgs struct {
 	ver                int16

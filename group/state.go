@@ -5,9 +5,10 @@ package group
 // members), PreparingRebalance (a join barrier is open),
 // CompletingRebalance (the barrier closed; waiting for the leader's
 // SyncGroup), Stable, Dead (deleted; only seen by a caller holding a
-// removed group). Every function here runs with co.mu held
-// (timer callbacks take it first) and never blocks; tickets settled on the
-// way are collected in wake and signalled by the caller after it unlocked.
+// removed group). Every function here runs with co.mu held (timer
+// callbacks, Close and view take it first) and never blocks; tickets
+// settled on the way are collected in wake and signalled by the caller
+// after it unlocked.
 
 import (
 	"cmp"
@@ -541,4 +542,76 @@ func (co *Coordinator) newGroupSlot() bool {
 		}
 	}
 	return false
+}
+
+// Close stops every timer of the coordinator (sessions, rebalance and sync
+// deadlines, pending member ids), so none fires after the gateway stopped
+// serving. Call it after the loop drained: calls still parked are answered
+// by their Final run. Operations after Close still answer from memory but
+// arm no timers. Any goroutine; idempotent.
+func (co *Coordinator) Close() {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	co.closed = true
+	for _, g := range co.groups {
+		g.stopTimer()
+		for _, m := range g.members {
+			if m.timer != nil {
+				m.timer.Stop()
+				m.timer = nil
+			}
+		}
+		for _, t := range g.pending {
+			t.Stop()
+		}
+	}
+}
+
+// groupView is a snapshot of a group for DescribeGroups and friends.
+type groupView struct {
+	state        groupState
+	protocolType string
+	protocol     string
+	members      []memberView
+}
+
+type memberView struct {
+	id, instance, clientID, clientHost string
+	metadata, assignment               []byte
+	topics                             []string // consumer protocol subscription, when parseable
+}
+
+// view returns the group's live state; ok=false when it is not in memory.
+func (co *Coordinator) view(name string) (groupView, bool) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	g := co.groups[name]
+	if g == nil {
+		return groupView{}, false
+	}
+	v := groupView{state: g.state, protocolType: g.protocolType, protocol: g.protocol}
+	ids := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		ids = append(ids, m)
+	}
+	slices.SortFunc(ids, func(a, b *member) int { return cmp.Compare(a.joinedAt, b.joinedAt) })
+	for _, m := range ids {
+		mv := memberView{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost}
+		if g.state == stateStable {
+			mv.assignment = m.assignment
+		}
+		if g.state != statePreparing {
+			mv.metadata = m.metadata(g.protocol)
+		}
+		if g.protocolType == "consumer" {
+			for _, p := range m.protocols {
+				var cm kmsg.ConsumerMemberMetadata
+				if cm.ReadFrom(p.meta) == nil {
+					mv.topics = append(mv.topics, cm.Topics...)
+				}
+			}
+		}
+		v.members = append(v.members, mv)
+	}
+	return v, true
 }

@@ -121,6 +121,7 @@ func (co *Coordinator) wakeTicket(t Ticket, attempt int) {
 	time.AfterFunc(time.Millisecond<<(2*attempt), func() {
 		co.mu.Lock()
 		_, pending := co.results[t]
+		pending = pending && !co.closed
 		co.mu.Unlock()
 		if pending {
 			co.wakeTicket(t, attempt+1)

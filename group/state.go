@@ -545,10 +545,11 @@ func (co *Coordinator) newGroupSlot() bool {
 }
 
 // Close stops every timer of the coordinator (sessions, rebalance and sync
-// deadlines, pending member ids), so none fires after the gateway stopped
-// serving. Call it after the loop drained: calls still parked are answered
-// by their Final run. Operations after Close still answer from memory but
-// arm no timers. Any goroutine; idempotent.
+// deadlines, pending member ids; a re-wake that fires later does nothing),
+// so none acts after the gateway stopped serving. Call it after the loop
+// drained: calls still parked are answered by their Final run. Operations
+// after Close still answer from memory but arm no session or group timer.
+// Any goroutine; idempotent.
 func (co *Coordinator) Close() {
 	co.mu.Lock()
 	defer co.mu.Unlock()

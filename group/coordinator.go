@@ -26,7 +26,8 @@ type Options struct {
 	// with no coordinator lock held, and must not block. It reports
 	// whether a call was parked on t; false makes the coordinator try
 	// again shortly while the answer lies uncollected (the caller decided
-	// to park but its watch is not registered yet). Required.
+	// to park but its watch is not registered yet). Nil: nothing is woken
+	// and parked calls end at their deadline (tests that never park).
 	Wake func(t Ticket) bool
 	Log  *slog.Logger
 }
@@ -54,6 +55,9 @@ type Coordinator struct {
 func New(o Options) *Coordinator {
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Wake == nil {
+		o.Wake = func(Ticket) bool { return true }
 	}
 	offs, _ := o.Store.(bridge.GroupOffsets)
 	return &Coordinator{

@@ -113,3 +113,73 @@ func TestRetentionTimeKgo(t *testing.T) {
 		produce("marker", 1, time.Now().Add(10*time.Minute))
 	}
 }
+
+// Retention on the real Iggy server, with franz-go: a topic created with
+// retention.ms=2000 and segment.bytes=1 MiB (Iggy's smallest segment) on
+// a server whose cleaner runs every second (1 minute by default). Iggy
+// deletes the sealed segments whose newest message (by append time) is
+// past the expiry, the active one never; ListOffsets earliest follows
+// what Iggy still has, and a group whose committed offset fell below it
+// (a commit of 0: no Iggy consumer offset, which would hold the segments)
+// resets to it, a partition consumer at 0 too.
+func TestRetentionIggyServer(t *testing.T) {
+	gw, _ := privateIggyGateway(t, "IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL=1s")
+	cl := newClient(t, gw.Addr, kgo.ProducerLinger(0))
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic = "ret-iggy"
+	ms, seg := "2000", "1048576"
+	if cr, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": &ms, "segment.bytes": &seg}, topic); err != nil || cr.Err != nil {
+		t.Fatalf("create: %v %v", err, cr.Err)
+	}
+	value := make([]byte, 1000)
+	for round := 0; round < 7; round++ { // 3500 records of 1 KB: three sealed segments and more
+		recs := make([]*kgo.Record, 500)
+		for i := range recs {
+			recs[i] = &kgo.Record{Topic: topic, Value: value}
+		}
+		produceAll(t, cl, recs)
+	}
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 0, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(ctx, "g-behind", os); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	var start int64
+	checkFor(t, 40*time.Second, 200*time.Millisecond, func() error {
+		lo, err := adm.ListStartOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		o, _ := lo.Lookup(topic, 0)
+		if o.Err != nil || o.Offset <= 0 {
+			return fmt.Errorf("earliest %d (%v), want past 0", o.Offset, o.Err)
+		}
+		start = o.Offset
+		return nil
+	})
+	t.Logf("earliest %d of 3500 after expiry", start)
+	if start >= 3500 {
+		t.Fatalf("the active segment went too: earliest %d", start)
+	}
+	consumeFirst := func(opts ...kgo.Opt) int64 {
+		t.Helper()
+		c := newClient(t, gw.Addr, append(opts, kgo.FetchMaxWait(500*time.Millisecond))...)
+		defer c.Close()
+		for ctx.Err() == nil {
+			if recs := c.PollFetches(ctx).Records(); len(recs) > 0 {
+				return recs[0].Offset
+			}
+		}
+		t.Fatal("nothing consumed")
+		return 0
+	}
+	if got := consumeFirst(kgo.ConsumerGroup("g-behind"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())); got != start {
+		t.Fatalf("group reset to %d, want the new start %d", got, start)
+	}
+	parts := map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}
+	if got := consumeFirst(kgo.ConsumePartitions(parts), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())); got != start {
+		t.Fatalf("partition consumer reset to %d, want %d", got, start)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // e2eRetentionCheck is the embedded store's sweeper period in the
@@ -182,4 +184,52 @@ func TestRetentionIggyServer(t *testing.T) {
 	if got := consumeFirst(kgo.ConsumePartitions(parts), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())); got != start {
 		t.Fatalf("partition consumer reset to %d, want %d", got, start)
 	}
+}
+
+// A fetch parked below what retention then removes (min_bytes not met,
+// 10 s max wait) answers OFFSET_OUT_OF_RANGE as soon as the sweep moved
+// the start, not at its deadline: the store's OnTrim hook wakes it.
+func TestRetentionWakesParkedFetch(t *testing.T) {
+	if iggyBackend() {
+		t.Skip("the embedded store's sweeper; Iggy's cleaner runs on its own")
+	}
+	gw := startGateway(t)
+	cl := newClient(t, gw.Addr, kgo.ProducerLinger(0))
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "ret-park"
+	ms := "2000"
+	if cr, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": &ms}, topic); err != nil || cr.Err != nil {
+		t.Fatalf("create: %v %v", err, cr.Err)
+	}
+	// Expires 1.5 s from now: after the fetch below has parked.
+	produceAll(t, cl, []*kgo.Record{{Topic: topic, Value: []byte("soon gone"), Timestamp: time.Now().Add(-500 * time.Millisecond)}})
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 10000
+	req.MinBytes = 1 << 30
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = 0, 0, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	began := time.Now()
+	resp, err := req.RequestWith(ctx, cl)
+	took := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.OffsetOutOfRange.Code || p.LogStartOffset != 1 {
+		t.Fatalf("fetch answered code %d log start %d, want OFFSET_OUT_OF_RANGE at 1", p.ErrorCode, p.LogStartOffset)
+	}
+	if took > 7*time.Second {
+		t.Fatalf("the parked fetch answered after %v: not woken by the trim", took)
+	}
+	t.Logf("answered after %v", took.Round(time.Millisecond))
 }

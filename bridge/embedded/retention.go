@@ -136,6 +136,9 @@ func (s *Store) sweep(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			if s.closed.Load() {
+				return nil // Close waits for this sweep: end it early
+			}
 			moved, err := s.applyRetention(j.t, int32(i), j.l, now)
 			if err != nil {
 				return fmt.Errorf("topic %s/%s partition %d: %w", j.t.info.Stream, j.t.info.Name, i, err)
@@ -169,7 +172,11 @@ func (s *Store) applyRetention(t *topic, part int32, l retentionLimits, now uint
 	id := t.info.ID
 	before := start
 	if l.ms >= 0 {
-		b, err := s.expiredBefore(id, uint32(part), hwm, now-min(now, uint64(l.ms)*1000))
+		var cutoff uint64 // records newer than this stay; 0 when retention.ms reaches before 1970
+		if uint64(l.ms) < now/1000 {
+			cutoff = now - uint64(l.ms)*1000
+		}
+		b, err := s.expiredBefore(id, uint32(part), hwm, cutoff)
 		if err != nil {
 			return false, err
 		}

@@ -108,6 +108,12 @@ func TestRetentionTime(t *testing.T) {
 	if off, err := s.Append(ctx, "kafka", "del", 0, makeBatch(t, "e", 1, t0)); err != nil || off != 11 {
 		t.Fatalf("append after expiry: %d %v", off, err)
 	}
+	// A retention.ms past the epoch deletes nothing (no overflow).
+	if err := s.SetTopicConfigs(ctx, "kafka", "del", bridge.TopicConfigs{"retention.ms": "9223372036854775807"}); err != nil {
+		t.Fatal(err)
+	}
+	mustSweep(t, s)
+	wantState(t, s, "del", 0, bridge.PartitionState{Earliest: 11, Next: 12})
 	// A config change takes effect at the next sweep: no retention, kept.
 	if err := s.SetTopicConfigs(ctx, "kafka", "del", bridge.TopicConfigs{"retention.ms": "-1"}); err != nil {
 		t.Fatal(err)

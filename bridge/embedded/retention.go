@@ -30,9 +30,9 @@ import (
 // Whole batches only, and only batches below the high watermark; the
 // deletion is DeleteRecords' (a synced commit of the new start and a range
 // delete of the batches below it). The sweep stops at the first batch that
-// must stay, so its cost is the expired batches plus one for retention.ms,
-// and a backward walk over the retained bytes' keys and values for
-// retention.bytes.
+// must stay, so its cost is the batches that go plus one. The partition's
+// size comes from a running count (storedBytes), read from disk once per
+// partition after Open for the batches stored before it.
 
 // DefaultRetentionCheckInterval is how often the sweeper runs when
 // Options.RetentionCheckInterval is zero.
@@ -183,7 +183,7 @@ func (s *Store) applyRetention(t *topic, part int32, l retentionLimits, now uint
 		before = max(before, b)
 	}
 	if l.bytes >= 0 {
-		b, err := s.oversizeBefore(id, uint32(part), hwm, l.bytes)
+		b, err := s.oversizeBefore(id, uint32(part), p, hwm, l.bytes)
 		if err != nil {
 			return false, err
 		}
@@ -195,13 +195,19 @@ func (s *Store) applyRetention(t *topic, part int32, l retentionLimits, now uint
 	// Whole batches only: before is a batch boundary (or the high
 	// watermark), so every batch below it goes.
 	lo, _ := partitionBounds(id, uint32(part))
+	cut := dataKey(id, uint32(part), before)
+	tr, err := s.countTrim(id, uint32(part), p, cut)
+	if err != nil {
+		return false, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(logStartKey(id, uint32(part)), be.AppendUint64(nil, before), nil)
-	_ = b.DeleteRange(lo, dataKey(id, uint32(part), before), nil)
+	_ = b.DeleteRange(lo, cut, nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return false, fmt.Errorf("%w: retention: %w", bridge.ErrUnavailable, err)
 	}
+	tr.apply(p)
 	p.earliest.Store(before)
 	return true, nil
 }
@@ -247,25 +253,97 @@ func newestTimestamp(v bridge.BatchView) (uint64, error) {
 	return newest, mi.Err()
 }
 
+// storedBytes is the partition's stored batch bytes: those from before
+// Open (counted by one scan, the first time it is needed), plus those
+// appended since and below the watermark, minus those of them deleted.
+// Under p.trimMu.
+func (s *Store) storedBytes(id, part uint32, p *partition) (int64, error) {
+	if !p.oldKnown {
+		lo, _ := partitionBounds(id, part)
+		n, err := s.sumBatches(lo, dataKey(id, part, p.openNext))
+		if err != nil {
+			return 0, err
+		}
+		p.oldBytes, p.oldKnown = n, true
+	}
+	p.mu.Lock()
+	vb := p.visibleBytes
+	p.mu.Unlock()
+	return p.oldBytes + vb - p.trimmedNew, nil
+}
+
+// sumBatches adds up the stored lengths of the batches in [lo, hi).
+func (s *Store) sumBatches(lo, hi []byte) (int64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		lv := it.LazyValue()
+		n += int64(lv.Len())
+	}
+	return n, it.Error()
+}
+
+// trimmed is what deleting the batches below cut takes off the byte
+// accounting; apply it once the delete committed.
+type trimmed struct{ old, new int64 }
+
+// countTrim measures the batches of the partition below cut, split at
+// the partition's Open point. Under p.trimMu, before the delete.
+func (s *Store) countTrim(id, part uint32, p *partition, cut []byte) (trimmed, error) {
+	lo, _ := partitionBounds(id, part)
+	split := dataKey(id, part, p.openNext)
+	if string(cut) < string(split) {
+		split = cut
+	}
+	var tr trimmed
+	var err error
+	if p.oldKnown {
+		if tr.old, err = s.sumBatches(lo, split); err != nil {
+			return trimmed{}, err
+		}
+	}
+	if string(split) < string(cut) {
+		if tr.new, err = s.sumBatches(split, cut); err != nil {
+			return trimmed{}, err
+		}
+	}
+	return tr, nil
+}
+
+// apply books a committed delete. Under p.trimMu.
+func (tr trimmed) apply(p *partition) {
+	if p.oldKnown {
+		p.oldBytes -= tr.old
+	}
+	p.trimmedNew += tr.new
+}
+
 // oversizeBefore returns the base offset of the oldest batch below hwm
-// that Kafka's size rule keeps: walking from the newest batch back, the
-// first one at which the batches from it on hold at least limit bytes.
-// Every batch before it goes. 0 when the partition is within the limit.
-func (s *Store) oversizeBefore(id, part uint32, hwm uint64, limit int64) (uint64, error) {
-	if limit == 0 {
-		return hwm, nil
+// that Kafka's size rule keeps: walking from the oldest batch, each one
+// goes while the partition without it still holds at least limit bytes.
+// hwm when every batch below it goes. Cost: the batches that go, plus
+// one. Under p.trimMu.
+func (s *Store) oversizeBefore(id, part uint32, p *partition, hwm uint64, limit int64) (uint64, error) {
+	size, err := s.storedBytes(id, part, p)
+	if err != nil || size <= limit {
+		return 0, err
 	}
 	it, err := s.visibleIter(id, part, hwm)
 	if err != nil {
 		return 0, err
 	}
 	defer it.Close()
-	var kept int64
-	for ok := it.Last(); ok; ok = it.Prev() {
-		kept += int64(len(it.Value()))
-		if kept >= limit {
+	for ok := it.First(); ok; ok = it.Next() {
+		lv := it.LazyValue()
+		n := int64(lv.Len())
+		if size-n < limit {
 			return offsetOfKey(it.Key()), nil
 		}
+		size -= n
 	}
-	return 0, it.Error()
+	return hwm, it.Error()
 }

@@ -260,3 +260,64 @@ func TestRetentionPausedWhileDiskFull(t *testing.T) {
 	mustSweep(t, s)
 	wantState(t, s, "t", 0, bridge.PartitionState{Earliest: 2, Next: 2})
 }
+
+// The running size behind retention.bytes stays the real stored size
+// across a reopen (batches from before Open counted once from disk),
+// DeleteRecords, retention and new appends.
+func TestRetentionBytesAccounting(t *testing.T) {
+	dir := t.TempDir()
+	var c fakeClock
+	c.set(uint64(time.Now().UnixMicro()))
+	s := openSwept(t, dir, &c)
+	one := len(makeBatch(t, "x", 2, 1))
+	info, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if _, err := s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 2, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(wantBatches int) {
+		t.Helper()
+		p := s.topics["kafka"]["t"].parts[0]
+		p.trimMu.Lock()
+		got, err := s.storedBytes(info.ID, 0, p)
+		p.trimMu.Unlock()
+		lo, hi := partitionBounds(info.ID, 0)
+		real, rerr := s.sumBatches(lo, hi)
+		if err != nil || rerr != nil || got != real || real != int64(wantBatches*one) {
+			t.Fatalf("running size %d (%v), stored %d (%v), want %d batches of %d", got, err, real, rerr, wantBatches, one)
+		}
+	}
+	appendN(5) // offsets 0-9
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSwept(t, dir, &c)
+	defer s.Close()
+	appendN(2) // 10-13
+	if _, err := s.DeleteRecords(ctx, "kafka", "t", 0, 3); err != nil { // one old batch goes, one straddles
+		t.Fatal(err)
+	}
+	check(6)
+	if err := s.SetTopicConfigs(ctx, "kafka", "t", bridge.TopicConfigs{"retention.bytes": strconv.Itoa(3*one + 1)}); err != nil {
+		t.Fatal(err)
+	}
+	mustSweep(t, s)
+	wantState(t, s, "t", 0, bridge.PartitionState{Earliest: 6, Next: 14})
+	check(4)
+	if _, err := s.DeleteRecords(ctx, "kafka", "t", 0, 11); err != nil { // across the Open point
+		t.Fatal(err)
+	}
+	check(2)
+	appendN(3)
+	check(5)
+	mustSweep(t, s)
+	wantState(t, s, "t", 0, bridge.PartitionState{Earliest: 12, Next: 20}) // 3 batches alone are under the limit: 4 stay
+	check(4)
+}

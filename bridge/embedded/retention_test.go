@@ -300,7 +300,7 @@ func TestRetentionBytesAccounting(t *testing.T) {
 	}
 	s = openSwept(t, dir, &c)
 	defer s.Close()
-	appendN(2) // 10-13
+	appendN(2)                                                          // 10-13
 	if _, err := s.DeleteRecords(ctx, "kafka", "t", 0, 3); err != nil { // one old batch goes, one straddles
 		t.Fatal(err)
 	}

@@ -300,8 +300,9 @@ func TestRetentionBytesAccounting(t *testing.T) {
 	}
 	s = openSwept(t, dir, &c)
 	defer s.Close()
-	appendN(2)                                                          // 10-13
-	if _, err := s.DeleteRecords(ctx, "kafka", "t", 0, 3); err != nil { // one old batch goes, one straddles
+	appendN(2) // offsets 10-13
+	// One batch from before Open goes, the next one straddles.
+	if _, err := s.DeleteRecords(ctx, "kafka", "t", 0, 3); err != nil {
 		t.Fatal(err)
 	}
 	check(6)

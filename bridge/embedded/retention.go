@@ -136,8 +136,10 @@ func (s *Store) sweep(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if s.closed.Load() {
-				return nil // Close waits for this sweep: end it early
+			if s.closed.Load() || s.health.err() != nil {
+				// Close waits for this sweep, and a disk that filled
+				// meanwhile gains nothing from more deletes: end early.
+				return nil
 			}
 			moved, err := s.applyRetention(j.t, int32(i), j.l, now)
 			if err != nil {

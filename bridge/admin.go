@@ -47,3 +47,11 @@ type SizeReporter interface {
 	// display.
 	PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error)
 }
+
+// TrimNotifier is implemented by a Store that moves log starts by itself
+// (the embedded store's retention sweeper). The gateway registers fn once,
+// at start, to wake parked fetches whose offset fell below the new start;
+// fn runs on the store's goroutine and must not block or call the store.
+type TrimNotifier interface {
+	OnTrim(fn func(stream, topic string, partition int32))
+}

@@ -111,3 +111,14 @@ func (g *Guarded) PartitionSizes(ctx context.Context, stream, topic string) ([]i
 		return sr.PartitionSizes(ctx, stream, topic)
 	})
 }
+
+var _ TrimNotifier = (*Guarded)(nil)
+
+// OnTrim implements TrimNotifier; a store without it never trims by
+// itself, so fn is never called. Registration touches no disk, so it runs
+// outside the guard.
+func (g *Guarded) OnTrim(fn func(stream, topic string, partition int32)) {
+	if tn, ok := g.inner.(TrimNotifier); ok {
+		tn.OnTrim(fn)
+	}
+}

@@ -124,7 +124,7 @@ func openBackend(t testing.TB, dir string, log *slog.Logger) bridge.Store {
 		}
 		return st
 	}
-	inner, err := embedded.Open(dir, embedded.Options{Logger: log})
+	inner, err := embedded.Open(dir, embedded.Options{Logger: log, RetentionCheckInterval: e2eRetentionCheck})
 	if err != nil {
 		t.Fatalf("embedded.Open: %v", err)
 	}

@@ -28,11 +28,12 @@ import (
 const faultCycles = 5
 
 // privateIggyGateway runs an in-process gateway on a real Iggy server of
-// the test's own (which the test may kill).
-func privateIggyGateway(t *testing.T) (*gateway, *iggyreal.Server) {
+// the test's own (which the test may kill), started with the server
+// settings env (iggyreal.Options.Env).
+func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server) {
 	t.Helper()
 	realServerTest(t)
-	srv := iggyreal.StartPrivate(t)
+	srv := iggyreal.StartPrivate(t, env...)
 	logBuf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

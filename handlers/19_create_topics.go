@@ -27,12 +27,14 @@
 //     means the default. cleanup.policy may be delete, compact or both
 //     (a compacted topic is never compacted nor deleted from, so the
 //     latest record of every key stays); retention.ms / retention.bytes
-//     are kept (on Iggy as the topic's message_expiry / max_topic_size,
-//     which the server enforces; the embedded store does not enforce them
-//     yet); message.timestamp.type, min.insync.replicas and
-//     remote.storage.enable only with the gateway's own value
-//     (CreateTime, 1, false); Kafka log-file tuning (segment.bytes, ...)
-//     is kept with no effect. Unknown names and bad values are
+//     are enforced (on Iggy as the topic's message_expiry /
+//     max_topic_size, which the server enforces on sealed segments, and
+//     segment.bytes as its segment_size; the embedded store's retention
+//     sweeper deletes whole batches); message.timestamp.type,
+//     min.insync.replicas and remote.storage.enable only with the
+//     gateway's own value (CreateTime, 1, false); other Kafka log-file
+//     tuning (segment.ms, ...) is kept with no effect. Unknown names and
+//     bad values are
 //     INVALID_CONFIG with a message naming the config, and so is a value
 //     the backend cannot keep.
 //   - v5+ response: partition count, replication factor 1 and the topic's

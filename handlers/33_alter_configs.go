@@ -8,7 +8,8 @@
 //     gateway's own for the fixed configs are INVALID_CONFIG with a message
 //     naming the config) and nothing changes unless all pass. A backend
 //     that cannot keep a value refuses it the same way (Iggy: a
-//     retention.bytes × partitions under the segment size). validate_only
+//     retention.bytes × partitions under the segment size, or a changed
+//     segment.bytes, which Iggy cannot change). validate_only
 //     checks and keeps nothing. A missing topic is
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER resources: every broker config is read-only here (set by the

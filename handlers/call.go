@@ -147,6 +147,15 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 	// Reserve the first block of producer ids now, so InitProducerId (on
 	// the event loop) never waits for the store.
 	ids.Bind(store, log)
+	if tn, ok := store.(bridge.TrimNotifier); ok {
+		// Retention moved a log start: a parked fetch below it answers
+		// OFFSET_OUT_OF_RANGE now rather than at its deadline.
+		tn.OnTrim(func(stream, topic string, partition int32) {
+			if stream == cfg.Stream {
+				watch.Signal(PartitionKey{Topic: topic, Partition: partition})
+			}
+		})
+	}
 	return &Gateway{
 		Cfg:       cfg,
 		Store:     store,

@@ -58,11 +58,13 @@ var topicConfigs = func() map[string]*configDef {
 				"compact: this gateway never compacts and never deletes from a compacted topic, so the latest record " +
 				"of every key (tombstones included) is always there; retention does not apply to it."},
 		{"retention.ms", cfgKept, kmsg.ConfigTypeLong, "-1", "log.retention.ms",
-			"How long records are kept, -1 for ever (this gateway's default). On Iggy it is the topic's message_expiry, " +
-				"enforced by the Iggy server; the embedded store keeps the value and does not delete yet."},
+			"How long records are kept, -1 for ever (this gateway's default), by the newest record timestamp of each stored batch " +
+				"on the embedded store (checked every --retention-check-interval-ms). On Iggy it is the topic's message_expiry, " +
+				"enforced by the Iggy server on whole sealed segments by append time (see segment.bytes)."},
 		{"retention.bytes", cfgKept, kmsg.ConfigTypeLong, "-1", "log.retention.bytes",
 			"Bytes kept per partition, -1 for no limit. On Iggy it is the topic's max_topic_size (retention.bytes × partitions, " +
-				"at least the segment size, 1 GiB by default), enforced by the Iggy server; the embedded store keeps the value and does not delete yet."},
+				"at least the segment size, 1 GiB by default), enforced by the Iggy server on whole sealed segments; the embedded store " +
+				"removes the oldest batches (checked every --retention-check-interval-ms)."},
 		{"message.timestamp.type", cfgFixed, kmsg.ConfigTypeString, "CreateTime", "log.message.timestamp.type",
 			"Only CreateTime: records keep the producer's timestamp."},
 		{"min.insync.replicas", cfgFixed, kmsg.ConfigTypeInt, "1", "min.insync.replicas",
@@ -73,7 +75,10 @@ var topicConfigs = func() map[string]*configDef {
 			"Batches are stored as Iggy messages, uncompressed, whatever the producer sent." + inertDoc},
 		{"max.message.bytes", cfgInert, kmsg.ConfigTypeInt, "1048588", "message.max.bytes",
 			"The gateway's limits are --max-frame-size per request and --max-message-size per record." + inertDoc},
-		{"segment.bytes", cfgInert, kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes", "Kafka log segment size." + inertDoc},
+		{"segment.bytes", cfgKept, kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes",
+			"On Iggy the topic's segment_size, set at creation only (a multiple of 512 from 1 MiB to 1 GiB): Iggy deletes " +
+				"whole sealed segments, so records past retention stay until their segment is full and the server's cleaner runs. " +
+				"Kept, with no effect, on the embedded store (it deletes whole produce batches)."},
 		{"segment.ms", cfgInert, kmsg.ConfigTypeLong, "604800000", "log.roll.ms", "Kafka log segment roll time." + inertDoc},
 		{"segment.jitter.ms", cfgInert, kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms", "Kafka log segment roll jitter." + inertDoc},
 		{"segment.index.bytes", cfgInert, kmsg.ConfigTypeInt, "10485760", "log.index.size.max.bytes", "Kafka offset index size." + inertDoc},

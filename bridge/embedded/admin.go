@@ -53,6 +53,12 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, name string, part int
 	if err != nil {
 		return bridge.PartitionState{}, err
 	}
+	var tr trimmed // the bytes retention.bytes no longer counts
+	if cut != nil {
+		if tr, err = s.countTrim(t.info.ID, uint32(part), p, cut); err != nil {
+			return bridge.PartitionState{}, err
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(logStartKey(t.info.ID, uint32(part)), be.AppendUint64(nil, before), nil)
@@ -62,6 +68,7 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, name string, part int
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return bridge.PartitionState{}, fmt.Errorf("%w: delete records: %w", bridge.ErrUnavailable, err)
 	}
+	tr.apply(p)
 	p.earliest.Store(before)
 	return p.state(), nil
 }

@@ -31,6 +31,17 @@ type partition struct {
 	// estimate also sees data not yet flushed from the memtable.
 	appended atomic.Int64
 
+	// Byte accounting for retention.bytes (retention.go storedBytes):
+	// visibleBytes (under mu) sums the batches appended since Open below
+	// the watermark; the rest is under trimMu: oldBytes the batches from
+	// before Open still stored (read once, when oldKnown is false), and
+	// trimmedNew the bytes of batches appended since Open and deleted.
+	visibleBytes int64
+	openNext     uint64 // next offset at Open: batches below it are old
+	oldKnown     bool
+	oldBytes     int64
+	trimmedNew   int64
+
 	visible atomic.Uint64 // high watermark: every offset below is committed
 }
 
@@ -38,6 +49,7 @@ type partition struct {
 // commit has finished.
 type reservation struct {
 	base, end uint64
+	bytes     int64 // the batch's stored length
 	done      bool
 }
 
@@ -45,15 +57,17 @@ type reservation struct {
 func (p *partition) init(earliest, next uint64) {
 	p.earliest.Store(earliest)
 	p.next = next
+	p.openNext = next
 	p.visible.Store(next)
 }
 
-// reserve hands out the next n offsets and queues their range.
-func (p *partition) reserve(n uint64) uint64 {
+// reserve hands out the next n offsets for a batch of size bytes and
+// queues their range.
+func (p *partition) reserve(n uint64, size int) uint64 {
 	p.mu.Lock()
 	base := p.next
 	p.next += n
-	p.inflight = append(p.inflight, reservation{base: base, end: base + n})
+	p.inflight = append(p.inflight, reservation{base: base, end: base + n, bytes: int64(size)})
 	p.mu.Unlock()
 	return base
 }
@@ -71,6 +85,7 @@ func (p *partition) commit(base uint64) {
 	}
 	for p.head < len(p.inflight) && p.inflight[p.head].done {
 		p.visible.Store(p.inflight[p.head].end)
+		p.visibleBytes += p.inflight[p.head].bytes
 		p.head++
 	}
 	p.compact()
@@ -134,7 +149,7 @@ func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, c
 	defer b.Close()
 	op := b.SetDeferred(dataKeyLen, len(batch))
 	copy(op.Value, batch)
-	base := p.reserve(count)
+	base := p.reserve(count, len(batch))
 	putDataKey(op.Key, id, uint32(part), base)
 	bridge.StampIggyBatch(op.Value, uint64(part), base, nowMicros())
 	if err := op.Finish(); err != nil {

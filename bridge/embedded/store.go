@@ -83,8 +83,12 @@ type Options struct {
 	// DiskRetry is the pause between attempts of a disk operation that
 	// failed for lack of space (health.go); default 250ms.
 	DiskRetry time.Duration
+	// RetentionCheckInterval is how often retention.ms and retention.bytes
+	// are applied (retention.go); default 30s, negative: never.
+	RetentionCheckInterval time.Duration
 
-	baseFS vfs.FS // under diskFS; vfs.Default unless a test injects faults
+	clock  func() time.Time // time.Now unless a test moves time
+	baseFS vfs.FS           // under diskFS; vfs.Default unless a test injects faults
 }
 
 // Store is the embedded bridge.Store. All methods are safe for concurrent
@@ -109,11 +113,19 @@ type Store struct {
 	dirty    atomic.Uint64 // unsynced appends, for SyncInterval
 	stopSync chan struct{}
 	syncDone chan struct{}
+
+	// The retention sweeper (retention.go).
+	clock        func() time.Time
+	stopRet      chan struct{}
+	retDone      chan struct{}
+	onTrim       atomic.Pointer[func(stream, topic string, partition int32)]
+	lastSweepErr atomic.Int64
 }
 
 var (
 	_ bridge.Store            = (*Store)(nil)
 	_ bridge.TopicConfigStore = (*Store)(nil)
+	_ bridge.TrimNotifier     = (*Store)(nil)
 )
 
 // topic is the in-memory state of one catalog entry.
@@ -151,6 +163,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.baseFS == nil {
 		opts.baseFS = vfs.Default
 	}
+	if opts.RetentionCheckInterval == 0 {
+		opts.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if opts.clock == nil {
+		opts.clock = time.Now
+	}
 	h := newHealthState(opts.Logger)
 	po := &pebble.Options{
 		Logger:       pebbleLogger{l: opts.Logger, h: h},
@@ -187,6 +205,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		writeOpts: pebble.NoSync,
 		topics:    make(map[string]map[string]*topic),
 		health:    h,
+		clock:     opts.clock,
 	}
 	if opts.Sync == SyncAlways {
 		s.writeOpts = pebble.Sync
@@ -198,6 +217,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Sync == SyncInterval {
 		s.stopSync, s.syncDone = make(chan struct{}), make(chan struct{})
 		go s.syncLoop(opts.SyncInterval)
+	}
+	if opts.RetentionCheckInterval > 0 {
+		s.stopRet, s.retDone = make(chan struct{}), make(chan struct{})
+		go s.retentionLoop(opts.RetentionCheckInterval)
 	}
 	h.opened.Store(true)
 	return s, nil
@@ -395,11 +418,19 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	// A sweep in flight holds ops shared, so the wait for the sweeper's
+	// end comes after ops.Lock below; new sweeps refuse the closed store.
+	if s.stopRet != nil {
+		close(s.stopRet)
+	}
 	if h, _ := s.health.Health(); h.State != bridge.Healthy || s.health.blocked.Load() > 0 {
 		return fmt.Errorf("embedded: not closed cleanly: %w", h.Cause)
 	}
 	s.ops.Lock()
 	defer s.ops.Unlock()
+	if s.retDone != nil {
+		<-s.retDone
+	}
 	if s.stopSync != nil {
 		close(s.stopSync)
 		<-s.syncDone
@@ -530,8 +561,8 @@ func (s *Store) CreateTopic(ctx context.Context, stream, name string, n int32) (
 }
 
 // CreateTopicWithConfigs is CreateTopic keeping cfg in the same catalog
-// commit. The embedded store keeps every config it is given; it enforces
-// none of them (retention is not applied here: docs/SCOPE.md).
+// commit. The embedded store keeps every config it is given; of them it
+// enforces retention.ms and retention.bytes (retention.go, docs/SCOPE.md).
 func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, name string, n int32, cfg bridge.TopicConfigs) (bridge.TopicInfo, error) {
 	if err := s.enterWrite(); err != nil {
 		return bridge.TopicInfo{}, err

@@ -8,6 +8,9 @@ package iggy
 //   - retention.bytes is max_topic_size. Kafka's limit is per partition,
 //     Iggy's per topic, so the topic gets retention.bytes × partitions at
 //     the time it is set and reads back as max_topic_size / partitions.
+//   - segment.bytes is segment_size, set at creation only (Iggy cannot
+//     change it). Iggy expires and trims whole sealed segments, so it
+//     bounds how long records past retention stay readable.
 //
 // Every other config is kept in the state stream, topic TopicConfigTopic,
 // one partition, one message per change holding the topic's whole set:
@@ -40,6 +43,13 @@ const TopicConfigTopic = "topic-configs"
 const (
 	cfgRetentionMs    = "retention.ms"
 	cfgRetentionBytes = "retention.bytes"
+	cfgSegmentBytes   = "segment.bytes"
+)
+
+// Iggy's bounds of a topic's segment_size (its config.toml, [system.segment]).
+const (
+	minSegmentSize = 1 << 20
+	maxSegmentSize = 1 << 30
 )
 
 var _ bridge.TopicConfigStore = (*Store)(nil)
@@ -90,7 +100,29 @@ func nativeOptions(cfg bridge.TopicConfigs, partitions int32) ([]TopicOption, er
 		}
 		opts = append(opts, OptUint64(OptMaxTopicSize, size))
 	}
+	if v, ok := cfg[cfgSegmentBytes]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < minSegmentSize || n > maxSegmentSize || n%512 != 0 {
+			return nil, &bridge.ConfigError{Name: cfgSegmentBytes, Reason: "Iggy's segment_size must be a multiple of 512 from 1048576 (1 MiB) to 1073741824 (1 GiB)"}
+		}
+		opts = append(opts, OptUint64(OptSegmentSize, uint64(n)))
+	}
 	return opts, nil
+}
+
+// segmentSize is the segment_size a topic was created with, if it set
+// one: the explicit options only (the derived ones always hold the
+// server's resolved size, which a topic that set none must not report).
+func segmentSize(t *Topic) (uint64, bool) {
+	it := bridge.NewUserHeaderIter(t.Options)
+	for it.Next() {
+		if string(it.Key()) == OptSegmentSize {
+			if v, ok := optionUint(it.ValueKind(), it.Value()); ok && v != 0 {
+				return v, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // nativeConfigs reads the native configs back from a topic header: only
@@ -104,6 +136,9 @@ func nativeConfigs(t *Topic) bridge.TopicConfigs {
 	if m := t.MaxTopicSize; m != 0 && m != math.MaxUint64 {
 		cfg[cfgRetentionBytes] = strconv.FormatUint(m/uint64(max(t.PartitionsCount, 1)), 10)
 	}
+	if n, ok := segmentSize(t); ok {
+		cfg[cfgSegmentBytes] = strconv.FormatUint(n, 10)
+	}
 	return cfg
 }
 
@@ -114,8 +149,11 @@ func optionRefusal(err error, opts []TopicOption) error {
 		return err
 	}
 	name := func(key string) string {
-		if key == OptMaxTopicSize {
+		switch key {
+		case OptMaxTopicSize:
 			return cfgRetentionBytes
+		case OptSegmentSize:
+			return cfgSegmentBytes
 		}
 		return cfgRetentionMs
 	}
@@ -141,6 +179,10 @@ func splitConfigs(cfg bridge.TopicConfigs) (native, rest bridge.TopicConfigs) {
 		rest = bridge.TopicConfigs{}
 	}
 	native = bridge.TopicConfigs{}
+	if v, ok := rest[cfgSegmentBytes]; ok {
+		native[cfgSegmentBytes] = v
+		delete(rest, cfgSegmentBytes)
+	}
 	if p, ok := cfg["cleanup.policy"]; ok && !strings.Contains(p, "delete") {
 		return native, rest
 	}
@@ -252,6 +294,9 @@ func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg b
 	ti := topicInfo(stream, &t)
 	have := nativeConfigs(&t)
 	want, rest := splitConfigs(cfg)
+	if want[cfgSegmentBytes] != have[cfgSegmentBytes] {
+		return &bridge.ConfigError{Name: cfgSegmentBytes, Reason: "Iggy cannot change a topic's segment_size once it is created"}
+	}
 	var opts []TopicOption
 	for _, k := range []string{cfgRetentionMs, cfgRetentionBytes} {
 		v, set := want[k]

@@ -55,6 +55,7 @@ type config struct {
 	FsyncInterval      time.Duration
 	StoreCacheMB       int
 	StoreTimeout       time.Duration
+	RetentionCheck     time.Duration
 	Stream             string
 	AutoCreateTopics   bool
 	DefaultPartitions  int32
@@ -180,6 +181,9 @@ func options() []option {
 		{flag: "store-timeout-ms", def: "10000",
 			usage: "deadline of one embedded-store call; past it the request gets a retriable error (on Iggy: --iggy-call-timeout-ms)",
 			set:   millisIn(1, func(c *config, d time.Duration) { c.StoreTimeout = d })},
+		{flag: "retention-check-interval-ms", def: "30000",
+			usage: "how often the embedded store applies retention.ms and retention.bytes (records past them go within about this long); Iggy applies its own (docs/STORAGE.md)",
+			set:   millisIn(10, func(c *config, d time.Duration) { c.RetentionCheck = d })},
 		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
 			usage: "Iggy stream that holds the Kafka topics",
 			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},

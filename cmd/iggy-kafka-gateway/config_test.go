@@ -36,6 +36,7 @@ func TestDefaults(t *testing.T) {
 		FsyncInterval:      100 * time.Millisecond,
 		StoreCacheMB:       256,
 		StoreTimeout:       10 * time.Second,
+		RetentionCheck:     30 * time.Second,
 		Stream:             "kafka",
 		AutoCreateTopics:   true,
 		DefaultPartitions:  1,

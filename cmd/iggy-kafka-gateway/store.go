@@ -45,7 +45,7 @@ func openStore(cfg config, log *slog.Logger) (bridge.Store, error) {
 	}
 	st, err := embedded.Open(cfg.DataDir, embedded.Options{
 		Sync: policy, SyncInterval: cfg.FsyncInterval, Logger: log,
-		CacheSize: int64(cfg.StoreCacheMB) << 20,
+		CacheSize: int64(cfg.StoreCacheMB) << 20, RetentionCheckInterval: cfg.RetentionCheck,
 	})
 	if err != nil {
 		log.Error("opening the embedded store", "data_dir", cfg.DataDir, "err", err)

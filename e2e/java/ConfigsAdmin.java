@@ -40,7 +40,7 @@ public class ConfigsAdmin {
         String topic = args[1];
         try (Admin admin = Admin.create(p)) {
             NewTopic nt = new NewTopic(topic, Optional.empty(), Optional.empty())
-                .configs(Map.of("cleanup.policy", "compact", "segment.bytes", "1048576"));
+                .configs(Map.of("cleanup.policy", "compact", "segment.ms", "3600000"));
             CreateTopicsResult cr = admin.createTopics(List.of(nt));
             cr.all().get();
             check(cr.replicationFactor(topic).get() == 1, "replication factor " + cr.replicationFactor(topic).get());
@@ -62,16 +62,16 @@ public class ConfigsAdmin {
             ConfigEntry rb = c.get("retention.bytes");
             check(rb != null && "-1".equals(rb.value()) && rb.source() == ConfigEntry.ConfigSource.DEFAULT_CONFIG && rb.isDefault(), "retention.bytes " + rb);
             check(!rb.synonyms().isEmpty() && rb.synonyms().get(rb.synonyms().size() - 1).name().equals("log.retention.bytes"), "retention.bytes synonyms " + rb.synonyms());
-            check("1048576".equals(c.get("segment.bytes").value()), "segment.bytes " + c.get("segment.bytes"));
+            check("3600000".equals(c.get("segment.ms").value()), "segment.ms " + c.get("segment.ms"));
 
             admin.incrementalAlterConfigs(Map.of(tr, List.of(
                 new AlterConfigOp(new ConfigEntry("retention.ms", "86400000"), AlterConfigOp.OpType.SET),
                 new AlterConfigOp(new ConfigEntry("cleanup.policy", "delete"), AlterConfigOp.OpType.APPEND),
-                new AlterConfigOp(new ConfigEntry("segment.bytes", ""), AlterConfigOp.OpType.DELETE)))).all().get();
+                new AlterConfigOp(new ConfigEntry("segment.ms", ""), AlterConfigOp.OpType.DELETE)))).all().get();
             c = describe(admin, tr);
             check("compact,delete".equals(c.get("cleanup.policy").value()), "after alter cleanup.policy " + c.get("cleanup.policy"));
             check("86400000".equals(c.get("retention.ms").value()) && c.get("retention.ms").source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, "after alter retention.ms " + c.get("retention.ms"));
-            check(c.get("segment.bytes").isDefault(), "after delete segment.bytes " + c.get("segment.bytes"));
+            check(c.get("segment.ms").isDefault(), "after delete segment.ms " + c.get("segment.ms"));
 
             Throwable err = alterFails(admin, tr, new AlterConfigOp(new ConfigEntry("message.timestamp.type", "LogAppendTime"), AlterConfigOp.OpType.SET));
             check(err instanceof InvalidConfigurationException && err.getMessage().contains("message.timestamp.type"), "LogAppendTime: " + err);

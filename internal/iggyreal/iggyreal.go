@@ -119,6 +119,10 @@ type Options struct {
 	Shards int
 	// Log receives the server's output (default: discarded).
 	Log io.Writer
+	// Env adds server settings, KEY=value, to run.sh's environment
+	// (IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL=1s: the segment cleaner's
+	// period, 1 minute by default).
+	Env []string
 
 	// KillWithParent has the kernel SIGKILL the server when the process
 	// that started it dies (the bench harness: a killed run leaves no
@@ -185,6 +189,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(filepath.Join(s.dir, "run.sh"), s.opts.DataDir, strconv.Itoa(s.opts.Port))
 	cmd.Env = append(serverEnv(), "IGGY_SHARDS="+strconv.Itoa(s.opts.Shards))
+	cmd.Env = append(cmd.Env, s.opts.Env...)
 	out := s.opts.Log
 	if out == nil {
 		out = io.Discard

@@ -88,14 +88,15 @@ func StopShared() {
 }
 
 // StartPrivate starts a server of t's own (data in t.TempDir()) for tests
-// that kill, stop or restart it; it is stopped when t ends.
-func StartPrivate(t testing.TB) *Server {
+// that kill, stop or restart it, or need settings of their own (env, as
+// Options.Env); it is stopped when t ends.
+func StartPrivate(t testing.TB, env ...string) *Server {
 	t.Helper()
 	Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	log := &tailBuffer{max: 64 << 10}
-	s, err := Start(ctx, Options{DataDir: t.TempDir(), Log: log, deathSignal: syscall.SIGKILL})
+	s, err := Start(ctx, Options{DataDir: t.TempDir(), Log: log, Env: env, deathSignal: syscall.SIGKILL})
 	if err != nil {
 		t.Fatal(err)
 	}

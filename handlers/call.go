@@ -39,6 +39,8 @@ type Gateway struct {
 	Watch     *Watchers
 	Groups    *Groups // consumer-group coordinator (groups.go)
 	Log       *slog.Logger
+	// Sasl turns SASL on for the listener (sasl.go); nil: off.
+	Sasl *SaslConfig
 
 	// autoCreate paces auto-creation; createMu serializes topic creation
 	// with its collision check (topics.go). Zero values are ready.
@@ -81,8 +83,10 @@ type Call struct {
 	// means no cap (direct calls, tests), < 0 that the connection is full.
 	// Fetch sizes its response to it.
 	ReplyRoom int
-	wait      *Wait
-	done      []func()
+	// Sasl is the connection's SASL state on a SASL listener, else nil.
+	Sasl *SaslConn
+	wait *Wait
+	done []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

@@ -24,7 +24,7 @@ var sharedFiles = map[string]bool{
 	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
 	"errors.go": true, "topics.go": true, "pool.go": true,
 	"groups.go": true, "group_offsets.go": true,
-	"idempotence.go": true,
+	"idempotence.go": true, "sasl.go": true,
 }
 
 var (

@@ -9,6 +9,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/handlers"
 )
 
 // reply is one slot of the ordered writer: an encoded response frame, or a
@@ -86,6 +88,9 @@ type connState struct {
 	// host is the peer IP as Kafka shows it ("/127.0.0.1"), for
 	// DescribeGroups; computed once at accept.
 	host string
+	// sasl is the connection's SASL state on a SASL listener (sasl.go),
+	// else nil; set at accept.
+	sasl *handlers.SaslConn
 	// writtenCB is cs.written bound once: a method value made per write
 	// would allocate.
 	writtenCB gnet.AsyncCallback

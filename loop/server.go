@@ -224,6 +224,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	cs := newConnState(s, c)
 	cs.addr = key
+	if s.g.Sasl != nil {
+		cs.sasl = handlers.NewSaslConn(key)
+	}
 	c.SetContext(cs)
 	s.connMu.Lock()
 	s.all[cs] = struct{}{}

@@ -64,6 +64,7 @@ type config struct {
 	MaxFetchWait       time.Duration
 	Backend            string
 	Iggy               iggyConfig
+	Sasl               saslConfig
 	MetricsAddr        string
 	PprofAddr          string
 	LogLevel           slog.Level
@@ -265,6 +266,7 @@ func options() []option {
 			usage: "text or json",
 			set:   oneOf([]string{"text", "json"}, func(c *config, v string) { c.LogFormat = v })},
 	}
+	opts = append(opts, saslOptions()...)
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -410,7 +412,7 @@ func (c *config) resolve() error {
 		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
 			c.MaxBufferedPerConn, c.MaxFrameSize)
 	}
-	return nil
+	return c.resolveSasl()
 }
 
 // usageText is the --help output: every flag with its variable and default.

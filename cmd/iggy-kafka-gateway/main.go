@@ -19,7 +19,12 @@ import (
 	"github.com/iggy-kafka/gateway/loop"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sasl-user" {
+		os.Exit(runSaslUser(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
 
 // run is main without the process exit, so every path returns its code.
 func run(args, environ []string, stdout, stderr io.Writer) int {
@@ -69,6 +74,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxFetchWait:         cfg.MaxFetchWait,
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
+	if g.Sasl, err = buildSasl(cfg, log); err != nil {
+		log.Error("SASL", "err", err)
+		return 1
+	}
 	srv := loop.NewServer(loop.Config{
 		Addr:                  cfg.BindAddr,
 		EventLoops:            cfg.EventLoops,

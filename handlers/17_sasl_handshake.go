@@ -32,7 +32,7 @@ func init() {
 func saslHandshake(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	sc, s := c.G.Sasl, c.Sasl
+	sc, s := c.G.Cfg.Sasl, c.Sasl
 	if sc == nil || s == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, nil

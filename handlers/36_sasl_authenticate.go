@@ -50,7 +50,7 @@ const saslFailMsg = "Authentication failed: Invalid username or password"
 func saslAuthenticate(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	sc, s := c.G.Sasl, c.Sasl
+	sc, s := c.G.Cfg.Sasl, c.Sasl
 	if sc == nil || s == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		resp.ErrorMessage = strp("SASL is not enabled on this listener")
@@ -89,7 +89,7 @@ func saslAuthenticate(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 }
 
 func (s *SaslConn) plain(c *Call, resp *kmsg.SASLAuthenticateResponse, tok []byte) (kmsg.Response, error) {
-	sc := c.G.Sasl
+	sc := c.G.Cfg.Sasl
 	authzid, rest, ok1 := bytes.Cut(tok, []byte{0})
 	user, pass, ok2 := bytes.Cut(rest, []byte{0})
 	if !ok1 || !ok2 || len(user) == 0 || bytes.IndexByte(pass, 0) >= 0 {
@@ -144,7 +144,7 @@ func plainAgainstUsers(sc *SaslConfig, user, pass string) bool {
 }
 
 func (s *SaslConn) scramStep(c *Call, resp *kmsg.SASLAuthenticateResponse, tok []byte) (kmsg.Response, error) {
-	sc := c.G.Sasl
+	sc := c.G.Cfg.Sasl
 	mech, _ := scram.ParseMechanism(s.mech)
 	if s.scram == nil {
 		cf, err := scram.ParseClientFirst(tok)
@@ -181,7 +181,7 @@ func (s *SaslConn) scramStep(c *Call, resp *kmsg.SASLAuthenticateResponse, tok [
 }
 
 func (s *SaslConn) succeed(c *Call, resp *kmsg.SASLAuthenticateResponse, user string, out []byte) (kmsg.Response, error) {
-	sc := c.G.Sasl
+	sc := c.G.Cfg.Sasl
 	principal := "User:" + user
 	if s.Authenticated() && principal != s.principal {
 		// KIP-368: a re-authentication may not change the principal.
@@ -215,7 +215,7 @@ func (s *SaslConn) end() {
 // (FailDelay after the attempt began, more after recent failures from the
 // same address). why is logged, never sent; user may be nil.
 func (s *SaslConn) fail(c *Call, resp *kmsg.SASLAuthenticateResponse, why string, user []byte) (kmsg.Response, error) {
-	sc := c.G.Sasl
+	sc := c.G.Cfg.Sasl
 	now := time.Now()
 	delay := sc.failed(s.addr, now)
 	if sc.logFail.allow(now) {

@@ -27,6 +27,8 @@ type Config struct {
 	// Auto-creation limits (topics.go); 0: the defaults, 20 and 10.
 	AutoCreatePerRequest int // topics one request may auto-create
 	AutoCreatePerSec     int // topics auto-created per second, gateway-wide (burst: max of the two)
+	// Sasl turns SASL on for the listener (sasl.go); nil: off.
+	Sasl *SaslConfig
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -39,8 +41,6 @@ type Gateway struct {
 	Watch     *Watchers
 	Groups    *Groups // consumer-group coordinator (groups.go)
 	Log       *slog.Logger
-	// Sasl turns SASL on for the listener (sasl.go); nil: off.
-	Sasl *SaslConfig
 
 	// autoCreate paces auto-creation; createMu serializes topic creation
 	// with its collision check (topics.go). Zero values are ready.

@@ -48,7 +48,7 @@ type CredentialStore interface {
 	Lookup(user string, mech scram.Mechanism) (scram.Credential, bool)
 }
 
-// SaslConfig turns SASL on for the listener. Set Gateway.Sasl before the
+// SaslConfig turns SASL on for the listener. Set Config.Sasl before the
 // gateway serves; read-only afterwards except for the failure books.
 type SaslConfig struct {
 	// Mechanisms are the enabled mechanisms, in the order SaslHandshake

@@ -224,7 +224,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	cs := newConnState(s, c)
 	cs.addr = key
-	if s.g.Sasl != nil {
+	if s.g.Cfg.Sasl != nil {
 		cs.sasl = handlers.NewSaslConn(key)
 	}
 	c.SetContext(cs)

@@ -59,7 +59,13 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer stopHTTP()
 
+	sasl, err := buildSasl(cfg, log)
+	if err != nil {
+		log.Error("SASL", "err", err)
+		return 1
+	}
 	g := handlers.NewGateway(handlers.Config{
+		Sasl:                 sasl,
 		Stream:               cfg.Stream,
 		AdvertisedHost:       cfg.AdvertisedHost,
 		AdvertisedPort:       int32(cfg.AdvertisedPort),
@@ -74,10 +80,6 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxFetchWait:         cfg.MaxFetchWait,
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
-	if g.Sasl, err = buildSasl(cfg, log); err != nil {
-		log.Error("SASL", "err", err)
-		return 1
-	}
 	srv := loop.NewServer(loop.Config{
 		Addr:                  cfg.BindAddr,
 		EventLoops:            cfg.EventLoops,

@@ -199,7 +199,7 @@ func TestSaslJava(t *testing.T) {
 			}
 			props := filepath.Join(t.TempDir(), "client.properties")
 			writeFile(t, props, fmt.Sprintf("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=%s\n"+
-				"sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n", mech, module, saslUser, saslPass))
+				"sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n", mech, module, saslUser, javaEscape(saslPass)))
 			topic := "sasl-java-" + strings.ToLower(mech)
 			const n = 20
 			var in strings.Builder
@@ -210,13 +210,13 @@ func TestSaslJava(t *testing.T) {
 				want = append(want, v)
 			}
 			_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-				"--bootstrap-server", gw.Addr, "--topic", topic, "--command-config", props)
+				"--bootstrap-server", gw.Addr, "--topic", topic, "--producer.config", props)
 			if err != nil || strings.Contains(errOut, "ERROR") {
 				t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
 			}
 			out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
 				"--bootstrap-server", gw.Addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
-				"--timeout-ms", "30000", "--command-config", props)
+				"--timeout-ms", "30000", "--consumer.config", props)
 			if err != nil {
 				t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
 			}
@@ -225,4 +225,18 @@ func TestSaslJava(t *testing.T) {
 			}
 		})
 	}
+}
+
+// javaEscape writes s for a Java properties file, which is read as
+// ISO-8859-1: every non-ASCII rune becomes a \uXXXX escape.
+func javaEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x80 {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }

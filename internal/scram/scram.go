@@ -388,11 +388,19 @@ func (s *Server) Final(msg []byte) ([]byte, error) {
 	sum := h()
 	sum.Write(clientKey)
 	ok &= subtle.ConstantTimeCompare(sum.Sum(nil), s.cred.StoredKey)
-	ok &= subtle.ConstantTimeCompare([]byte(cf.Nonce), []byte(s.nonce))
+	// The nonce must end with the one we sent, as Kafka checks it
+	// (ScramSaslServer: endsWith): librdkafka sends its client nonce
+	// again in front of it. The proof covers the message as sent.
+	nonceOK := strings.HasSuffix(cf.Nonce, s.nonce)
+	if len(cf.Nonce) >= len(s.nonce) {
+		ok &= subtle.ConstantTimeCompare([]byte(cf.Nonce[len(cf.Nonce)-len(s.nonce):]), []byte(s.nonce))
+	} else {
+		ok = 0
+	}
 	ok &= subtle.ConstantTimeCompare([]byte(cf.Binding), []byte(base64.StdEncoding.EncodeToString([]byte(s.first.GS2Header))))
 	if ok != 1 {
 		switch {
-		case cf.Nonce != s.nonce:
+		case !nonceOK:
 			return nil, ErrNonce
 		case cf.Binding != base64.StdEncoding.EncodeToString([]byte(s.first.GS2Header)):
 			return nil, ErrBinding

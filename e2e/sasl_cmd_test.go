@@ -31,7 +31,7 @@ func TestSaslBinaryUsersFile(t *testing.T) {
 	cl := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA512, "carol", "hunter2")))
 	createTopic(t, cl, "sasl-bin", 1)
 	produceAll(t, cl, testRecords("sasl-bin", 5))
-	if err, _ := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "hunter3"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "hunter3"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("a wrong password: %v", err)
 	}
 	w := dialWire(t, gw.Addr)
@@ -61,8 +61,8 @@ func TestSaslIggyPlain(t *testing.T) {
 	createTopic(t, cl, "sasl-iggy", 1)
 	produceAll(t, cl, testRecords("sasl-iggy", 5))
 
-	errWrong, _ := kgoLoginErr(t, gw.Addr, handlers.MechPlain, user, "wrong-pw")
-	errUnknown, _ := kgoLoginErr(t, gw.Addr, handlers.MechPlain, "nobody-"+hex.EncodeToString(rnd[:]), pass)
+	_, errWrong := kgoLoginErr(t, gw.Addr, handlers.MechPlain, user, "wrong-pw")
+	_, errUnknown := kgoLoginErr(t, gw.Addr, handlers.MechPlain, "nobody-"+hex.EncodeToString(rnd[:]), pass)
 	if !errors.Is(errWrong, kerr.SaslAuthenticationFailed) || !errors.Is(errUnknown, kerr.SaslAuthenticationFailed) ||
 		errWrong.Error() != errUnknown.Error() {
 		t.Fatalf("refusals: wrong password %v; unknown user %v", errWrong, errUnknown)

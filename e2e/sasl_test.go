@@ -71,7 +71,7 @@ func kgoMech(mech, user, pass string) sasl.Mechanism {
 
 // kgoLoginErr pings with a fresh client logging in as user/pass and returns
 // the error (nil: logged in), and how long it took.
-func kgoLoginErr(t *testing.T, addr, mech, user, pass string) (error, time.Duration) {
+func kgoLoginErr(t *testing.T, addr, mech, user, pass string) (time.Duration, error) {
 	t.Helper()
 	cl := newClient(t, addr, kgo.SASL(kgoMech(mech, user, pass)), kgo.RequestRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -80,7 +80,7 @@ func kgoLoginErr(t *testing.T, addr, mech, user, pass string) (error, time.Durat
 	err := cl.Ping(ctx)
 	d := time.Since(start)
 	cl.Close()
-	return err, d
+	return d, err
 }
 
 // franz-go with sasl/plain and sasl/scram (SHA-256 and SHA-512) produces
@@ -97,8 +97,8 @@ func TestSaslKgo(t *testing.T) {
 			got := consumeSasl(t, gw.Addr, topic, len(want), kgoMech(mech, saslUser, saslPass))
 			sameRecs(t, want, got)
 
-			errWrong, dWrong := kgoLoginErr(t, gw.Addr, mech, saslUser, "wrong")
-			errUnknown, dUnknown := kgoLoginErr(t, gw.Addr, mech, "mallory", saslPass)
+			dWrong, errWrong := kgoLoginErr(t, gw.Addr, mech, saslUser, "wrong")
+			dUnknown, errUnknown := kgoLoginErr(t, gw.Addr, mech, "mallory", saslPass)
 			for name, err := range map[string]error{"wrong password": errWrong, "unknown user": errUnknown} {
 				if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 					t.Fatalf("%s: got %v, want SASL_AUTHENTICATION_FAILED", name, err)

@@ -283,7 +283,7 @@ func TestSaslWireHostile(t *testing.T) {
 	refused("SCRAM with a wrong nonce", w, w.authenticate(sc.clientFinal(t, first, sc.nonce+"forged", false), 2, 3))
 	w, sc, first = scramStart(handlers.MechScramSHA256)
 	refused("SCRAM with a wrong proof", w, w.authenticate(sc.clientFinal(t, first, "", true), 2, 3))
-	w, sc, first = scramStart(handlers.MechScramSHA256)
+	w, _, _ = scramStart(handlers.MechScramSHA256)
 	refused("SCRAM with a garbage final", w, w.authenticate([]byte("c=biws,p=!!!"), 2, 3))
 
 	for name, tok := range map[string][]byte{

@@ -25,7 +25,10 @@ func saslGateway(t *testing.T, mod ...func(*SaslConfig)) *Gateway {
 		t.Fatal(err)
 	}
 	sc := &SaslConfig{Mechanisms: []string{MechPlain, MechScramSHA256}, Users: u,
-		FailDelay: 50 * time.Millisecond, MaxFailDelay: 200 * time.Millisecond}
+		// Long: the test re-runs a parked call at once (Final) rather than
+		// waiting, and a PBKDF2 under -race on a loaded machine must not
+		// outlast the delay.
+		FailDelay: 10 * time.Second, MaxFailDelay: 20 * time.Second}
 	for _, m := range mod {
 		m(sc)
 	}
@@ -108,7 +111,7 @@ func TestSaslPlainHandler(t *testing.T) {
 		if err != nil || a.ErrorCode != kerr.SaslAuthenticationFailed.Code || *a.ErrorMessage != saslFailMsg {
 			t.Fatalf("%s: %+v %v", name, a, err)
 		}
-		if waited <= 0 || !s.Failed() || s.Authenticated() {
+		if waited < 5*time.Second || !s.Failed() || s.Authenticated() {
 			t.Fatalf("%s: waited %v failed %v", name, waited, s.Failed())
 		}
 	}

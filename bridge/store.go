@@ -23,7 +23,18 @@ var (
 	ErrInvalidBatch      = errors.New("bridge: invalid iggy batch")
 	ErrUnavailable       = errors.New("bridge: store unavailable")
 	ErrClosed            = errors.New("bridge: store closed")
+	// ErrStorage: the store's storage failed (disk full, an I/O error, a
+	// fatal engine error). Produce and Fetch answer KAFKA_STORAGE_ERROR,
+	// which clients retry. Errors wrapping it also match ErrUnavailable.
+	ErrStorage = &storageError{}
 )
+
+// storageError is ErrStorage; it also matches ErrUnavailable, so code that
+// only knows "the store cannot serve now" treats it as transient.
+type storageError struct{}
+
+func (*storageError) Error() string        { return "bridge: storage failed" }
+func (*storageError) Is(target error) bool { return target == ErrUnavailable }
 
 // TopicInfo describes one Iggy topic.
 type TopicInfo struct {

@@ -194,7 +194,7 @@ func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syn
 		for _, o := range opts {
 			o(&hc, &lc)
 		}
-		g := handlers.NewGateway(hc, store, log)
+		g := handlers.NewGateway(hc, guarded(store), log)
 		srv := loop.NewServer(lc, g)
 		if lastErr = srv.Start(); lastErr != nil {
 			continue // the port was taken in between; pick another
@@ -219,6 +219,19 @@ func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syn
 		}
 	})
 	return gw
+}
+
+// guarded puts store behind the deadline guard the command puts every
+// backend behind (cmd/iggy-kafka-gateway/store.go), so in-process gateways
+// take the same path as the binary: an optional store interface the guard
+// does not forward fails here, not only in production. Tests keep the raw
+// store in gateway.Store for their own checks and close it themselves.
+func guarded(store bridge.Store) bridge.Store {
+	full, ok := store.(bridge.FullStore)
+	if !ok {
+		return store
+	}
+	return bridge.Guard(full, bridge.GuardOptions{Timeout: 10 * time.Second})
 }
 
 func tail(s string, lines int) string {

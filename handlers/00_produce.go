@@ -34,9 +34,9 @@
 //     Append returns. Record-level failures: MESSAGE_TOO_LARGE over
 //     Cfg.MaxMessageSize, INVALID_RECORD for unmappable records.
 //   - Store errors: unknown topic/partition 3; a deadline or cancelled
-//     context REQUEST_TIMED_OUT (the write may have happened); store
-//     unavailable or closed NOT_LEADER_OR_FOLLOWER. The Java producer
-//     retries both.
+//     context REQUEST_TIMED_OUT (the write may have happened); a full or
+//     failed disk KAFKA_STORAGE_ERROR (56); store unavailable or closed
+//     NOT_LEADER_OR_FOLLOWER. The Java producer retries all three.
 //   - The response carries the base offset, LogAppendTime -1 (CreateTime)
 //     and LogStartOffset -1 (not looked up: one more store round trip per
 //     partition, and producers do not use it).
@@ -304,7 +304,12 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	}
 
 	eb := getBig()
-	defer putBig(eb)
+	keep := false // true: a hung Append may still read eb (see below)
+	defer func() {
+		if !keep {
+			putBig(eb)
+		}
+	}()
 	g := c.G
 	eb.B, _, err = bridge.EncodeKafkaRecords(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
 	if err != nil {
@@ -321,6 +326,9 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		base, err = g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, eb.B)
 	}
 	if err != nil {
+		// The guard gave up on a hung Append that may still read eb:
+		// leave the buffer to the garbage collector, never to the pool.
+		keep = errors.Is(err, bridge.ErrAbandoned)
 		return 0, errCode(err, opWrite), nil
 	}
 	if g.Watch != nil {

@@ -33,7 +33,8 @@
 //     PreferredReadReplica -1. isolation_level read_committed reads the same.
 //   - Transient store failures are NOT_LEADER_OR_FOLLOWER (the Java consumer
 //     throws on codes it does not expect; it refreshes metadata and retries
-//     on this one). A stored message that cannot be mapped ends the
+//     on this one); a failed store disk is KAFKA_STORAGE_ERROR, which it
+//     handles the same way (FetchCollector's metadata-refresh list). A stored message that cannot be mapped ends the
 //     partition's data before it; if it is the first one, the partition gets
 //     UNKNOWN_SERVER_ERROR.
 //   - Long poll: when fewer than min_bytes are ready, max_wait_ms > 0, no

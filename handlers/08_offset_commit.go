@@ -29,89 +29,12 @@
 
 package handlers
 
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/iggy-kafka/gateway/bridge"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(Spec{Key: 8, MinVersion: 2, MaxVersion: 9, Handle: offsetCommit})
 }
 
 func offsetCommit(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.OffsetCommitRequest)
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	g := c.G
-	var code int16
-	st := g.groupOffsets()
-	switch {
-	case !validGroupID(req.Group):
-		code = kerr.InvalidGroupID.Code
-	case st == nil:
-		code = kerr.CoordinatorNotAvailable.Code
-	default:
-		instance := ""
-		if req.InstanceID != nil {
-			instance = *req.InstanceID
-		}
-		code = g.coordinator().CommitCheck(req.Group, req.MemberID, instance, req.Generation)
-	}
-	now := time.Now().UnixMilli()
-	committed := false
-	// A store that commits a request's partitions together gets them in
-	// one call after the loop; slots are their answers.
-	batch, _ := st.(bridge.OffsetBatchCommitter)
-	var pending []bridge.GroupOffset
-	var slots []*kmsg.OffsetCommitResponseTopicPartition
-	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		ot := &resp.Topics[i]
-		ot.Default()
-		ot.Topic = rt.Topic
-		ot.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(rt.Partitions))
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			op := &ot.Partitions[j]
-			op.Default()
-			op.Partition = rp.Partition
-			switch {
-			case code != 0:
-				op.ErrorCode = code
-			case !validTopicName(rt.Topic) || rp.Partition < 0:
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
-				op.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
-				o := bridge.CommittedOffset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTime: now}
-				if req.Version < 6 {
-					o.LeaderEpoch = -1
-				}
-				if rp.Metadata != nil {
-					o.Metadata = *rp.Metadata
-				}
-				if batch != nil {
-					pending = append(pending, bridge.GroupOffset{Topic: rt.Topic, Partition: rp.Partition, CommittedOffset: o})
-					slots = append(slots, op)
-					continue
-				}
-				op.ErrorCode = offsetErrCode(st.CommitOffset(c.Ctx, g.Cfg.Stream, req.Group, rt.Topic, rp.Partition, o))
-				committed = committed || op.ErrorCode == 0
-			}
-		}
-	}
-	if len(pending) > 0 {
-		for k, err := range batch.CommitOffsets(c.Ctx, g.Cfg.Stream, req.Group, pending) {
-			slots[k].ErrorCode = offsetErrCode(err)
-			committed = committed || err == nil
-		}
-	}
-	if committed {
-		g.coordinator().NoteCommitted(req.Group)
-	}
-	return resp, nil
+	return c.G.coordinator().CommitOffsets(c.Ctx, kreq.(*kmsg.OffsetCommitRequest)), nil
 }

@@ -23,6 +23,8 @@ package handlers
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/group"
 )
 
 func init() {
@@ -45,7 +47,7 @@ func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			code = kerr.TransactionalIDAuthorizationFailed.Code
 		case req.CoordinatorType != coordinatorGroup:
 			code = kerr.InvalidRequest.Code
-		case len(key) > maxGroupIDLen:
+		case len(key) > group.MaxGroupIDLen:
 			code = kerr.InvalidGroupID.Code
 		default:
 			return 0, cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort

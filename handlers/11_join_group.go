@@ -2,7 +2,7 @@
 //
 // Behavior:
 //   - The classic protocol's join barrier, run by the in-process coordinator
-//     (groups.go, docs/CONSUMER_GROUPS.md). A join that has to wait for the
+//     (package group, docs/CONSUMER_GROUPS.md). A join that has to wait for the
 //     barrier parks the call (no worker or loop is held) and is answered when
 //     the barrier closes: every member rejoined, the rebalance timeout
 //     passed (members that did not rejoin are removed), or the initial
@@ -32,56 +32,18 @@
 
 package handlers
 
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(Spec{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: joinGroup})
 }
 
+// joinGroup parks a join that has to wait for the barrier (groups.go) and
+// collects its answer on the re-run. A worker.
 func joinGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.JoinGroupRequest)
 	gs := c.G.coordinator()
 	if c.gwait != nil {
-		resp, ok := gs.resume(c)
-		if !ok {
-			c.Park([]PartitionKey{c.gwait.key}, c.first)
-			return nil, nil
-		}
-		return resp, nil
+		return c.resumeGroupWait(gs), nil
 	}
-	a := &joinArgs{
-		ver:          req.Version,
-		group:        req.Group,
-		memberID:     req.MemberID,
-		clientID:     string(c.Header.ClientID),
-		clientHost:   c.ClientHost,
-		session:      time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
-		rebalance:    time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
-		protocolType: req.ProtocolType,
-	}
-	if req.Version == 0 {
-		a.rebalance = a.session
-	}
-	if req.InstanceID != nil {
-		a.instance = *req.InstanceID
-	}
-	a.protocols = make([]protocol, len(req.Protocols))
-	for i, p := range req.Protocols {
-		// Copied: the request bytes go back to their pool after this run.
-		a.protocols[i] = protocol{name: p.Name, meta: append([]byte(nil), p.Metadata...)}
-	}
-	resp, ticket, until := gs.Join(a)
-	if ticket == 0 {
-		return resp, nil
-	}
-	ver, id := req.Version, req.MemberID
-	park(c, ticket, until, func() kmsg.Response {
-		return joinError(ver, kerr.RebalanceInProgress.Code, id)
-	})
-	return nil, nil
+	return c.answerOrPark(gs.Join(kreq.(*kmsg.JoinGroupRequest), string(c.Header.ClientID), c.ClientHost)), nil
 }

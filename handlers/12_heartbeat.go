@@ -23,12 +23,5 @@ func init() {
 }
 
 func heartbeat(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.HeartbeatRequest)
-	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	instance := ""
-	if req.InstanceID != nil {
-		instance = *req.InstanceID
-	}
-	resp.ErrorCode = c.G.coordinator().Heartbeat(req.Group, req.MemberID, instance, req.Generation)
-	return resp, nil
+	return c.G.coordinator().Heartbeat(kreq.(*kmsg.HeartbeatRequest)), nil
 }

@@ -23,27 +23,5 @@ func init() {
 }
 
 func leaveGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.LeaveGroupRequest)
-	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if req.Version < 3 {
-		who := []leaveOne{{memberID: req.MemberID}}
-		c.G.coordinator().Leave(req.Group, who)
-		resp.ErrorCode = who[0].code
-		return resp, nil
-	}
-	who := make([]leaveOne, len(req.Members))
-	for i, m := range req.Members {
-		who[i].memberID = m.MemberID
-		if m.InstanceID != nil {
-			who[i].instance = *m.InstanceID
-		}
-	}
-	resp.ErrorCode = c.G.coordinator().Leave(req.Group, who)
-	resp.Members = make([]kmsg.LeaveGroupResponseMember, len(who))
-	for i, m := range req.Members {
-		rm := &resp.Members[i]
-		rm.Default()
-		rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, who[i].code
-	}
-	return resp, nil
+	return c.G.coordinator().Leave(kreq.(*kmsg.LeaveGroupRequest)), nil
 }

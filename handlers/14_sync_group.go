@@ -22,50 +22,18 @@
 
 package handlers
 
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(Spec{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: syncGroup})
 }
 
+// syncGroup parks a follower's sync that has to wait for the leader
+// (groups.go) and collects its answer on the re-run. A worker.
 func syncGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.SyncGroupRequest)
 	gs := c.G.coordinator()
 	if c.gwait != nil {
-		resp, ok := gs.resume(c)
-		if !ok {
-			c.Park([]PartitionKey{c.gwait.key}, c.first)
-			return nil, nil
-		}
-		return resp, nil
+		return c.resumeGroupWait(gs), nil
 	}
-	a := &syncArgs{
-		ver:          req.Version,
-		group:        req.Group,
-		memberID:     req.MemberID,
-		generation:   req.Generation,
-		protocolType: req.ProtocolType,
-		protocol:     req.Protocol,
-	}
-	if req.InstanceID != nil {
-		a.instance = *req.InstanceID
-	}
-	if len(req.GroupAssignment) > 0 {
-		a.assignments = make(map[string][]byte, len(req.GroupAssignment))
-		for _, ga := range req.GroupAssignment {
-			a.assignments[ga.MemberID] = append([]byte(nil), ga.MemberAssignment...)
-		}
-	}
-	resp, ticket, until := gs.Sync(a)
-	if ticket == 0 {
-		return resp, nil
-	}
-	ver := req.Version
-	park(c, ticket, until, func() kmsg.Response {
-		return syncError(ver, kerr.RebalanceInProgress.Code)
-	})
-	return nil, nil
+	return c.answerOrPark(gs.Sync(kreq.(*kmsg.SyncGroupRequest))), nil
 }

@@ -19,60 +19,12 @@
 
 package handlers
 
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(Spec{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: describeGroups})
 }
 
 func describeGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeGroupsRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
-	for i, name := range req.Groups {
-		rg := &resp.Groups[i]
-		rg.Default()
-		rg.Group = name
-		rg.State = stateDead.String()
-		if !validGroupID(name) {
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-			continue
-		}
-		if v, ok := c.G.coordinator().View(name); ok {
-			rg.State, rg.ProtocolType, rg.Protocol = v.state.String(), v.protocolType, v.protocol
-			for _, m := range v.members {
-				rm := kmsg.NewDescribeGroupsResponseGroupMember()
-				rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.clientHost
-				if m.instance != "" {
-					rm.InstanceID = strp(m.instance)
-				}
-				rm.ProtocolMetadata = m.metadata
-				rm.MemberAssignment = m.assignment
-				if rm.ProtocolMetadata == nil {
-					rm.ProtocolMetadata = []byte{}
-				}
-				if rm.MemberAssignment == nil {
-					rm.MemberAssignment = []byte{}
-				}
-				rg.Members = append(rg.Members, rm)
-			}
-			continue
-		}
-		has, err := c.G.groupHasOffsets(c.Ctx, name)
-		switch {
-		case err != nil:
-			rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		case has:
-			rg.State, rg.ProtocolType = stateEmpty.String(), "consumer"
-		case req.Version >= 6:
-			rg.ErrorCode = kerr.GroupIDNotFound.Code
-		}
-		if rg.ErrorCode != 0 && req.Version >= 6 {
-			rg.ErrorMessage = strp(kerr.ErrorForCode(rg.ErrorCode).Error())
-		}
-	}
-	return resp, nil
+	return c.G.coordinator().Describe(c.Ctx, kreq.(*kmsg.DescribeGroupsRequest)), nil
 }

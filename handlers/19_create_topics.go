@@ -13,25 +13,30 @@
 //     broker over Iggy, which replicates on its own) else
 //     INVALID_REPLICATION_FACTOR; a manual assignment must name partitions
 //     0..n-1 once each, each with replicas exactly [NodeID], else
-//     INVALID_REPLICA_ASSIGNMENT; configs are checked (below); an existing
-//     topic is TOPIC_ALREADY_EXISTS; a name equal to an existing topic's
-//     once '.' and '_' are equated (coll.a, coll_a) is
-//     INVALID_TOPIC_EXCEPTION "collides with existing topic", as Kafka
-//     answers (its metric names would clash).
-//   - Configs (the Rust gateway refuses any config with INVALID_CONFIG): a
-//     null value (use the default) is accepted for every key we know. Keys
-//     that tune Kafka's own log files or enforce limits we do not enforce
-//     are accepted and ignored whatever the value (see ignoredConfigs);
-//     keys whose meaning we cannot honour are accepted only with the value
-//     our storage already has (cleanup.policy=delete,
-//     message.timestamp.type=CreateTime, min.insync.replicas=1,
-//     retention.ms=-1, retention.bytes=-1, remote.storage.enable=false);
-//     anything else, including unknown keys and cleanup.policy=compact, is
-//     INVALID_CONFIG with a message naming the key. So kafka-topics.sh and
-//     the Java admin defaults work, and nothing the caller relies on is
-//     silently dropped.
-//   - v5+ response: partition count, replication factor 1 and an empty
-//     config list (configs are not described). v7: the topic id (see
+//     INVALID_REPLICA_ASSIGNMENT; an existing topic is TOPIC_ALREADY_EXISTS
+//     whatever configs the request carries (Kafka 4.1.1 answers so;
+//     "create if missing" callers such as Kafka Connect rely on it); a name
+//     equal to an existing topic's once '.' and '_' are equated (coll.a,
+//     coll_a) is INVALID_TOPIC_EXCEPTION "collides with existing topic", as
+//     Kafka answers (its metric names would clash); then the configs.
+//   - Replication factor -1 (what Kafka Streams and Connect send by
+//     default) and no replica assignment are answered as a one-broker
+//     cluster: replication factor 1.
+//   - Configs (configs.go): every topic config Kafka 4 knows is accepted
+//     and kept with the topic, visible in DescribeConfigs; a null value
+//     means the default. cleanup.policy may be delete, compact or both
+//     (a compacted topic is never compacted nor deleted from, so the
+//     latest record of every key stays); retention.ms / retention.bytes
+//     are kept (on Iggy as the topic's message_expiry / max_topic_size,
+//     which the server enforces; the embedded store does not enforce them
+//     yet); message.timestamp.type, min.insync.replicas and
+//     remote.storage.enable only with the gateway's own value
+//     (CreateTime, 1, false); Kafka log-file tuning (segment.bytes, ...)
+//     is kept with no effect. Unknown names and bad values are
+//     INVALID_CONFIG with a message naming the config, and so is a value
+//     the backend cannot keep.
+//   - v5+ response: partition count, replication factor 1 and the topic's
+//     configs as DescribeConfigs lists them. v7: the topic id (see
 //     topicID), zero for validate_only.
 //   - timeout_ms is not used: creation is synchronous and bounded by c.Ctx.
 //     Transient store failures are REQUEST_TIMED_OUT.
@@ -46,6 +51,7 @@ package handlers
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,35 +65,6 @@ func init() {
 
 // maxPartitions caps partitions per created topic, as the Rust gateway does.
 const maxPartitions = 1000
-
-// ignoredConfigs are topic configs accepted with any value and ignored: they
-// tune Kafka's segment files, flushing, compaction or validation limits,
-// none of which exists in or changes the meaning of an Iggy topic.
-var ignoredConfigs = map[string]bool{
-	"segment.bytes": true, "segment.ms": true, "segment.jitter.ms": true,
-	"segment.index.bytes": true, "index.interval.bytes": true,
-	"flush.messages": true, "flush.ms": true, "preallocate": true,
-	"file.delete.delay.ms": true, "unclean.leader.election.enable": true,
-	"message.downconversion.enable": true, "compression.type": true,
-	"max.message.bytes": true, "message.timestamp.difference.max.ms": true,
-	"message.timestamp.before.max.ms": true, "message.timestamp.after.max.ms": true,
-	"min.compaction.lag.ms": true, "max.compaction.lag.ms": true,
-	"delete.retention.ms": true, "min.cleanable.dirty.ratio": true,
-	"local.retention.ms": true, "local.retention.bytes": true,
-	"leader.replication.throttled.replicas":   true,
-	"follower.replication.throttled.replicas": true,
-}
-
-// fixedConfigs are configs accepted only with the value an Iggy topic
-// behind this gateway already has.
-var fixedConfigs = map[string]string{
-	"cleanup.policy":         "delete",
-	"message.timestamp.type": "CreateTime",
-	"min.insync.replicas":    "1",
-	"retention.ms":           "-1",
-	"retention.bytes":        "-1",
-	"remote.storage.enable":  "false",
-}
 
 func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
@@ -105,9 +82,9 @@ func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 
-		n, code, msg := c.checkCreate(rt, count[rt.Topic] > 1)
+		n, cfg, code, msg := c.checkCreate(rt, count[rt.Topic] > 1)
 		if code == 0 && !req.ValidateOnly {
-			ti, err := c.createTopic(rt.Topic, n)
+			ti, err := c.createTopicWithConfigs(rt.Topic, n, cfg)
 			if err != nil {
 				code, msg = errCode(err, opAdmin), err.Error()
 			} else {
@@ -124,13 +101,54 @@ func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 		st.NumPartitions = n
 		st.ReplicationFactor = 1
+		for _, d := range describeTopic(cfg, nil, false, false) {
+			rc := kmsg.NewCreateTopicsResponseTopicConfig()
+			rc.Name, rc.Value, rc.ReadOnly, rc.Source = d.Name, d.Value, d.ReadOnly, int8(d.Source)
+			st.Configs = append(st.Configs, rc)
+		}
 	}
 	return resp, nil
 }
 
-// checkCreate validates one topic and returns its partition count, or an
-// error code and message. It asks the store whether the topic exists.
-func (c *Call) checkCreate(rt *kmsg.CreateTopicsRequestTopic, dup bool) (int32, int16, string) {
+// checkCreate validates one topic and returns its partition count and
+// configs (the non-null ones), or an error code and message. It asks the
+// store whether the topic exists.
+func (c *Call) checkCreate(rt *kmsg.CreateTopicsRequestTopic, dup bool) (int32, bridge.TopicConfigs, int16, string) {
+	n, code, msg := c.checkCreateTopic(rt, dup)
+	if code != 0 {
+		return 0, nil, code, msg
+	}
+	var cfg bridge.TopicConfigs
+	for i := range rt.Configs {
+		rc := &rt.Configs[i]
+		if _, dup := cfg[rc.Name]; dup {
+			return 0, nil, kerr.InvalidRequest.Code, "config " + rc.Name + " given twice"
+		}
+		if rc.Value == nil { // the default
+			if topicConfigs[rc.Name] == nil {
+				return 0, nil, kerr.InvalidConfig.Code, "Unknown topic config name: " + rc.Name
+			}
+			continue
+		}
+		if msg := checkTopicConfig(rc.Name, *rc.Value); msg != "" {
+			return 0, nil, kerr.InvalidConfig.Code, msg
+		}
+		if cfg == nil {
+			cfg = bridge.TopicConfigs{}
+		}
+		cfg[rc.Name] = *rc.Value
+		if rc.Name == "cleanup.policy" {
+			cfg[rc.Name], _ = normalizePolicy(*rc.Value)
+		}
+	}
+	return n, cfg, 0, ""
+}
+
+// checkCreateTopic is checkCreate without the configs, which are checked
+// after the topic's existence: Kafka answers TOPIC_ALREADY_EXISTS for an
+// existing topic whatever configs the request carries, and "create if
+// missing" callers rely on it.
+func (c *Call) checkCreateTopic(rt *kmsg.CreateTopicsRequestTopic, dup bool) (int32, int16, string) {
 	g := c.G
 	switch {
 	case dup:
@@ -168,12 +186,12 @@ func (c *Call) checkCreate(rt *kmsg.CreateTopicsRequestTopic, dup bool) (int32, 
 			n = rt.NumPartitions
 		}
 		if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
-			return 0, kerr.InvalidReplicationFactor.Code, "replication factor must be -1 or 1; Iggy replicates on its own"
-		}
-	}
-	for i := range rt.Configs {
-		if msg := checkConfig(&rt.Configs[i]); msg != "" {
-			return 0, kerr.InvalidConfig.Code, msg
+			// Worded as a one-broker Kafka cluster answers, so users of
+			// tools that default to 3 (Kafka Connect's internal topics)
+			// recognise it; the fix is the same: -1 or 1.
+			return 0, kerr.InvalidReplicationFactor.Code, "Unable to replicate the partition " + strconv.Itoa(int(rt.ReplicationFactor)) +
+				" time(s): The target replication factor of " + strconv.Itoa(int(rt.ReplicationFactor)) +
+				" cannot be reached because only 1 broker(s) are registered. This gateway is one logical broker (Iggy replicates on its own): use -1 or 1."
 		}
 	}
 	_, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, rt.Topic)
@@ -193,19 +211,4 @@ func (c *Call) checkCreate(rt *kmsg.CreateTopicsRequestTopic, dup bool) (int32, 
 		return 0, kerr.InvalidTopicException.Code, (&topicCollision{rt.Topic, other}).Error()
 	}
 	return n, 0, ""
-}
-
-// checkConfig returns why cfg is refused, or "".
-func checkConfig(cfg *kmsg.CreateTopicsRequestTopicConfig) string {
-	if ignoredConfigs[cfg.Name] {
-		return ""
-	}
-	want, fixed := fixedConfigs[cfg.Name]
-	switch {
-	case !fixed:
-		return "config " + cfg.Name + " is not supported"
-	case cfg.Value == nil || *cfg.Value == want:
-		return ""
-	}
-	return "config " + cfg.Name + " can only be " + want + " on this gateway"
 }

@@ -13,49 +13,12 @@
 
 package handlers
 
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(Spec{Key: 42, MinVersion: 0, MaxVersion: 2, Handle: deleteGroups})
 }
 
 func deleteGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DeleteGroupsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
-	st := c.G.groupOffsets()
-	for i, name := range req.Groups {
-		rg := &resp.Groups[i]
-		rg.Default()
-		rg.Group = name
-		if !validGroupID(name) {
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-			continue
-		}
-		if v, live := c.G.coordinator().View(name); live && len(v.members) > 0 {
-			rg.ErrorCode = kerr.NonEmptyGroup.Code
-			continue
-		}
-		has, err := c.G.groupHasOffsets(c.Ctx, name)
-		if err != nil {
-			rg.ErrorCode = offsetErrCode(err)
-			continue
-		}
-		code, known := c.G.coordinator().Delete(name)
-		if code != 0 {
-			rg.ErrorCode = code
-			continue
-		}
-		if !known && !has {
-			rg.ErrorCode = kerr.GroupIDNotFound.Code
-			continue
-		}
-		if st != nil {
-			rg.ErrorCode = offsetErrCode(st.DeleteGroupOffsets(c.Ctx, c.G.Cfg.Stream, name))
-		}
-	}
-	return resp, nil
+	return c.G.coordinator().Delete(c.Ctx, kreq.(*kmsg.DeleteGroupsRequest)), nil
 }

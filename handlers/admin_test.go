@@ -283,9 +283,15 @@ func TestCreateTopics(t *testing.T) {
 			return x
 		}(), kerr.InvalidReplicaAssignment.Code, 0},
 		{"harmless configs", withConfig(ct("c6", 1, 1), "segment.bytes", "1073741824", "cleanup.policy", "delete", "retention.ms", "-1", "min.insync.replicas", "<null>"), 0, 1},
-		{"compact", withConfig(ct("c7", 1, 1), "cleanup.policy", "compact"), kerr.InvalidConfig.Code, 0},
-		{"retention", withConfig(ct("c7", 1, 1), "retention.ms", "1000"), kerr.InvalidConfig.Code, 0},
-		{"unknown config", withConfig(ct("c7", 1, 1), "made.up", "1"), kerr.InvalidConfig.Code, 0},
+		{"compact", withConfig(ct("c7", 1, 1), "cleanup.policy", "compact"), 0, 1},
+		{"compact,delete and retention", withConfig(ct("c8", 1, -1), "cleanup.policy", "compact,delete", "retention.ms", "604800000", "retention.bytes", "-1"), 0, 1},
+		{"unknown config", withConfig(ct("c9", 1, 1), "made.up", "1"), kerr.InvalidConfig.Code, 0},
+		{"bad retention", withConfig(ct("c9", 1, 1), "retention.ms", "-2"), kerr.InvalidConfig.Code, 0},
+		{"bad policy", withConfig(ct("c9", 1, 1), "cleanup.policy", "compact,compact"), kerr.InvalidConfig.Code, 0},
+		{"log append time", withConfig(ct("c9", 1, 1), "message.timestamp.type", "LogAppendTime"), kerr.InvalidConfig.Code, 0},
+		{"not a number", withConfig(ct("c9", 1, 1), "segment.bytes", "big"), kerr.InvalidConfig.Code, 0},
+		// Existence is checked before configs, as Kafka 4.1.1 does.
+		{"exists with bad configs", withConfig(ct("exists", 1, 1), "made.up", "1", "cleanup.policy", "compact"), kerr.TopicAlreadyExists.Code, 0},
 	}
 	for _, v := range []int16{2, 5, 7} {
 		for _, tc := range cases {
@@ -435,6 +441,11 @@ func TestErrCode(t *testing.T) {
 		{context.Canceled, opOffsets, kerr.RequestTimedOut.Code},
 		{bridge.ErrUnavailable, opMeta, kerr.LeaderNotAvailable.Code},
 		{bridge.ErrUnavailable, opAdmin, kerr.RequestTimedOut.Code},
+		{fmt.Errorf("%w: disk full", bridge.ErrStorage), opWrite, kerr.KafkaStorageError.Code},
+		{bridge.ErrStorage, opRead, kerr.KafkaStorageError.Code},
+		{bridge.ErrStorage, opOffsets, kerr.KafkaStorageError.Code},
+		{bridge.ErrStorage, opMeta, kerr.LeaderNotAvailable.Code},
+		{bridge.ErrStorage, opAdmin, kerr.RequestTimedOut.Code},
 		{errors.New("other"), opWrite, kerr.UnknownServerError.Code},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/group"
 )
 
 // Config is what handlers need to know about this gateway.
@@ -22,8 +23,8 @@ type Config struct {
 	InstanceID        uint16
 	MaxFrameSize      int32 // also the decompression budget and Fetch max_bytes ceiling
 	MaxFetchWait      time.Duration
-	MaxMessageSize    int         // cap on one Iggy message (payload + headers)
-	Groups            GroupConfig // consumer-group coordinator (zero fields: defaults)
+	MaxMessageSize    int          // cap on one Iggy message (payload + headers)
+	Groups            group.Config // consumer-group coordinator (zero fields: defaults)
 	// Auto-creation limits (topics.go); 0: the defaults, 20 and 10.
 	AutoCreatePerRequest int // topics one request may auto-create
 	AutoCreatePerSec     int // topics auto-created per second, gateway-wide (burst: max of the two)
@@ -39,7 +40,7 @@ type Gateway struct {
 	Producers *ProducerIDs
 	Idem      Idempotence // idempotent producer state; the zero value is ready
 	Watch     *Watchers
-	Groups    *Groups // consumer-group coordinator (groups.go)
+	Groups    *group.Coordinator // consumer-group coordinator (package group)
 	Log       *slog.Logger
 
 	// autoCreate paces auto-creation; createMu serializes topic creation
@@ -91,7 +92,7 @@ type Call struct {
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time
 	// gwait is the coordinator wait a parked JoinGroup/SyncGroup re-runs
-	// with (groups.go).
+	// with (groups.go, package group).
 	gwait *groupWait
 	// autoCreated counts topics this request auto-created (topics.go).
 	autoCreated int
@@ -155,7 +156,7 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 		Store:     store,
 		Producers: ids,
 		Watch:     watch,
-		Groups:    NewGroups(cfg.Groups, watch, log),
+		Groups:    newCoordinator(cfg, store, watch, log),
 		Log:       log,
 	}
 }

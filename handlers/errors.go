@@ -54,6 +54,8 @@ func errCode(err error, o op) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrTopicExists):
 		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, bridge.ErrConfigRefused):
+		return kerr.InvalidConfig.Code // the message names the config
 	case errors.Is(err, bridge.ErrRecordTooLarge), errors.Is(err, codec.ErrBudget):
 		// Over the message cap or the request's decompression budget.
 		// The Java producer splits a batch answered with 10 and retries
@@ -68,6 +70,17 @@ func errCode(err error, o op) int16 {
 		// The CRC held, so the producer meant these bytes: retrying
 		// cannot help. INVALID_RECORD is not retriable.
 		return kerr.InvalidRecord.Code
+	}
+	if errors.Is(err, bridge.ErrStorage) {
+		// The store's disk is full or failed (docs/STORAGE.md). Kafka's
+		// answer for a broker whose log directory failed: retriable, and
+		// the Java producer and consumer refresh metadata and retry.
+		switch o {
+		case opWrite, opRead, opOffsets:
+			return kerr.KafkaStorageError.Code
+		case opMeta:
+			return kerr.LeaderNotAvailable.Code
+		}
 	}
 	transient := errors.Is(err, bridge.ErrUnavailable) || errors.Is(err, bridge.ErrClosed)
 	timeout := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
@@ -94,26 +107,9 @@ func errCode(err error, o op) int16 {
 	}
 }
 
-// maxTopicNameLen is Kafka's limit (Topic.MAX_NAME_LENGTH).
-const maxTopicNameLen = 249
-
-// validTopicName reports whether name is a legal Kafka topic name: 1 to 249
-// bytes of [A-Za-z0-9._-], and not "." or "..". Any goroutine; no allocation.
-func validTopicName(name string) bool {
-	if len(name) == 0 || len(name) > maxTopicNameLen || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validTopicName is codec.ValidTopicName (the group coordinator checks
+// names too). Any goroutine; no allocation.
+func validTopicName(name string) bool { return codec.ValidTopicName(name) }
 
 // topicID derives the Kafka topic id of an Iggy topic: a UUID (version 8,
 // RFC 9562 variant) from the first 16 bytes of SHA-256 over stream, name and

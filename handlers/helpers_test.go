@@ -51,7 +51,7 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 		Store:     st,
 		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),
 		Watch:     watch,
-		Groups:    NewGroups(cfg.Groups, watch, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Groups:    newCoordinator(cfg, st, watch, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

@@ -89,6 +89,10 @@ type seqProducer struct {
 	dirty   bool
 	changed chan struct{} // closed when the state moves, for gap waiters
 	lastUse atomic.Int64  // unix ns of the last lookup
+	// appendedMs is when this gateway last stored a batch of the producer
+	// (ms since the epoch), 0 when it has not (state rebuilt from the
+	// store). DescribeProducers reports it.
+	appendedMs int64
 }
 
 // seqVerdict is what the state says about a batch.
@@ -218,17 +222,8 @@ func (id *Idempotence) producer(c *Call, k seqPartKey, pid int64) (*seqProducer,
 	sp := id.partition(k)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if !sp.loaded {
-		loaded := make(map[int64]*seqProducer)
-		if err := id.rebuild(c, k, -1, loaded); err != nil {
-			return nil, err
-		}
-		for pid, p := range loaded {
-			if sp.producers[pid] == nil {
-				sp.producers[pid] = p
-			}
-		}
-		sp.loaded = true
+	if err := id.load(c, k, sp); err != nil {
+		return nil, err
 	}
 	p := sp.producers[pid]
 	now := time.Now()
@@ -241,6 +236,25 @@ func (id *Idempotence) producer(c *Call, k seqPartKey, pid int64) (*seqProducer,
 	}
 	p.lastUse.Store(now.UnixNano())
 	return p, nil
+}
+
+// load rebuilds the partition's producer state from the store's tail the
+// first time it is needed. Under sp.mu.
+func (id *Idempotence) load(c *Call, k seqPartKey, sp *seqPartition) error {
+	if sp.loaded {
+		return nil
+	}
+	loaded := make(map[int64]*seqProducer)
+	if err := id.rebuild(c, k, -1, loaded); err != nil {
+		return err
+	}
+	for pid, p := range loaded {
+		if sp.producers[pid] == nil {
+			sp.producers[pid] = p
+		}
+	}
+	sp.loaded = true
+	return nil
 }
 
 // evict forgets expired producers, or the least recently used one when
@@ -438,6 +452,7 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 		return 0, 0, err
 	}
 	p.record(epoch, first, last, base)
+	p.appendedMs = time.Now().UnixMilli()
 	return base, 0, nil
 }
 

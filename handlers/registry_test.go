@@ -22,9 +22,8 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/wir
 // API key.
 var sharedFiles = map[string]bool{
 	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
-	"errors.go": true, "topics.go": true, "pool.go": true,
-	"groups.go": true, "group_offsets.go": true,
-	"idempotence.go": true, "sasl.go": true,
+	"errors.go": true, "topics.go": true, "pool.go": true, "groups.go": true,
+	"idempotence.go": true, "configs.go": true, "sasl.go": true,
 }
 
 var (

@@ -62,7 +62,18 @@ func (c *Call) topic(name string, create bool) (bridge.TopicInfo, error) {
 // Iggy can still race (docs/CONFIG.md, Limits). Worker goroutines only
 // (it waits for other creators).
 func (c *Call) createTopic(name string, partitions int32) (bridge.TopicInfo, error) {
+	return c.createTopicWithConfigs(name, partitions, nil)
+}
+
+// createTopicWithConfigs is createTopic keeping cfg (checked by the
+// caller) with the topic. A Store that keeps no configs refuses a
+// non-empty cfg rather than dropping it.
+func (c *Call) createTopicWithConfigs(name string, partitions int32, cfg bridge.TopicConfigs) (bridge.TopicInfo, error) {
 	g := c.G
+	cs := g.configStore()
+	if len(cfg) > 0 && cs == nil {
+		return bridge.TopicInfo{}, &bridge.ConfigError{Name: "configs", Reason: "this store keeps no topic configs"}
+	}
 	// Held across two store calls, each bounded by the call's deadline.
 	g.createMu.Lock()
 	defer g.createMu.Unlock()
@@ -70,6 +81,9 @@ func (c *Call) createTopic(name string, partitions int32) (bridge.TopicInfo, err
 		return bridge.TopicInfo{}, err
 	} else if other != "" {
 		return bridge.TopicInfo{}, &topicCollision{name: name, other: other}
+	}
+	if len(cfg) > 0 {
+		return cs.CreateTopicWithConfigs(c.Ctx, g.Cfg.Stream, name, partitions, cfg)
 	}
 	return g.Store.CreateTopic(c.Ctx, g.Cfg.Stream, name, partitions)
 }

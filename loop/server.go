@@ -323,6 +323,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			case <-tick.C:
 			}
 		}
+		// Past the drain: store calls still in flight see their context
+		// cancelled and answer at once, so the workers can stop.
+		s.cancel()
 		s.connMu.Lock()
 		for cs := range s.all {
 			cs.reason.CompareAndSwap(uint32(CloseClient), uint32(CloseShutdown))
@@ -334,7 +337,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-s.stopped
 		close(s.quit)
 		s.workersDone.Wait()
-		s.cancel()
 	})
 	return err
 }

@@ -85,7 +85,11 @@ func (s *Server) runJob(j *job) {
 }
 
 // handleJob runs the handler; a panic in it closes the connection instead
-// of the process. Worker goroutines only.
+// of the process. What it may recover is the gateway's own handler and
+// codec code: store calls run on goroutines of their own under
+// bridge.Guard (cmd wraps every store), so a panic inside a storage engine,
+// which may hold the engine's locks, is never recovered here; it crashes
+// the process. Worker goroutines only.
 func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome string, w *handlers.Wait) {
 	defer func() {
 		if r := recover(); r != nil {

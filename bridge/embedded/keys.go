@@ -6,6 +6,7 @@ package embedded
 //	'c' u8 len(stream) stream topic        -> catalog entry (topicValue)
 //	'n'                                    -> next topic id, u32 BE
 //	'd' u32 BE topic id, u32 BE partition, u64 BE base offset -> stamped Iggy batch
+//	'l' u32 BE topic id, u32 BE partition  -> log start offset, u64 BE (DeleteRecords)
 //
 // Big-endian numbers make pebble's byte order the numeric order, so one
 // partition's batches are contiguous and sorted by offset.
@@ -13,12 +14,15 @@ package embedded
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/iggy-kafka/gateway/bridge"
 )
 
 const (
 	prefixCatalog = 'c'
 	prefixCounter = 'n'
 	prefixData    = 'd'
+	prefixStart   = 'l'
 )
 
 // dataKeyLen is the length of a data key.
@@ -51,20 +55,32 @@ func parseCatalogKey(k []byte) (stream, topic string, err error) {
 	return string(k[2:n]), string(k[n:]), nil
 }
 
-// topicValue is the catalog value: id u32, partitions u32, created µs u64.
-func topicValue(id uint32, partitions int32, created uint64) []byte {
-	v := make([]byte, 16)
+// topicValue is the catalog value: id u32, partitions u32, created µs u64,
+// then, when the topic has configs, their encoding
+// (bridge.AppendTopicConfigs). An entry written before configs existed is
+// the 16 bytes alone: a topic with none.
+func topicValue(id uint32, partitions int32, created uint64, cfg bridge.TopicConfigs) ([]byte, error) {
+	v := make([]byte, 16, 64)
 	be.PutUint32(v[0:], id)
 	be.PutUint32(v[4:], uint32(partitions))
 	be.PutUint64(v[8:], created)
-	return v
+	if len(cfg) == 0 {
+		return v, nil
+	}
+	return bridge.AppendTopicConfigs(v, cfg)
 }
 
-func parseTopicValue(v []byte) (id uint32, partitions int32, created uint64, err error) {
-	if len(v) != 16 {
-		return 0, 0, 0, errCorrupt
+func parseTopicValue(v []byte) (id uint32, partitions int32, created uint64, cfg bridge.TopicConfigs, err error) {
+	if len(v) < 16 {
+		return 0, 0, 0, nil, errCorrupt
 	}
-	return be.Uint32(v[0:]), int32(be.Uint32(v[4:])), be.Uint64(v[8:]), nil
+	if len(v) > 16 {
+		var rest []byte
+		if cfg, rest, err = bridge.ParseTopicConfigs(v[16:]); err != nil || len(rest) != 0 {
+			return 0, 0, 0, nil, errCorrupt
+		}
+	}
+	return be.Uint32(v[0:]), int32(be.Uint32(v[4:])), be.Uint64(v[8:]), cfg, nil
 }
 
 // putDataKey writes the data key of (topic, partition, offset) into k,
@@ -103,6 +119,27 @@ func topicBounds(topic uint32) (lo, hi []byte) {
 	be.PutUint32(hi[1:], topic+1)
 	if topic == ^uint32(0) {
 		hi = []byte{prefixData + 1}
+	}
+	return lo, hi
+}
+
+// logStartKey is the key of a partition's log start offset.
+func logStartKey(topic, partition uint32) []byte {
+	k := make([]byte, 9)
+	k[0] = prefixStart
+	be.PutUint32(k[1:], topic)
+	be.PutUint32(k[5:], partition)
+	return k
+}
+
+// logStartBounds bracket the log start keys of one topic's partitions
+// from partition from on, for DeleteRange.
+func logStartBounds(topic, from uint32) (lo, hi []byte) {
+	lo = logStartKey(topic, from)
+	hi = []byte{prefixStart, 0, 0, 0, 0}
+	be.PutUint32(hi[1:], topic+1)
+	if topic == ^uint32(0) {
+		hi = []byte{prefixStart + 1}
 	}
 	return lo, hi
 }

@@ -88,10 +88,10 @@ func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, p
 	if err := checkGroup(stream, group); err != nil {
 		return err
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	t, _, err := s.lookupPartition(stream, topic, partition)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (s *Store) FetchOffset(ctx context.Context, stream, group, topic string, pa
 	if checkGroup(stream, group) != nil {
 		return bridge.CommittedOffset{}, false, nil
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return bridge.CommittedOffset{}, false, err
 	}
 	defer s.ops.RUnlock()
@@ -135,7 +135,7 @@ func (s *Store) GroupOffsets(ctx context.Context, stream, group string) ([]bridg
 	if checkGroup(stream, group) != nil {
 		return nil, nil
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return nil, err
 	}
 	defer s.ops.RUnlock()
@@ -195,10 +195,10 @@ func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, p
 	if checkGroup(stream, group) != nil {
 		return nil
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	t, err := s.lookup(stream, topic)
 	if err != nil {
 		return nil
@@ -215,10 +215,10 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) er
 	if checkGroup(stream, group) != nil {
 		return nil
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	lo := offsetGroupPrefix(stream, group)
 	if err := s.db.DeleteRange(lo, prefixEnd(lo), s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete group offsets: %w", bridge.ErrUnavailable, err)
@@ -232,7 +232,7 @@ func (s *Store) OffsetGroups(ctx context.Context, stream string) ([]string, bool
 	if checkName("stream", stream) != nil {
 		return nil, true, nil
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return nil, true, err
 	}
 	defer s.ops.RUnlock()

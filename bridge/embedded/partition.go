@@ -21,7 +21,15 @@ type partition struct {
 	next     uint64        // next offset to hand out
 	inflight []reservation // handed-out ranges not yet visible, by offset
 	head     int           // first live element of inflight
-	earliest uint64
+
+	// earliest is the first readable offset: the first stored batch's
+	// base, or the log start DeleteRecords set when that is higher.
+	earliest atomic.Uint64
+	// trimMu serializes DeleteRecords on the partition.
+	trimMu sync.Mutex
+	// appended counts the batch bytes committed since Open, so a size
+	// estimate also sees data not yet flushed from the memtable.
+	appended atomic.Int64
 
 	visible atomic.Uint64 // high watermark: every offset below is committed
 }
@@ -35,7 +43,8 @@ type reservation struct {
 
 // init sets the offsets recovered at Open.
 func (p *partition) init(earliest, next uint64) {
-	p.earliest, p.next = earliest, next
+	p.earliest.Store(earliest)
+	p.next = next
 	p.visible.Store(next)
 }
 
@@ -86,7 +95,7 @@ func (p *partition) state() bridge.PartitionState {
 	if next == 0 {
 		return bridge.PartitionState{}
 	}
-	return bridge.PartitionState{Earliest: p.earliest, Next: next}
+	return bridge.PartitionState{Earliest: min(p.earliest.Load(), next), Next: next}
 }
 
 // Append verifies batch as the Iggy server would (lengths, offset deltas,
@@ -95,10 +104,10 @@ func (p *partition) state() bridge.PartitionState {
 // bytes are copied once. See docs/STORAGE.md for what a nil error promises
 // under each sync policy.
 func (s *Store) Append(ctx context.Context, stream, name string, part int32, batch []byte) (uint64, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return 0, err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	v, err := bridge.VerifyIggyBatch(batch)
 	if err != nil {
 		return 0, err
@@ -129,14 +138,13 @@ func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, c
 	putDataKey(op.Key, id, uint32(part), base)
 	bridge.StampIggyBatch(op.Value, uint64(part), base, nowMicros())
 	if err := op.Finish(); err != nil {
-		s.fail(err)
-		return 0, s.failure()
+		return 0, s.fail("append", err)
 	}
 	if err := s.db.Apply(b, s.writeOpts); err != nil {
-		s.fail(err)
-		return 0, s.failure()
+		return 0, s.fail("append", err)
 	}
 	p.commit(base)
+	p.appended.Add(int64(len(batch)))
 	if s.policy == SyncInterval {
 		s.dirty.Add(1)
 	}
@@ -148,7 +156,7 @@ func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, c
 // a batch that would go over it is not passed, unless it is the first.
 // fn must not call back into the store (a pending Close would deadlock it).
 func (s *Store) Poll(ctx context.Context, stream, name string, part int32, from uint64, maxBytes int, fn func(batch []byte) bool) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return err
 	}
 	defer s.ops.RUnlock()
@@ -217,7 +225,7 @@ func (s *Store) Partition(ctx context.Context, stream, name string, part int32) 
 // headers (payloads are not read but do pass through the block cache), so
 // it is O(partition size); ListOffsets by time is rare in Kafka clients.
 func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, part int32, ts uint64) (uint64, bool, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return 0, false, err
 	}
 	defer s.ops.RUnlock()
@@ -238,7 +246,7 @@ func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, par
 		if err := ctx.Err(); err != nil {
 			return 0, false, err
 		}
-		off, found, err := firstAtOrAfter(it.Value(), ts)
+		off, found, err := firstAtOrAfter(it.Value(), ts, p.earliest.Load())
 		if err != nil || found {
 			return off, found, err
 		}
@@ -246,8 +254,9 @@ func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, par
 	return 0, false, it.Error()
 }
 
-// firstAtOrAfter finds the first message of a stored batch at or after ts.
-func firstAtOrAfter(b []byte, ts uint64) (uint64, bool, error) {
+// firstAtOrAfter finds the first message of a stored batch at or after ts,
+// among the offsets from start on (below it DeleteRecords removed them).
+func firstAtOrAfter(b []byte, ts, start uint64) (uint64, bool, error) {
 	v, err := bridge.ParseIggyBatch(b)
 	if err != nil {
 		return 0, false, fmt.Errorf("embedded: stored batch: %w", err)
@@ -255,6 +264,9 @@ func firstAtOrAfter(b []byte, ts uint64) (uint64, bool, error) {
 	mi := bridge.NewIggyMessageIter(v)
 	for mi.Next() {
 		m := mi.Message()
+		if m.Offset < start {
+			continue
+		}
 		mts := m.OriginTimestamp
 		if mts == 0 {
 			mts = m.Timestamp

@@ -24,7 +24,7 @@ func producerMarkKey(instance uint16) []byte {
 
 // LoadProducerIDMark returns the stored mark of instance, 0 when none.
 func (s *Store) LoadProducerIDMark(ctx context.Context, instance uint16) (uint64, error) {
-	if err := s.enter(); err != nil {
+	if err := s.enterRead(); err != nil {
 		return 0, err
 	}
 	defer s.ops.RUnlock()
@@ -51,10 +51,10 @@ func (s *Store) StoreProducerIDMark(ctx context.Context, instance uint16, mark u
 	if err != nil || mark <= cur {
 		return err
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
-	defer s.ops.RUnlock()
+	defer s.exitWrite()
 	if err := s.db.Set(producerMarkKey(instance), be.AppendUint64(nil, mark), pebble.Sync); err != nil {
 		return fmt.Errorf("%w: write producer id mark: %w", bridge.ErrUnavailable, err)
 	}

@@ -339,12 +339,25 @@ func TestFailedStoreRefusesCalls(t *testing.T) {
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
-	s.fail(errors.New("disk on fire"))
-	if _, err := s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 1, 1)); !errors.Is(err, bridge.ErrUnavailable) {
+	_ = s.fail("test", errors.New("disk on fire"))
+	if _, err := s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 1, 1)); !errors.Is(err, bridge.ErrStorage) || !errors.Is(err, bridge.ErrUnavailable) {
 		t.Fatalf("append on failed store: %v", err)
 	}
-	if _, err := s.Partition(ctx, "kafka", "t", 0); !errors.Is(err, bridge.ErrUnavailable) {
+	if _, err := s.CreateTopic(ctx, "kafka", "u", 1); !errors.Is(err, bridge.ErrStorage) {
+		t.Fatalf("create topic on failed store: %v", err)
+	}
+	if err := s.Poll(ctx, "kafka", "t", 0, 0, 1<<20, func([]byte) bool { return true }); !errors.Is(err, bridge.ErrStorage) {
+		t.Fatalf("poll on failed store: %v", err)
+	}
+	// What is in memory stays true, so Metadata and ListOffsets answer.
+	if _, err := s.Partition(ctx, "kafka", "t", 0); err != nil {
 		t.Fatalf("partition on failed store: %v", err)
+	}
+	if ts, err := s.Topics(ctx, "kafka"); err != nil || len(ts) != 1 {
+		t.Fatalf("topics on failed store: %v %v", ts, err)
+	}
+	if h, _ := s.Health(); h.State != bridge.NeedsRestart || !errors.Is(h.Cause, bridge.ErrStorage) {
+		t.Fatalf("health %+v", h)
 	}
 }
 

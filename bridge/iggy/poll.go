@@ -162,7 +162,12 @@ func (s *Store) OffsetForTimestamp(ctx context.Context, stream, topic string, pa
 	if _, err := s.pollOnce(ctx, stream, topic, partition, &pc, PollingStrategy{Kind: PollTimestamp, Value: ts}, 1); err != nil || !found {
 		return 0, false, err
 	}
-	return s.scanForTime(ctx, stream, topic, partition, start, ts)
+	// Offsets below a DeleteRecords start are not Kafka's to answer.
+	st, err := s.Partition(ctx, stream, topic, partition)
+	if err != nil {
+		return 0, false, err
+	}
+	return s.scanForTime(ctx, stream, topic, partition, max(start, st.Earliest), ts)
 }
 
 // scanForTime scans forward from offset from for the first message at or

@@ -22,6 +22,11 @@ type Store struct {
 	est map[pollKey]uint32 // bytes per message seen by the last poll
 
 	glog groupLog // the group log's fold (group_log.go)
+
+	cfgMu sync.Mutex // guards cfg; held across the poll that refreshes it
+	cfg   configCache
+
+	starts logStarts // DeleteRecords' log start offsets (admin.go)
 }
 
 type pollKey struct {
@@ -192,7 +197,8 @@ func (s *Store) baseFromState(ctx context.Context, stream, topic string, partiti
 	return st.Next - uint64(v.Count), nil
 }
 
-// Partition reads the partition's offsets from GetTopic.
+// Partition reads the partition's offsets from GetTopic; Earliest is
+// raised to the log start DeleteRecords stored, if that is higher.
 func (s *Store) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
 	if err != nil {
@@ -203,7 +209,15 @@ func (s *Store) Partition(ctx context.Context, stream, topic string, partition i
 	}
 	for _, p := range t.Partitions {
 		if int64(p.ID) == int64(partition) {
-			return p.State(), nil
+			st := p.State()
+			start, err := s.logStart(ctx, startKey{stream: stream, topic: topic, id: topicInfo(stream, &t).ID, partition: partition})
+			if err != nil {
+				return bridge.PartitionState{}, err
+			}
+			if start > st.Earliest {
+				st.Earliest = min(start, st.Next)
+			}
+			return st, nil
 		}
 	}
 	return bridge.PartitionState{}, bridge.ErrPartitionNotFound

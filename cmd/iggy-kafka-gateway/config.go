@@ -54,6 +54,7 @@ type config struct {
 	Fsync              string // always, interval, never
 	FsyncInterval      time.Duration
 	StoreCacheMB       int
+	StoreTimeout       time.Duration
 	Stream             string
 	AutoCreateTopics   bool
 	DefaultPartitions  int32
@@ -177,6 +178,9 @@ func options() []option {
 		{flag: "store-cache-mb", def: "256",
 			usage: "embedded store block cache in MiB (reads of recent data come from memory)",
 			set:   intIn(8, 1<<20, func(c *config, n int) { c.StoreCacheMB = n })},
+		{flag: "store-timeout-ms", def: "10000",
+			usage: "deadline of one embedded-store call; past it the request gets a retriable error (on Iggy: --iggy-call-timeout-ms)",
+			set:   millisIn(1, func(c *config, d time.Duration) { c.StoreTimeout = d })},
 		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
 			usage: "Iggy stream that holds the Kafka topics",
 			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},
@@ -223,7 +227,7 @@ func options() []option {
 			usage: "file holding the Iggy personal access token",
 			set:   func(c *config, v string) error { c.Iggy.TokenFile = v; return nil }},
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
-			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group registry); shared by gateways on one Iggy",
+			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group log, topic configs, DeleteRecords log starts); shared by gateways on one Iggy",
 			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
 		{flag: "iggy-weak-topics", def: "warn",
 			usage: "existing Iggy topics whose storage settings cannot keep --fsync (Iggy cannot change them): warn, or refuse to start",

@@ -35,6 +35,7 @@ func TestDefaults(t *testing.T) {
 		Fsync:              "always",
 		FsyncInterval:      100 * time.Millisecond,
 		StoreCacheMB:       256,
+		StoreTimeout:       10 * time.Second,
 		Stream:             "kafka",
 		AutoCreateTopics:   true,
 		DefaultPartitions:  1,

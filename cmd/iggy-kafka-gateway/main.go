@@ -43,18 +43,20 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 			"flags", cfg.SecretFlagsOnCmdline)
 	}
 
-	store, err := openStore(cfg, log)
+	store, err := openGuarded(cfg, log)
 	if err != nil {
 		return 1
 	}
-	defer func() {
-		if err := store.Close(); err != nil {
+	// closeStore closes the store within d. Every exit path runs it once.
+	closeStore := func(d time.Duration) {
+		if err := store.CloseWithin(d); err != nil {
 			log.Error("closing the store", "err", err)
 		}
-	}()
+	}
 
-	m, stopHTTP, err := startDebugServers(cfg, log)
+	m, stopHTTP, err := startDebugServers(cfg, log, store)
 	if err != nil {
+		closeStore(5 * time.Second)
 		return 1
 	}
 	defer stopHTTP()
@@ -105,6 +107,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if err := srv.Start(); err != nil {
 		log.Error("starting the Kafka listener", "bind_addr", cfg.BindAddr, "err", err)
+		closeStore(5 * time.Second)
 		return 1
 	}
 	log.Info("listening", "addr", srv.Addr(),
@@ -114,13 +117,23 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
 	log.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
-	// The loop enforces the drain timeout itself; the context only adds a
-	// margin so a stuck Shutdown cannot hold the process forever.
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+5*time.Second)
+	// The loop enforces the drain timeout itself (store calls in flight
+	// are answered by the guard within their deadline); the context only
+	// adds a margin so a stuck Shutdown cannot hold the process forever.
+	began := time.Now()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown did not drain cleanly", "err", err)
 	}
+	// Parked group calls were answered by the drain; no coordinator
+	// timer may fire against the store closed next.
+	g.Groups.Close()
+	// The store gets what is left of the drain timeout, and at least half
+	// a second (the embedded store syncs its WAL first, which takes
+	// milliseconds); a store that cannot close by then (a full disk, a
+	// hung Iggy) is left as it is: what was acknowledged is durable.
+	closeStore(max(cfg.DrainTimeout-time.Since(began), 500*time.Millisecond))
 	log.Info("stopped")
 	return 0
 }

@@ -11,6 +11,26 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 )
 
+// openGuarded opens the configured backend under bridge.Guard, so every
+// store call has a deadline: --store-timeout-ms on the embedded store,
+// --iggy-call-timeout-ms on Iggy.
+func openGuarded(cfg config, log *slog.Logger) (*bridge.Guarded, error) {
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	full, ok := st.(bridge.FullStore)
+	if !ok { // both backends are; kept so a new one cannot skip the guard silently
+		st.Close()
+		return nil, fmt.Errorf("store %T lacks group offsets or producer-id marks", st)
+	}
+	timeout := cfg.StoreTimeout
+	if cfg.Backend == "iggy" {
+		timeout = cfg.Iggy.CallTimeout
+	}
+	return bridge.Guard(full, bridge.GuardOptions{Timeout: timeout, Log: log}), nil
+}
+
 // openStore opens the configured backend. A failure is logged with what to
 // check (the data dir, or the Iggy address and user) and is fatal: the
 // gateway never starts without its store.

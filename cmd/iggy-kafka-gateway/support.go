@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/internal/metrics"
 )
 
@@ -24,10 +26,10 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
-// startDebugServers starts the optional /metrics and /debug/pprof/
-// listeners. Metrics are nil (every call a no-op) without --metrics-addr.
-// stop shuts down whatever was started.
-func startDebugServers(cfg config, log *slog.Logger) (m *metrics.Metrics, stop func(), err error) {
+// startDebugServers starts the optional /metrics (with /healthz) and
+// /debug/pprof/ listeners. Metrics are nil (every call a no-op) without
+// --metrics-addr. stop shuts down whatever was started.
+func startDebugServers(cfg config, log *slog.Logger, store *bridge.Guarded) (m *metrics.Metrics, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for _, s := range stops {
@@ -40,8 +42,10 @@ func startDebugServers(cfg config, log *slog.Logger) (m *metrics.Metrics, stop f
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		m = metrics.New(reg)
+		registerStoreMetrics(reg, store)
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Handler())
+		mux.Handle("/healthz", healthHandler(store))
 		s, err := serveHTTP(cfg.MetricsAddr, mux, "metrics", log)
 		if err != nil {
 			return nil, nil, err
@@ -116,4 +120,45 @@ func serveHTTP(addr string, h http.Handler, what string, log *slog.Logger) (stop
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// healthHandler answers GET /healthz: 200 "ok" while the store serves, 503
+// with the state and the cause when it does not ("degraded": writes fail
+// and it recovers by itself, e.g. once disk space is freed; "restart
+// needed": only a restart recovers).
+func healthHandler(store *bridge.Guarded) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, _ := store.Health()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if h.State == bridge.Healthy {
+			fmt.Fprintln(w, "ok")
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "store %s since %s: %v\n", h.State, h.Since.UTC().Format(time.RFC3339), h.Cause)
+	})
+}
+
+// registerStoreMetrics exposes the store's health and the guard's counts,
+// read at scrape time.
+func registerStoreMetrics(reg prometheus.Registerer, store *bridge.Guarded) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "iggy_kafka_store_state",
+			Help: "Store health: 0 ok, 1 degraded (writes fail, recovers by itself, e.g. disk full), 2 restart needed.",
+		}, func() float64 { h, _ := store.Health(); return float64(h.State) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "iggy_kafka_store_hung_calls",
+			Help: "Store calls answered at their deadline (or when the store failed) that are still running in the store.",
+		}, func() float64 { return float64(store.Hung()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "iggy_kafka_store_abandoned_calls_total",
+			Help: "Store calls the gateway stopped waiting for at their deadline or when the store failed.",
+		}, func() float64 { return float64(store.Abandoned()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "iggy_kafka_store_refused_calls_total",
+			Help: "Store calls refused at once because too many earlier ones were hung.",
+		}, func() float64 { return float64(store.Refused()) }),
+	)
 }

@@ -1,0 +1,49 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrOffsetOutOfRange is returned by RecordDeleter.DeleteRecords for an
+// offset past the partition's high watermark.
+var ErrOffsetOutOfRange = errors.New("bridge: offset out of range")
+
+// Optional Store capabilities for the Kafka admin keys. Like GroupOffsets
+// they are separate interfaces; both bridge/embedded and bridge/iggy
+// implement them and handlers find them with a type assertion, so a Store
+// without one answers the admin key with an error code instead of failing
+// to build. All methods may be called from any goroutine, concurrently.
+
+// PartitionGrower adds partitions to an existing topic (Kafka
+// CreatePartitions).
+type PartitionGrower interface {
+	// GrowPartitions adds empty partitions at the end of the topic until
+	// it has total; the existing ones keep their data. It returns the
+	// topic as it is afterwards. A total at or below the current count
+	// changes nothing and returns the topic unchanged (the caller
+	// decides what that means). ErrTopicNotFound when the topic is
+	// missing.
+	GrowPartitions(ctx context.Context, stream, topic string, total int32) (TopicInfo, error)
+}
+
+// RecordDeleter moves a partition's log start offset forward (Kafka
+// DeleteRecords): offsets below it are no longer readable and
+// Store.Partition reports it as Earliest from then on.
+type RecordDeleter interface {
+	// DeleteRecords makes before the partition's first readable offset
+	// and returns the partition state afterwards. before must be at most
+	// the high watermark (ErrOffsetOutOfRange otherwise); at or below the
+	// current Earliest it changes nothing. The new start is durable when
+	// it returns nil.
+	DeleteRecords(ctx context.Context, stream, topic string, partition int32, before uint64) (PartitionState, error)
+}
+
+// SizeReporter tells how many bytes a topic's partitions hold (Kafka
+// DescribeLogDirs).
+type SizeReporter interface {
+	// PartitionSizes returns the stored bytes of each partition of the
+	// topic, index = partition. Estimates are fine: the numbers are for
+	// display.
+	PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error)
+}

@@ -1,0 +1,69 @@
+package embedded
+
+import (
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// Topic configs are part of the catalog entry: they survive a reopen, a
+// partition change and a rename, and a topic made again starts with none.
+func TestTopicConfigsPersist(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, SyncAlways)
+	want := bridge.TopicConfigs{"cleanup.policy": "compact", "retention.ms": "1000"}
+	if _, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 2, want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTopic(ctx, "kafka", "plain", 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.TopicConfigs(ctx, "kafka", "t")
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("configs %v %v", got, err)
+	}
+	got["x"] = "caller's copy"
+	want["segment.ms"] = "1"
+	if err := s.SetTopicConfigs(ctx, "kafka", "t", want); err != nil {
+		t.Fatal(err)
+	}
+	want["y"] = "not the store's"
+	delete(want, "y")
+	if _, err := s.SetPartitions(ctx, "kafka", "t", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, SyncAlways)
+	defer s.Close()
+	if got, err := s.TopicConfigs(ctx, "kafka", "t"); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("after reopen: %v %v, want %v", got, err, want)
+	}
+	if got, err := s.TopicConfigs(ctx, "kafka", "plain"); err != nil || len(got) != 0 {
+		t.Fatalf("plain topic: %v %v", got, err)
+	}
+	if _, err := s.RenameTopic(ctx, "kafka", "t", "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.TopicConfigs(ctx, "kafka", "t2"); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("after rename: %v %v", got, err)
+	}
+	if err := s.DeleteTopic(ctx, "kafka", "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TopicConfigs(ctx, "kafka", "t2"); !errors.Is(err, bridge.ErrTopicNotFound) {
+		t.Fatalf("deleted topic: %v", err)
+	}
+	if err := s.SetTopicConfigs(ctx, "kafka", "t2", want); !errors.Is(err, bridge.ErrTopicNotFound) {
+		t.Fatalf("set on deleted topic: %v", err)
+	}
+	if _, err := s.CreateTopic(ctx, "kafka", "t2", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.TopicConfigs(ctx, "kafka", "t2"); len(got) != 0 {
+		t.Fatalf("made again: %v", got)
+	}
+}

@@ -1,0 +1,113 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sort"
+)
+
+// The optional store interfaces handlers find by type assertion
+// (TopicConfigStore, OffsetBatchCommitter, ...) must be implemented by
+// Guarded too, or a guarded gateway would silently lose the feature. Each
+// method runs the inner store's call under the guard when the inner store
+// has it, and otherwise answers as a store without the feature would.
+// Any goroutine.
+
+var _ TopicConfigStore = (*Guarded)(nil)
+
+// CreateTopicWithConfigs implements TopicConfigStore. A store that keeps
+// no configs creates the topic only when none are asked for.
+func (g *Guarded) CreateTopicWithConfigs(ctx context.Context, stream, topic string, partitions int32, cfg TopicConfigs) (TopicInfo, error) {
+	cs, ok := g.inner.(TopicConfigStore)
+	if !ok {
+		if len(cfg) > 0 {
+			return TopicInfo{}, notKept(cfg)
+		}
+		return g.CreateTopic(ctx, stream, topic, partitions)
+	}
+	return run(g, ctx, "create_topic", true, nil, func(ctx context.Context) (TopicInfo, error) {
+		return cs.CreateTopicWithConfigs(ctx, stream, topic, partitions, cfg)
+	})
+}
+
+// TopicConfigs implements TopicConfigStore: none set on a store that keeps
+// none.
+func (g *Guarded) TopicConfigs(ctx context.Context, stream, topic string) (TopicConfigs, error) {
+	cs, ok := g.inner.(TopicConfigStore)
+	if !ok {
+		_, err := g.Topic(ctx, stream, topic)
+		return nil, err
+	}
+	return run(g, ctx, "topic_configs", false, nil, func(ctx context.Context) (TopicConfigs, error) {
+		return cs.TopicConfigs(ctx, stream, topic)
+	})
+}
+
+// SetTopicConfigs implements TopicConfigStore.
+func (g *Guarded) SetTopicConfigs(ctx context.Context, stream, topic string, cfg TopicConfigs) error {
+	cs, ok := g.inner.(TopicConfigStore)
+	if !ok {
+		if len(cfg) > 0 {
+			return notKept(cfg)
+		}
+		return nil
+	}
+	_, err := run(g, ctx, "set_topic_configs", true, nil, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, cs.SetTopicConfigs(ctx, stream, topic, cfg)
+	})
+	return err
+}
+
+// notKept names the first config (by name, so the answer is stable) of
+// cfg that a store without config keeping refuses.
+func notKept(cfg TopicConfigs) error {
+	names := make([]string, 0, len(cfg))
+	for k := range cfg {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return &ConfigError{Name: names[0], Reason: "this store keeps no topic configs"}
+}
+
+// ErrNotSupported is a guarded call to an optional store feature the
+// wrapped store lacks.
+var ErrNotSupported = errors.New("bridge: the store does not support this")
+
+var (
+	_ PartitionGrower = (*Guarded)(nil)
+	_ RecordDeleter   = (*Guarded)(nil)
+	_ SizeReporter    = (*Guarded)(nil)
+)
+
+// GrowPartitions implements PartitionGrower.
+func (g *Guarded) GrowPartitions(ctx context.Context, stream, topic string, total int32) (TopicInfo, error) {
+	pg, ok := g.inner.(PartitionGrower)
+	if !ok {
+		return TopicInfo{}, ErrNotSupported
+	}
+	return run(g, ctx, "grow_partitions", true, nil, func(ctx context.Context) (TopicInfo, error) {
+		return pg.GrowPartitions(ctx, stream, topic, total)
+	})
+}
+
+// DeleteRecords implements RecordDeleter.
+func (g *Guarded) DeleteRecords(ctx context.Context, stream, topic string, partition int32, before uint64) (PartitionState, error) {
+	rd, ok := g.inner.(RecordDeleter)
+	if !ok {
+		return PartitionState{}, ErrNotSupported
+	}
+	return run(g, ctx, "delete_records", true, nil, func(ctx context.Context) (PartitionState, error) {
+		return rd.DeleteRecords(ctx, stream, topic, partition, before)
+	})
+}
+
+// PartitionSizes implements SizeReporter.
+func (g *Guarded) PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error) {
+	sr, ok := g.inner.(SizeReporter)
+	if !ok {
+		return nil, ErrNotSupported
+	}
+	return run(g, ctx, "partition_sizes", false, nil, func(ctx context.Context) ([]int64, error) {
+		return sr.PartitionSizes(ctx, stream, topic)
+	})
+}

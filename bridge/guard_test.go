@@ -1,0 +1,253 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hangStore is a FullStore whose calls block until release is closed; its
+// health can be set. Only what the tests call is implemented.
+type hangStore struct {
+	FullStore
+	release chan struct{}
+
+	mu      sync.Mutex
+	h       Health
+	changed chan struct{}
+}
+
+func newHangStore() *hangStore {
+	return &hangStore{release: make(chan struct{}), changed: make(chan struct{})}
+}
+
+func (s *hangStore) Health() (Health, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.h, s.changed
+}
+
+func (s *hangStore) setHealth(h Health) {
+	s.mu.Lock()
+	s.h = h
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *hangStore) Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
+	<-s.release
+	return 7, nil
+}
+
+func (s *hangStore) Topics(ctx context.Context, stream string) ([]TopicInfo, error) {
+	<-s.release
+	return nil, nil
+}
+
+func (s *hangStore) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func([]byte) bool) error {
+	<-s.release
+	fn([]byte("late"))
+	return nil
+}
+
+func (s *hangStore) Close() error {
+	<-s.release
+	return nil
+}
+
+// A hung call is answered at its deadline, the hung count goes up and back
+// down when the call finally returns, and past MaxHung calls are refused
+// at once.
+func TestStoreFailGuardDeadline(t *testing.T) {
+	s := newHangStore()
+	g := Guard(s, GuardOptions{Timeout: 50 * time.Millisecond, MaxHung: 2, CloseTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		_, err := g.Append(ctx, "s", "t", 0, []byte("b"))
+		if !errors.Is(err, ErrAbandoned) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hung append: %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("hung append answered after %v", d)
+		}
+	}
+	if g.Hung() != 2 {
+		t.Fatalf("hung %d, want 2", g.Hung())
+	}
+	if h, _ := g.Health(); h.State != Degraded {
+		t.Fatalf("health with MaxHung hung calls: %+v", h)
+	}
+	start := time.Now()
+	if _, err := g.Topics(ctx, "s"); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAbandoned) || time.Since(start) > 20*time.Millisecond {
+		t.Fatalf("call past MaxHung: %v after %v", err, time.Since(start))
+	}
+	if err := g.Close(); err == nil {
+		t.Fatal("Close of a hung store returned nil")
+	}
+	close(s.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Hung() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("hung count stuck at %d", g.Hung())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if base, err := g.Append(ctx, "s", "t", 0, nil); err != nil || base != 7 {
+		t.Fatalf("append after release: %d %v", base, err)
+	}
+}
+
+// A write in flight is cut off as soon as the store reports a failure, and
+// later writes are refused at once with the store's cause; reads are not.
+func TestStoreFailGuardFailureCutsWrites(t *testing.T) {
+	s := newHangStore()
+	g := Guard(s, GuardOptions{Timeout: time.Hour})
+	ctx := context.Background()
+	cause := errors.New("disk full")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Append(ctx, "s", "t", 0, nil)
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.setHealth(Health{State: Degraded, Cause: cause, Since: time.Now()})
+	select {
+	case err := <-errc:
+		if !errors.Is(err, cause) || !errors.Is(err, ErrAbandoned) {
+			t.Fatalf("write cut by failure: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("write in flight not answered when the store failed")
+	}
+	if _, err := g.Append(ctx, "s", "t", 0, nil); !errors.Is(err, cause) || errors.Is(err, ErrAbandoned) {
+		t.Fatalf("write on a failed store: %v", err)
+	}
+	// A read is not cut short by a write failure; it finishes normally.
+	var got []byte
+	done := make(chan error, 1)
+	go func() {
+		done <- g.Poll(ctx, "s", "t", 0, 0, 1, func(b []byte) bool { got = append(got, b...); return true })
+	}()
+	time.Sleep(20 * time.Millisecond)
+	close(s.release)
+	if err := <-done; err != nil || string(got) != "late" {
+		t.Fatalf("poll: %q %v", got, err)
+	}
+}
+
+// Once a Poll was abandoned its fn is never called: the caller's buffers
+// are its own again.
+func TestStoreFailGuardPollAfterAbandon(t *testing.T) {
+	s := newHangStore()
+	g := Guard(s, GuardOptions{Timeout: 20 * time.Millisecond})
+	called := make(chan struct{}, 1)
+	err := g.Poll(context.Background(), "s", "t", 0, 0, 1, func([]byte) bool { called <- struct{}{}; return true })
+	if !errors.Is(err, ErrAbandoned) {
+		t.Fatalf("hung poll: %v", err)
+	}
+	close(s.release)
+	for g.Hung() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-called:
+		t.Fatal("fn called after Poll returned")
+	default:
+	}
+}
+
+// batchStore records how commits reach it: through CommitOffsets in one
+// call, or one CommitOffset each.
+type batchStore struct {
+	FullStore
+	batches, singles int
+}
+
+func (s *batchStore) CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error {
+	s.batches++
+	errs := make([]error, len(offs))
+	errs[len(offs)-1] = ErrOffsetNotStorable
+	return errs
+}
+
+func (s *batchStore) CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o CommittedOffset) error {
+	s.singles++
+	return nil
+}
+
+// The guard keeps a store's batched offset commit (the Iggy store's one
+// group-log append per OffsetCommit): without it the handler would fall
+// back to one write per partition.
+func TestGuardKeepsBatchedCommits(t *testing.T) {
+	inner := &batchStore{}
+	g := Guard(inner, GuardOptions{Timeout: time.Second})
+	offs := []GroupOffset{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}, {Topic: "t", Partition: 2}}
+	errs := g.CommitOffsets(context.Background(), "s", "g", offs)
+	if inner.batches != 1 || inner.singles != 0 {
+		t.Fatalf("batches=%d singles=%d, want 1 and 0", inner.batches, inner.singles)
+	}
+	if len(errs) != 3 || errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], ErrOffsetNotStorable) {
+		t.Fatalf("errs = %v", errs)
+	}
+}
+
+// cfgStore keeps one topic's configs.
+type cfgStore struct {
+	FullStore
+	cfg TopicConfigs
+}
+
+func (s *cfgStore) CreateTopicWithConfigs(ctx context.Context, stream, topic string, partitions int32, cfg TopicConfigs) (TopicInfo, error) {
+	s.cfg = cfg
+	return TopicInfo{Name: topic, Partitions: partitions}, nil
+}
+
+func (s *cfgStore) TopicConfigs(ctx context.Context, stream, topic string) (TopicConfigs, error) {
+	return s.cfg, nil
+}
+
+func (s *cfgStore) SetTopicConfigs(ctx context.Context, stream, topic string, cfg TopicConfigs) error {
+	s.cfg = cfg
+	return nil
+}
+
+// The guard forwards topic configs to a store that keeps them and refuses
+// them, naming the config, for one that does not.
+func TestGuardTopicConfigs(t *testing.T) {
+	ctx := context.Background()
+	g := Guard(&cfgStore{}, GuardOptions{Timeout: time.Second})
+	if err := g.SetTopicConfigs(ctx, "s", "t", TopicConfigs{"retention.ms": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.TopicConfigs(ctx, "s", "t")
+	if err != nil || got["retention.ms"] != "1000" {
+		t.Fatalf("TopicConfigs = %v, %v", got, err)
+	}
+
+	bare := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
+	err = bare.SetTopicConfigs(ctx, "s", "t", TopicConfigs{"retention.ms": "1", "cleanup.policy": "compact"})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Name != "cleanup.policy" || !errors.Is(err, ErrConfigRefused) {
+		t.Fatalf("bare store: %v", err)
+	}
+}
+
+// The guard answers ErrNotSupported for an admin feature the wrapped store
+// lacks, instead of the handler seeing a store without the method.
+func TestGuardAdminNotSupported(t *testing.T) {
+	ctx := context.Background()
+	g := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
+	if _, err := g.GrowPartitions(ctx, "s", "t", 3); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("GrowPartitions: %v", err)
+	}
+	if _, err := g.DeleteRecords(ctx, "s", "t", 0, 1); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("DeleteRecords: %v", err)
+	}
+	if _, err := g.PartitionSizes(ctx, "s", "t"); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("PartitionSizes: %v", err)
+	}
+}

@@ -1,0 +1,118 @@
+package iggy
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+func TestAdminStore(t *testing.T) { eachServer(t, testAdminStore) }
+
+// testAdminStore: GrowPartitions adds partitions (never removes), sizes
+// are per partition, DeleteRecords raises Earliest durably (a second
+// client, a restarted gateway, sees it), refuses past the high watermark,
+// and reads below it are not answered by the timestamp lookup.
+func testAdminStore(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store
+	if _, err := s.CreateTopic(ctx, e.stream, "adm", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GrowPartitions(ctx, e.stream, "nope", 3); !errors.Is(err, bridge.ErrTopicNotFound) {
+		t.Fatalf("grow missing topic: %v", err)
+	}
+	info, err := s.GrowPartitions(ctx, e.stream, "adm", 3)
+	if err != nil || info.Partitions != 3 {
+		t.Fatalf("grow to 3: %+v %v", info, err)
+	}
+	if info, err := s.GrowPartitions(ctx, e.stream, "adm", 2); err != nil || info.Partitions != 3 {
+		t.Fatalf("grow to 2 shrank: %+v %v", info, err)
+	}
+	for i := range 2 {
+		if _, err := s.Append(ctx, e.stream, "adm", 2, testBatch(t, "m", 5*i, 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sizes, err := s.PartitionSizes(ctx, e.stream, "adm")
+	if err != nil || len(sizes) != 3 || sizes[2] <= 0 || sizes[0] != 0 {
+		t.Fatalf("sizes: %v %v", sizes, err)
+	}
+	if _, err := s.DeleteRecords(ctx, e.stream, "adm", 2, 11); !errors.Is(err, bridge.ErrOffsetOutOfRange) {
+		t.Fatalf("past the high watermark: %v", err)
+	}
+	st, err := s.DeleteRecords(ctx, e.stream, "adm", 2, 7)
+	if err != nil || st != (bridge.PartitionState{Earliest: 7, Next: 10}) {
+		t.Fatalf("delete to 7: %+v %v", st, err)
+	}
+	if st, err := s.DeleteRecords(ctx, e.stream, "adm", 2, 3); err != nil || st.Earliest != 7 {
+		t.Fatalf("lower start: %+v %v", st, err)
+	}
+	if st, err := s.Partition(ctx, e.stream, "adm", 2); err != nil || st != (bridge.PartitionState{Earliest: 7, Next: 10}) {
+		t.Fatalf("partition after delete: %+v %v", st, err)
+	}
+	if off, found, err := s.OffsetForTimestamp(ctx, e.stream, "adm", 2, 0); err != nil || !found || off != 7 {
+		t.Fatalf("timestamp lookup: %d %v %v", off, found, err)
+	}
+	if _, err := s.DeleteRecords(ctx, e.stream, "adm", 3, 0); !errors.Is(err, bridge.ErrPartitionNotFound) {
+		t.Fatalf("missing partition: %v", err)
+	}
+
+	// Another gateway sees the start at once, and sees this one's later
+	// change within the refresh period.
+	s2, err := Open(ctx, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if st, err := s2.Partition(ctx, e.stream, "adm", 2); err != nil || st.Earliest != 7 {
+		t.Fatalf("second client: %+v %v", st, err)
+	}
+	if _, err := s.DeleteRecords(ctx, e.stream, "adm", 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * logStartRefresh)
+	for {
+		st, err := s2.Partition(ctx, e.stream, "adm", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == (bridge.PartitionState{Earliest: 10, Next: 10}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("second client never saw the new start: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A topic made again under the same name starts from 0.
+	if err := s.DeleteTopic(ctx, e.stream, "adm"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTopic(ctx, e.stream, "adm", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, e.stream, "adm", 2, testBatch(t, "n", 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Partition(ctx, e.stream, "adm", 2); err != nil || st != (bridge.PartitionState{Earliest: 0, Next: 2}) {
+		t.Fatalf("recreated topic: %+v %v", st, err)
+	}
+}
+
+func TestParseStart(t *testing.T) {
+	k := startKey{stream: "s", topic: "topic", id: 7, partition: 3}
+	b := appendStart(nil, k, 42)
+	got, start, ok := parseStart(b)
+	if !ok || got != k || start != 42 {
+		t.Fatalf("round trip: %+v %d %v", got, start, ok)
+	}
+	for i := range b {
+		if _, _, ok := parseStart(b[:i]); ok {
+			t.Fatalf("truncated to %d parsed", i)
+		}
+	}
+}

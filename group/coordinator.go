@@ -1,0 +1,144 @@
+package group
+
+import (
+	"crypto/rand"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// Options builds a Coordinator.
+type Options struct {
+	Config Config
+	// Store holds the committed offsets (when it implements
+	// bridge.GroupOffsets; without it every offset operation answers
+	// COORDINATOR_NOT_AVAILABLE) and answers OffsetDelete's topic lookups.
+	Store bridge.Store
+	// Stream is the Iggy stream of the Kafka topics; offsets are kept per
+	// stream.
+	Stream string
+	// Wake signals the call parked on ticket t (see Wait). It runs on the
+	// goroutine that settled the ticket (a worker or a coordinator timer)
+	// with no coordinator lock held, and must not block. It reports
+	// whether a call was parked on t; false makes the coordinator try
+	// again shortly while the answer lies uncollected (the caller decided
+	// to park but its watch is not registered yet). Nil: nothing is woken
+	// and parked calls end at their deadline (tests that never park).
+	Wake func(t Ticket) bool
+	Log  *slog.Logger
+}
+
+// Coordinator is the group coordinator of this gateway. Safe for
+// concurrent use; see the package comment for what runs where.
+type Coordinator struct {
+	cfg     Config
+	store   bridge.Store
+	offsets bridge.GroupOffsets // nil: the store keeps no offsets
+	stream  string
+	wake    func(Ticket) bool
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	groups  map[string]*group
+	members int // members and pending ids over all groups
+	ticket  Ticket
+	results map[Ticket]kmsg.Response // settled tickets not yet collected
+}
+
+// New returns a coordinator over o.Store that wakes parked calls through
+// o.Wake.
+func New(o Options) *Coordinator {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Wake == nil {
+		o.Wake = func(Ticket) bool { return true }
+	}
+	offs, _ := o.Store.(bridge.GroupOffsets)
+	return &Coordinator{
+		cfg:     o.Config.withDefaults(),
+		store:   o.Store,
+		offsets: offs,
+		stream:  o.Stream,
+		wake:    o.Wake,
+		log:     o.Log,
+		groups:  make(map[string]*group),
+		results: make(map[Ticket]kmsg.Response),
+	}
+}
+
+// A Ticket names one parked JoinGroup or SyncGroup; 0 is none.
+type Ticket uint64
+
+// Wait is a JoinGroup or SyncGroup that cannot be answered yet. The
+// caller parks its call until Wake(Ticket) or Until, whichever comes
+// first, then calls Collect.
+type Wait struct {
+	Ticket Ticket
+	Until  time.Time
+	// What Collect answers when the wait is given up.
+	sync     bool
+	ver      int16
+	memberID string
+}
+
+// newTicket registers a wait; co.mu is held.
+func (co *Coordinator) newTicket() Ticket {
+	co.ticket++
+	return co.ticket
+}
+
+// settle stores resp for ticket t and wakes its call; co.mu is held. The
+// wake is sent after a short delay again while the result lies
+// uncollected, which covers a call that decided to park but whose watch
+// the loop had not yet registered when the first signal went out.
+func (co *Coordinator) settle(t Ticket, resp kmsg.Response, wake *[]Ticket) {
+	if t == 0 {
+		return
+	}
+	co.results[t] = resp
+	*wake = append(*wake, t)
+}
+
+// wakeAll signals the tickets; co.mu must NOT be held.
+func (co *Coordinator) wakeAll(ts []Ticket) {
+	for _, t := range ts {
+		co.wakeTicket(t, 0)
+	}
+}
+
+// wakeTicket runs the Wake hook for t, and again after 1, 4, 16 ... ms
+// while the result lies uncollected and no call was parked on t yet. Any
+// goroutine; co.mu must NOT be held.
+func (co *Coordinator) wakeTicket(t Ticket, attempt int) {
+	if co.wake(t) {
+		return
+	}
+	if attempt >= 8 {
+		return // the park deadline answers it
+	}
+	time.AfterFunc(time.Millisecond<<(2*attempt), func() {
+		co.mu.Lock()
+		_, pending := co.results[t]
+		pending = pending && !co.closed
+		co.mu.Unlock()
+		if pending {
+			co.wakeTicket(t, attempt+1)
+		}
+	})
+}
+
+func newMemberID(prefix string) string {
+	if len(prefix) > 128 {
+		prefix = prefix[:128]
+	}
+	return prefix + "-" + rand.Text()
+}
+
+// validGroupID: Kafka allows any non-empty id; ours must fit an Iggy name.
+func validGroupID(g string) bool { return g != "" && len(g) <= MaxGroupIDLen }

@@ -1,0 +1,89 @@
+// DescribeConfigs: v0-4
+//
+// Behavior:
+//   - TOPIC resources: every topic config the gateway knows (configs.go),
+//     sorted by name. Configs the topic sets (at CreateTopics or with
+//     AlterConfigs / IncrementalAlterConfigs) have source
+//     DYNAMIC_TOPIC_CONFIG; the others this gateway's default with source
+//     DEFAULT_CONFIG (v0: is_default). The defaults are the gateway's, not
+//     Kafka's, where they differ: retention.ms -1 (records are kept for
+//     ever unless the topic sets it). On Iggy, retention.ms and
+//     retention.bytes are read from the Iggy topic's message_expiry and
+//     max_topic_size, so a native change shows. A missing topic, or a name
+//     Kafka could never create, is UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER resources: the broker configs tools read (num.partitions,
+//     auto.create.topics.enable, message.max.bytes, log.retention.ms, ...),
+//     all read-only with source STATIC_BROKER_CONFIG: they come from the
+//     gateway's flags. The name must be this broker's id (Cfg.NodeID), or
+//     "" for the cluster-wide dynamic defaults, of which there are none
+//     (an empty list); another id is INVALID_REQUEST, as Kafka answers.
+//   - Other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP) are
+//     INVALID_REQUEST naming the type.
+//   - config_names filters (unknown names are skipped, as Kafka does);
+//     include_synonyms (v1+) adds the value's synonyms, the set value then
+//     the default under its broker config name (log.retention.ms);
+//     include_documentation (v3+) adds each config's documentation, which
+//     says what the config does on this gateway (cleanup.policy=compact:
+//     nothing is ever deleted from the topic).
+//
+// Version notes: v1 adds synonyms and source, v2 is v1 (throttle), v3
+// adds config type and documentation (KIP-569), v4 is flexible.
+
+package handlers
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(Spec{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: describeConfigs})
+}
+
+func describeConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	g := c.G
+	resp.Resources = make([]kmsg.DescribeConfigsResponseResource, len(req.Resources))
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		sr := &resp.Resources[i]
+		sr.Default()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		sr.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if !validTopicName(rr.ResourceName) {
+				sr.ErrorCode, sr.ErrorMessage = kerr.UnknownTopicOrPartition.Code, strp("unknown topic "+rr.ResourceName)
+				continue
+			}
+			cs := g.configStore()
+			var set map[string]string
+			var err error
+			if cs != nil {
+				set, err = cs.TopicConfigs(c.Ctx, g.Cfg.Stream, rr.ResourceName)
+			} else {
+				_, err = g.Store.Topic(c.Ctx, g.Cfg.Stream, rr.ResourceName)
+			}
+			if err != nil {
+				sr.ErrorCode, sr.ErrorMessage = errCode(err, opAdmin), strp(err.Error())
+				continue
+			}
+			sr.Configs = describeTopic(set, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		case kmsg.ConfigResourceTypeBroker:
+			if code, msg := g.checkBrokerResource(rr.ResourceName); code != 0 {
+				sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
+				continue
+			}
+			if rr.ResourceName != "" {
+				sr.Configs = g.describeBroker(rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+			}
+		default:
+			sr.ErrorCode = kerr.InvalidRequest.Code
+			sr.ErrorMessage = strp("config resource type " + strconv.Itoa(int(rr.ResourceType)) + " is not served by this gateway")
+		}
+	}
+	return resp, nil
+}

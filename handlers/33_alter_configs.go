@@ -1,0 +1,79 @@
+// AlterConfigs: v0-2
+//
+// Behavior:
+//   - TOPIC resources: the topic's configs become exactly the ones given
+//     (Kafka's non-incremental semantics: a config left out returns to its
+//     default; a null value is left out). Every value is checked first
+//     (configs.go: unknown names, bad values and values other than the
+//     gateway's own for the fixed configs are INVALID_CONFIG with a message
+//     naming the config) and nothing changes unless all pass. A backend
+//     that cannot keep a value refuses it the same way (Iggy: a
+//     retention.bytes × partitions under the segment size). validate_only
+//     checks and keeps nothing. A missing topic is
+//     UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER resources: every broker config is read-only here (set by the
+//     gateway's flags): INVALID_CONFIG naming the config; unknown names
+//     likewise; a broker id other than this one INVALID_REQUEST.
+//   - Other resource types: INVALID_REQUEST.
+//
+// Version notes: v1 is v0 (throttle), v2 is flexible.
+
+package handlers
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+func init() {
+	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: alterConfigs})
+}
+
+func alterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	resp.Resources = make([]kmsg.AlterConfigsResponseResource, len(req.Resources))
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		sr := &resp.Resources[i]
+		sr.Default()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		var code int16
+		var msg string
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+				next := bridge.TopicConfigs{}
+				for _, cfg := range rr.Configs {
+					if _, dup := next[cfg.Name]; dup {
+						return nil, kerr.InvalidRequest.Code, "config " + cfg.Name + " given twice"
+					}
+					if cfg.Value != nil {
+						next[cfg.Name] = *cfg.Value
+					} else if topicConfigs[cfg.Name] == nil {
+						return nil, kerr.InvalidConfig.Code, "Unknown topic config name: " + cfg.Name
+					}
+				}
+				return next, 0, ""
+			})
+		case kmsg.ConfigResourceTypeBroker:
+			if code, msg = c.G.checkBrokerResource(rr.ResourceName); code == 0 {
+				names := make([]string, len(rr.Configs))
+				for j := range rr.Configs {
+					names[j] = rr.Configs[j].Name
+				}
+				code, msg = c.G.brokerAlterRefusal(names)
+			}
+		default:
+			code, msg = kerr.InvalidRequest.Code, "config resource type "+strconv.Itoa(int(rr.ResourceType))+" is not served by this gateway"
+		}
+		if code != 0 {
+			sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,129 @@
+// IncrementalAlterConfigs: v0-1
+//
+// Behavior:
+//   - TOPIC resources: SET, DELETE (back to the default), APPEND and
+//     SUBTRACT (list configs only: cleanup.policy and the throttled-replica
+//     lists, starting from the current value or the default) applied to
+//     the topic's configs in order. The result is checked as AlterConfigs
+//     checks it (INVALID_CONFIG naming the config; all or nothing); APPEND
+//     or SUBTRACT on a non-list config, a null value for SET/APPEND/
+//     SUBTRACT, or one config named twice is INVALID_REQUEST, as Kafka
+//     answers. validate_only keeps nothing. A missing topic is
+//     UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER resources: read-only (INVALID_CONFIG naming the config), as
+//     in AlterConfigs.
+//   - Other resource types: INVALID_REQUEST.
+//
+// Version notes: v1 is flexible. KIP-339.
+
+package handlers
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+func init() {
+	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: incrementalAlterConfigs})
+}
+
+func incrementalAlterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, len(req.Resources))
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		sr := &resp.Resources[i]
+		sr.Default()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		var code int16
+		var msg string
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+				return applyIncremental(cur, rr.Configs)
+			})
+		case kmsg.ConfigResourceTypeBroker:
+			if code, msg = c.G.checkBrokerResource(rr.ResourceName); code == 0 {
+				names := make([]string, len(rr.Configs))
+				for j := range rr.Configs {
+					names[j] = rr.Configs[j].Name
+				}
+				code, msg = c.G.brokerAlterRefusal(names)
+			}
+		default:
+			code, msg = kerr.InvalidRequest.Code, "config resource type "+strconv.Itoa(int(rr.ResourceType))+" is not served by this gateway"
+		}
+		if code != 0 {
+			sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
+		}
+	}
+	return resp, nil
+}
+
+// applyIncremental applies ops to cur (which it may modify) and returns
+// the new set, or a refusal.
+func applyIncremental(cur bridge.TopicConfigs, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (bridge.TopicConfigs, int16, string) {
+	if cur == nil {
+		cur = bridge.TopicConfigs{}
+	}
+	seen := make(map[string]bool, len(ops))
+	for _, op := range ops {
+		if seen[op.Name] {
+			return nil, kerr.InvalidRequest.Code, "Error due to duplicate config keys: " + op.Name
+		}
+		seen[op.Name] = true
+		d := topicConfigs[op.Name]
+		if d == nil {
+			return nil, kerr.InvalidConfig.Code, "Unknown topic config name: " + op.Name
+		}
+		if op.Op != kmsg.IncrementalAlterConfigOpDelete && op.Value == nil {
+			return nil, kerr.InvalidRequest.Code, "Null value not supported for : " + op.Name
+		}
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			cur[op.Name] = *op.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(cur, op.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if d.typ != kmsg.ConfigTypeList {
+				return nil, kerr.InvalidConfig.Code, "Config value append is not allowed for config key: " + op.Name
+			}
+			v, ok := cur[op.Name]
+			if !ok {
+				v = d.def
+			}
+			list := splitList(v)
+			for _, item := range splitList(*op.Value) {
+				at := slices.Index(list, item)
+				switch {
+				case op.Op == kmsg.IncrementalAlterConfigOpAppend && at < 0:
+					list = append(list, item)
+				case op.Op == kmsg.IncrementalAlterConfigOpSubtract && at >= 0:
+					list = slices.Delete(list, at, at+1)
+				}
+			}
+			cur[op.Name] = strings.Join(list, ",")
+		default:
+			return nil, kerr.InvalidRequest.Code, "unknown operation " + strconv.Itoa(int(op.Op)) + " for config " + op.Name
+		}
+	}
+	return cur, 0, ""
+}
+
+// splitList splits a list config value on commas, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,26 @@
+// DescribeClientQuotas: v0-1
+//
+// Behavior:
+//   - The gateway enforces no client quotas, so every filter matches
+//     nothing: an empty entry list, no error. (Kafka answers the same for a
+//     cluster with no quotas configured.) AlterClientQuotas (49) is not
+//     served.
+//
+// Version notes:
+//   - v1 is flexible. Kafka 4.1 serves v0-1.
+
+package handlers
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(Spec{Key: 48, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: describeClientQuotas})
+}
+
+// describeClientQuotas touches no store: safe on the event loop.
+func describeClientQuotas(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeClientQuotasRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+	return resp, nil
+}

@@ -1,0 +1,355 @@
+package handlers
+
+// Topic and broker configs: what DescribeConfigs (32) reports, what
+// AlterConfigs (33), IncrementalAlterConfigs (44) and CreateTopics (19)
+// accept. One table, so the four keys cannot disagree.
+//
+// A topic's explicit configs are kept by the Store with the topic
+// (bridge.TopicConfigStore: the embedded catalog; on Iggy, retention as
+// the topic's own message_expiry / max_topic_size and the rest in the
+// gateway's state stream). Every config not set reports this gateway's
+// default with source DEFAULT_CONFIG.
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// configKind says what the gateway does with a topic config.
+type configKind int8
+
+const (
+	// cfgKept: stored and honoured as documented (cleanup.policy,
+	// retention.*).
+	cfgKept configKind = iota
+	// cfgInert: stored and reported, no effect here (Kafka log-file and
+	// replication tuning that has no counterpart over Iggy).
+	cfgInert
+	// cfgFixed: only the gateway's own value is accepted.
+	cfgFixed
+)
+
+type configDef struct {
+	name    string
+	kind    configKind
+	typ     kmsg.ConfigType
+	def     string // the value of a topic that does not set it
+	synonym string // the broker config Kafka takes the default from, if any
+	doc     string
+}
+
+const inertDoc = " Accepted and kept on this gateway; it has no effect (no Kafka log files or replicas behind it)."
+
+const longMax = "9223372036854775807"
+
+// topicConfigs is every topic config the gateway knows, by name.
+var topicConfigs = func() map[string]*configDef {
+	defs := []configDef{
+		{"cleanup.policy", cfgKept, kmsg.ConfigTypeList, "delete", "log.cleanup.policy",
+			"delete, compact, or both. delete: records go once older than retention.ms or past retention.bytes. " +
+				"compact: this gateway never compacts and never deletes from a compacted topic, so the latest record " +
+				"of every key (tombstones included) is always there; retention does not apply to it."},
+		{"retention.ms", cfgKept, kmsg.ConfigTypeLong, "-1", "log.retention.ms",
+			"How long records are kept, -1 for ever (this gateway's default). On Iggy it is the topic's message_expiry, " +
+				"enforced by the Iggy server; the embedded store keeps the value and does not delete yet."},
+		{"retention.bytes", cfgKept, kmsg.ConfigTypeLong, "-1", "log.retention.bytes",
+			"Bytes kept per partition, -1 for no limit. On Iggy it is the topic's max_topic_size (retention.bytes × partitions, " +
+				"at least the segment size, 1 GiB by default), enforced by the Iggy server; the embedded store keeps the value and does not delete yet."},
+		{"message.timestamp.type", cfgFixed, kmsg.ConfigTypeString, "CreateTime", "log.message.timestamp.type",
+			"Only CreateTime: records keep the producer's timestamp."},
+		{"min.insync.replicas", cfgFixed, kmsg.ConfigTypeInt, "1", "min.insync.replicas",
+			"Only 1: one logical broker; Iggy keeps durability (--fsync)."},
+		{"remote.storage.enable", cfgFixed, kmsg.ConfigTypeBoolean, "false", "",
+			"Only false: no tiered storage."},
+		{"compression.type", cfgInert, kmsg.ConfigTypeString, "producer", "compression.type",
+			"Batches are stored as Iggy messages, uncompressed, whatever the producer sent." + inertDoc},
+		{"max.message.bytes", cfgInert, kmsg.ConfigTypeInt, "1048588", "message.max.bytes",
+			"The gateway's limits are --max-frame-size per request and --max-message-size per record." + inertDoc},
+		{"segment.bytes", cfgInert, kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes", "Kafka log segment size." + inertDoc},
+		{"segment.ms", cfgInert, kmsg.ConfigTypeLong, "604800000", "log.roll.ms", "Kafka log segment roll time." + inertDoc},
+		{"segment.jitter.ms", cfgInert, kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms", "Kafka log segment roll jitter." + inertDoc},
+		{"segment.index.bytes", cfgInert, kmsg.ConfigTypeInt, "10485760", "log.index.size.max.bytes", "Kafka offset index size." + inertDoc},
+		{"index.interval.bytes", cfgInert, kmsg.ConfigTypeInt, "4096", "log.index.interval.bytes", "Kafka offset index interval." + inertDoc},
+		{"flush.messages", cfgInert, kmsg.ConfigTypeLong, longMax, "log.flush.interval.messages", "Flushing is --fsync's." + inertDoc},
+		{"flush.ms", cfgInert, kmsg.ConfigTypeLong, longMax, "log.flush.interval.ms", "Flushing is --fsync's." + inertDoc},
+		{"preallocate", cfgInert, kmsg.ConfigTypeBoolean, "false", "log.preallocate", "Kafka segment preallocation." + inertDoc},
+		{"file.delete.delay.ms", cfgInert, kmsg.ConfigTypeLong, "60000", "log.segment.delete.delay.ms", "Kafka segment deletion delay." + inertDoc},
+		{"unclean.leader.election.enable", cfgInert, kmsg.ConfigTypeBoolean, "false", "unclean.leader.election.enable", "One broker: no leader election." + inertDoc},
+		{"message.downconversion.enable", cfgInert, kmsg.ConfigTypeBoolean, "true", "log.message.downconversion.enable", "Removed in Kafka 4." + inertDoc},
+		{"message.timestamp.difference.max.ms", cfgInert, kmsg.ConfigTypeLong, longMax, "log.message.timestamp.difference.max.ms", "Removed in Kafka 4." + inertDoc},
+		{"message.timestamp.before.max.ms", cfgInert, kmsg.ConfigTypeLong, longMax, "log.message.timestamp.before.max.ms", "Timestamps are not checked." + inertDoc},
+		{"message.timestamp.after.max.ms", cfgInert, kmsg.ConfigTypeLong, "3600000", "log.message.timestamp.after.max.ms", "Timestamps are not checked." + inertDoc},
+		{"min.compaction.lag.ms", cfgInert, kmsg.ConfigTypeLong, "0", "log.cleaner.min.compaction.lag.ms", "Nothing is compacted." + inertDoc},
+		{"max.compaction.lag.ms", cfgInert, kmsg.ConfigTypeLong, longMax, "log.cleaner.max.compaction.lag.ms", "Nothing is compacted." + inertDoc},
+		{"delete.retention.ms", cfgInert, kmsg.ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms", "Tombstones are never removed." + inertDoc},
+		{"min.cleanable.dirty.ratio", cfgInert, kmsg.ConfigTypeDouble, "0.5", "log.cleaner.min.cleanable.ratio", "Nothing is compacted." + inertDoc},
+		{"local.retention.ms", cfgInert, kmsg.ConfigTypeLong, "-2", "log.local.retention.ms", "No tiered storage." + inertDoc},
+		{"local.retention.bytes", cfgInert, kmsg.ConfigTypeLong, "-2", "log.local.retention.bytes", "No tiered storage." + inertDoc},
+		{"leader.replication.throttled.replicas", cfgInert, kmsg.ConfigTypeList, "", "", "No replication." + inertDoc},
+		{"follower.replication.throttled.replicas", cfgInert, kmsg.ConfigTypeList, "", "", "No replication." + inertDoc},
+	}
+	m := make(map[string]*configDef, len(defs))
+	for i := range defs {
+		m[defs[i].name] = &defs[i]
+	}
+	return m
+}()
+
+// topicConfigNames is topicConfigs' names, sorted, the order DescribeConfigs
+// lists them in.
+var topicConfigNames = slices.Sorted(maps.Keys(topicConfigs))
+
+// checkTopicConfig returns why value is refused for config name, or "".
+// The message names the config, for the client's error.
+func checkTopicConfig(name, value string) string {
+	d := topicConfigs[name]
+	if d == nil {
+		return "Unknown topic config name: " + name
+	}
+	if d.kind == cfgFixed && value != d.def {
+		return "config " + name + " can only be " + d.def + " on this gateway"
+	}
+	bad := func(what string) string {
+		return "config " + name + ": invalid value " + strconv.Quote(value) + ": " + what
+	}
+	switch d.typ {
+	case kmsg.ConfigTypeLong, kmsg.ConfigTypeInt:
+		bits := 64
+		if d.typ == kmsg.ConfigTypeInt {
+			bits = 32
+		}
+		n, err := strconv.ParseInt(value, 10, bits)
+		if err != nil {
+			return bad("not a number")
+		}
+		if (name == "retention.ms" || name == "retention.bytes") && n < -1 {
+			return bad("must be -1 or more")
+		}
+	case kmsg.ConfigTypeBoolean:
+		if value != "true" && value != "false" {
+			return bad("true or false")
+		}
+	case kmsg.ConfigTypeDouble:
+		if _, err := strconv.ParseFloat(value, 64); err != nil {
+			return bad("not a number")
+		}
+	}
+	if name == "cleanup.policy" {
+		if _, ok := normalizePolicy(value); !ok {
+			return bad("delete, compact or compact,delete")
+		}
+	}
+	return ""
+}
+
+// normalizePolicy checks a cleanup.policy list: delete and/or compact,
+// each once.
+func normalizePolicy(v string) (string, bool) {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if (p != "delete" && p != "compact") || seen[p] {
+			return "", false
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return strings.Join(out, ","), true
+}
+
+// configStore is the Store's config keeping, or nil.
+func (g *Gateway) configStore() bridge.TopicConfigStore {
+	cs, _ := g.Store.(bridge.TopicConfigStore)
+	return cs
+}
+
+// describeTopic lists a topic's configs: the set ones with source
+// DYNAMIC_TOPIC_CONFIG, the rest this gateway's defaults. names filters
+// (nil: all; unknown names are skipped, as Kafka does).
+func describeTopic(set bridge.TopicConfigs, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	if names == nil {
+		names = topicConfigNames
+	}
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
+	for _, name := range names {
+		d := topicConfigs[name]
+		if d == nil {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.ConfigType = name, d.typ
+		defSrc := kmsg.ConfigSourceDefaultConfig
+		defName := name
+		if d.synonym != "" {
+			defName = d.synonym
+		}
+		v, isSet := set[name]
+		if isSet {
+			c.Value, c.Source = strp(v), kmsg.ConfigSourceDynamicTopicConfig
+		} else {
+			c.Value, c.Source, c.IsDefault = strp(d.def), defSrc, true
+		}
+		c.ReadOnly = false
+		if synonyms {
+			if isSet {
+				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				s.Name, s.Value, s.Source = name, strp(v), kmsg.ConfigSourceDynamicTopicConfig
+				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+			}
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name, s.Value, s.Source = defName, strp(d.def), defSrc
+			c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+		}
+		if docs {
+			c.Documentation = strp(d.doc)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// brokerConfig is one broker config: read-only, from the gateway's flags.
+type brokerConfig struct {
+	name  string
+	typ   kmsg.ConfigType
+	value string
+	doc   string
+}
+
+// brokerConfigs are the broker configs tools read, as this gateway has
+// them. All read-only: they come from flags or are fixed by the design.
+func (g *Gateway) brokerConfigs() []brokerConfig {
+	node := strconv.Itoa(int(g.Cfg.NodeID))
+	maxFrame := "1048588"
+	if g.Cfg.MaxFrameSize > 0 {
+		maxFrame = strconv.Itoa(int(g.Cfg.MaxFrameSize))
+	}
+	cs := []brokerConfig{
+		{"node.id", kmsg.ConfigTypeInt, node, "This gateway's broker id (--node-id)."},
+		{"broker.id", kmsg.ConfigTypeInt, node, "This gateway's broker id (--node-id)."},
+		{"process.roles", kmsg.ConfigTypeList, "broker", "One logical broker; Iggy is the storage."},
+		{"num.partitions", kmsg.ConfigTypeInt, strconv.Itoa(int(g.defaultPartitions())), "Partitions of auto-created topics and of CreateTopics with -1 (--default-partitions)."},
+		{"default.replication.factor", kmsg.ConfigTypeShort, "1", "One logical broker; Iggy replicates on its own."},
+		{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, strconv.FormatBool(g.Cfg.AutoCreateTopics), "Metadata and Produce create unknown topics (--auto-create-topics)."},
+		{"delete.topic.enable", kmsg.ConfigTypeBoolean, "true", "DeleteTopics deletes the Iggy topic."},
+		{"message.max.bytes", kmsg.ConfigTypeInt, maxFrame, "The largest request, so the largest record batch (--max-frame-size); each record is also at most --max-message-size."},
+		{"min.insync.replicas", kmsg.ConfigTypeInt, "1", "One logical broker."},
+		{"offsets.topic.replication.factor", kmsg.ConfigTypeShort, "1", "Committed offsets are Iggy consumer offsets."},
+		{"transaction.state.log.replication.factor", kmsg.ConfigTypeShort, "1", "Transactions are not served."},
+		{"transaction.state.log.min.isr", kmsg.ConfigTypeInt, "1", "Transactions are not served."},
+		{"log.retention.ms", kmsg.ConfigTypeLong, "-1", "Topics keep records for ever unless they set retention.ms."},
+		{"log.retention.bytes", kmsg.ConfigTypeLong, "-1", "Topics have no size limit unless they set retention.bytes."},
+		{"log.cleanup.policy", kmsg.ConfigTypeList, "delete", "The default cleanup.policy."},
+		{"log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime", "Records keep the producer's timestamp."},
+		{"log.segment.bytes", kmsg.ConfigTypeInt, "1073741824", "Kafka log segments do not exist here; reported for tools."},
+		{"compression.type", kmsg.ConfigTypeString, "producer", "Stored uncompressed as Iggy messages."},
+		{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "One broker: no leader election."},
+	}
+	return cs
+}
+
+// describeBroker lists the broker's configs, filtered by names (nil: all).
+func (g *Gateway) describeBroker(names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, b := range g.brokerConfigs() {
+		if names != nil && !slices.Contains(names, b.name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ConfigType, c.ReadOnly = b.name, strp(b.value), b.typ, true
+		c.Source = kmsg.ConfigSourceStaticBrokerConfig
+		if synonyms {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name, s.Value, s.Source = b.name, strp(b.value), kmsg.ConfigSourceStaticBrokerConfig
+			c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+		}
+		if docs {
+			c.Documentation = strp(b.doc + " Read-only on this gateway.")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// isBrokerConfig reports whether name is one of the broker's configs.
+func (g *Gateway) isBrokerConfig(name string) bool {
+	for _, b := range g.brokerConfigs() {
+		if b.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkBrokerResource checks a broker resource name: this broker's id, or
+// "" (the cluster-wide defaults). code 0 when fine.
+func (g *Gateway) checkBrokerResource(name string) (int16, string) {
+	if name == "" || name == strconv.Itoa(int(g.Cfg.NodeID)) {
+		return 0, ""
+	}
+	return kerr.InvalidRequest.Code, "Unexpected broker id, expected " + strconv.Itoa(int(g.Cfg.NodeID)) + " or empty string, but received " + name
+}
+
+// brokerAlterRefusal is the answer to any change of a broker config.
+func (g *Gateway) brokerAlterRefusal(names []string) (int16, string) {
+	for _, n := range names {
+		if !g.isBrokerConfig(n) {
+			return kerr.InvalidConfig.Code, "Unknown broker config name: " + n
+		}
+	}
+	if len(names) == 0 {
+		return 0, ""
+	}
+	return kerr.InvalidConfig.Code, "broker config " + names[0] + " is read-only on this gateway (set by its flags)"
+}
+
+// alterTopicConfigs applies change to the topic's stored configs after
+// checking every resulting value: all or nothing. validateOnly stores
+// nothing. change gets a copy of the current set (it may edit it; nil
+// when there is none) and returns
+// the new one or a refusal (code, message).
+func (c *Call) alterTopicConfigs(topic string, validateOnly bool, change func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string)) (int16, string) {
+	if !validTopicName(topic) {
+		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + topic
+	}
+	cs := c.G.configStore()
+	if cs == nil {
+		return kerr.InvalidConfig.Code, "this store keeps no topic configs"
+	}
+	cur, err := cs.TopicConfigs(c.Ctx, c.G.Cfg.Stream, topic)
+	if err != nil {
+		return errCode(err, opAdmin), err.Error()
+	}
+	next, code, msg := change(maps.Clone(cur))
+	if code != 0 {
+		return code, msg
+	}
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		if msg := checkTopicConfig(name, next[name]); msg != "" {
+			return kerr.InvalidConfig.Code, msg
+		}
+		if name == "cleanup.policy" {
+			next[name], _ = normalizePolicy(next[name])
+		}
+	}
+	if validateOnly || maps.Equal(cur, next) {
+		return 0, ""
+	}
+	if err := cs.SetTopicConfigs(c.Ctx, c.G.Cfg.Stream, topic, next); err != nil {
+		var ce *bridge.ConfigError
+		if errors.As(err, &ce) {
+			return kerr.InvalidConfig.Code, ce.Error()
+		}
+		return errCode(err, opAdmin), err.Error()
+	}
+	return 0, ""
+}

@@ -26,6 +26,7 @@ const (
 	CloseSaslFailed                               // the request after a failed SASL login, or a failure in bare-token framing
 	CloseSaslExpired                              // a request other than re-authentication after the SASL session lifetime (KIP-368)
 	CloseSaslFrameSize                            // a frame over the pre-authentication size cap
+	CloseSaslLoginTimeout                         // not logged in FrameTimeout after connecting (and nothing in flight)
 )
 
 var closeReasonNames = [...]string{
@@ -50,6 +51,7 @@ var closeReasonNames = [...]string{
 	CloseSaslFailed:            "sasl_failed",
 	CloseSaslExpired:           "sasl_expired",
 	CloseSaslFrameSize:         "sasl_frame_size",
+	CloseSaslLoginTimeout:      "sasl_login_timeout",
 }
 
 func (r CloseReason) String() string {

@@ -89,8 +89,11 @@ type connState struct {
 	// DescribeGroups; computed once at accept.
 	host string
 	// sasl is the connection's SASL state on a SASL listener (sasl.go),
-	// else nil; set at accept.
-	sasl *handlers.SaslConn
+	// else nil; set at accept. opened is the accept time (unix nanos),
+	// for the login deadline. Both written once before the connection
+	// is shared.
+	sasl   *handlers.SaslConn
+	opened int64
 	// writtenCB is cs.written bound once: a method value made per write
 	// would allocate.
 	writtenCB gnet.AsyncCallback
@@ -113,6 +116,7 @@ func newConnState(s *Server, c gnet.Conn) *connState {
 	now := time.Now().UnixNano()
 	cs.lastActive.Store(now)
 	cs.frameStart.Store(now) // the first request is due within FrameTimeout
+	cs.opened = now
 	return cs
 }
 

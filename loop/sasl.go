@@ -86,3 +86,13 @@ func encodeRawToken(resp kmsg.Response) *bytebufferpool.ByteBuffer {
 	codec.PatchFrameSize(buf.B, 0)
 	return buf
 }
+
+// loginLate reports that a connection on a SASL listener has not logged in
+// within timeout of connecting and has nothing in flight (a login being
+// checked or a refusal waiting for its delay ends by itself). An anonymous
+// client cannot hold a connection slot by sending only ApiVersions. The
+// ticker; any goroutine.
+func (cs *connState) loginLate(now int64, timeout time.Duration) bool {
+	sa := cs.sasl
+	return sa != nil && !sa.Authenticated() && cs.inflight.Load() == 0 && now-cs.opened > int64(timeout)
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // newSaslFakeServer is newFakeServer with SASL PLAIN on, user alice/pw.
-func newSaslFakeServer(t *testing.T) *Server {
+func newSaslFakeServer(t *testing.T, cfg ...Config) *Server {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
 	if err != nil {
@@ -34,7 +34,11 @@ func newSaslFakeServer(t *testing.T) *Server {
 		MaxFrameSize: 8 << 20, MaxFetchWait: time.Second, MaxMessageSize: 1 << 20,
 		Sasl: &handlers.SaslConfig{Mechanisms: []string{handlers.MechPlain}, Users: u, FailDelay: 20 * time.Millisecond},
 	}, st, nil)
-	s := NewServer(Config{Workers: 2}, g)
+	c := Config{Workers: 2}
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	s := NewServer(c, g)
 	s.startWorkers()
 	t.Cleanup(func() {
 		close(s.quit)
@@ -215,4 +219,45 @@ func TestSaslGateCloses(t *testing.T) {
 	if corrs := splitFrames(t, c.output()); len(corrs) != 2 {
 		t.Fatalf("%d replies before the close, want the handshake and the refusal", len(corrs))
 	}
+}
+
+// A connection that only sends ApiVersions is closed FrameTimeout after
+// it connected (CloseSaslLoginTimeout); one that logged in is not.
+func TestSaslLoginTimeout(t *testing.T) {
+	s := newSaslFakeServer(t, Config{Workers: 2, FrameTimeout: 100 * time.Millisecond})
+	l := newFakeLoop(s)
+	defer l.stop()
+	rc := &rawConn{t: t}
+	anon, user := &fakeConn{}, &fakeConn{}
+	l.open(anon)
+	l.open(user)
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(1)
+	auth.SASLAuthBytes = []byte("\x00alice\x00pw")
+	h, _ := rc.frame(saslHandshakeReq(1))
+	a, _ := rc.frame(auth)
+	l.feed(user, append(h, a...))
+	waitFor(t, "the login", func() bool {
+		var ok bool
+		l.do(func() { ok = user.ctx.(*connState).sasl.Authenticated() })
+		return ok
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := rc.frame(apiVersionsReq(3))
+		l.feed(anon, b)
+		l.do(func() { s.OnTick() })
+		var r CloseReason
+		l.do(func() { r = CloseReason(anon.ctx.(*connState).reason.Load()) })
+		if r == CloseSaslLoginTimeout {
+			var ur CloseReason
+			l.do(func() { ur = CloseReason(user.ctx.(*connState).reason.Load()) })
+			if ur != CloseClient {
+				t.Fatalf("the logged-in connection was closed: %v", ur)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the anonymous connection was not closed")
 }

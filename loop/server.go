@@ -262,6 +262,8 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 		switch {
 		case cs.frameLate(now, s.cfg.FrameTimeout):
 			cs.close(CloseFrameTimeout, nil)
+		case cs.loginLate(now, s.cfg.FrameTimeout):
+			cs.close(CloseSaslLoginTimeout, nil)
 		case cs.inflight.Load() == 0 && cs.lastActive.Load() < cutoff:
 			cs.close(CloseIdle, nil)
 		}

@@ -28,6 +28,8 @@ type Config struct {
 	// Auto-creation limits (topics.go); 0: the defaults, 20 and 10.
 	AutoCreatePerRequest int // topics one request may auto-create
 	AutoCreatePerSec     int // topics auto-created per second, gateway-wide (burst: max of the two)
+	// Sasl turns SASL on for the listener (sasl.go); nil: off.
+	Sasl *SaslConfig
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -82,8 +84,10 @@ type Call struct {
 	// means no cap (direct calls, tests), < 0 that the connection is full.
 	// Fetch sizes its response to it.
 	ReplyRoom int
-	wait      *Wait
-	done      []func()
+	// Sasl is the connection's SASL state on a SASL listener, else nil.
+	Sasl *SaslConn
+	wait *Wait
+	done []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

@@ -22,6 +22,11 @@ const (
 	CloseMaxConnectionsPerAddr                    // over the per-address connection cap at accept
 	CloseFrameTimeout                             // a request (or the first one) took over FrameTimeout to arrive
 	CloseWriteStall                               // replies over the outbound cap and the client read nothing for the write-stall timeout
+	CloseSaslRequired                             // a request other than ApiVersions/SASL before authentication on a SASL listener
+	CloseSaslFailed                               // the request after a failed SASL login, or a failure in bare-token framing
+	CloseSaslExpired                              // a request other than re-authentication after the SASL session lifetime (KIP-368)
+	CloseSaslFrameSize                            // a frame over the pre-authentication size cap
+	CloseSaslLoginTimeout                         // not logged in FrameTimeout after connecting (and nothing in flight)
 )
 
 var closeReasonNames = [...]string{
@@ -42,6 +47,11 @@ var closeReasonNames = [...]string{
 	CloseMaxConnectionsPerAddr: "max_connections_per_addr",
 	CloseFrameTimeout:          "frame_timeout",
 	CloseWriteStall:            "write_stall",
+	CloseSaslRequired:          "sasl_required",
+	CloseSaslFailed:            "sasl_failed",
+	CloseSaslExpired:           "sasl_expired",
+	CloseSaslFrameSize:         "sasl_frame_size",
+	CloseSaslLoginTimeout:      "sasl_login_timeout",
 }
 
 func (r CloseReason) String() string {

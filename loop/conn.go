@@ -9,6 +9,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/handlers"
 )
 
 // reply is one slot of the ordered writer: an encoded response frame, or a
@@ -86,6 +88,12 @@ type connState struct {
 	// host is the peer IP as Kafka shows it ("/127.0.0.1"), for
 	// DescribeGroups; computed once at accept.
 	host string
+	// sasl is the connection's SASL state on a SASL listener (sasl.go),
+	// else nil; set at accept. opened is the accept time (unix nanos),
+	// for the login deadline. Both written once before the connection
+	// is shared.
+	sasl   *handlers.SaslConn
+	opened int64
 	// writtenCB is cs.written bound once: a method value made per write
 	// would allocate.
 	writtenCB gnet.AsyncCallback
@@ -108,6 +116,7 @@ func newConnState(s *Server, c gnet.Conn) *connState {
 	now := time.Now().UnixNano()
 	cs.lastActive.Store(now)
 	cs.frameStart.Store(now) // the first request is due within FrameTimeout
+	cs.opened = now
 	return cs
 }
 

@@ -224,6 +224,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	cs := newConnState(s, c)
 	cs.addr = key
+	if s.g.Cfg.Sasl != nil {
+		cs.sasl = handlers.NewSaslConn(key)
+	}
 	c.SetContext(cs)
 	s.connMu.Lock()
 	s.all[cs] = struct{}{}
@@ -259,6 +262,8 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 		switch {
 		case cs.frameLate(now, s.cfg.FrameTimeout):
 			cs.close(CloseFrameTimeout, nil)
+		case cs.loginLate(now, s.cfg.FrameTimeout):
+			cs.close(CloseSaslLoginTimeout, nil)
 		case cs.inflight.Load() == 0 && cs.lastActive.Load() < cutoff:
 			cs.close(CloseIdle, nil)
 		}

@@ -89,9 +89,34 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 			return false, CloseFrameSize, ferr
 		}
 	}
+	sa := cs.sasl
+	if sa != nil && !sa.Authenticated() && size > preAuthMaxFrame {
+		return false, CloseSaslFrameSize, fmt.Errorf("%d-byte frame before authentication", size)
+	}
 	total := 4 + int(size)
 	if c.InboundBuffered() < total {
 		return false, CloseClient, nil
+	}
+	if sa != nil && (!sa.Authenticated() || sa.Raw() || sa.Failed()) {
+		if sa.Failed() {
+			return false, CloseSaslFailed, nil
+		}
+		// Before authentication one request at a time: the outcome of
+		// the login in flight decides what the next frame may be.
+		if cs.inflight.Load() > 0 {
+			return cs.holdUntilIdle(), CloseClient, nil
+		}
+		if sa.Raw() {
+			frame, perr := c.Peek(total)
+			if perr != nil {
+				return false, CloseInternal, perr
+			}
+			now := time.Now()
+			cs.noteServed(now)
+			s.cfg.Metrics.BytesIn(total)
+			hdr := codec.RequestHeader{Key: saslAuthenticateKey}
+			return s.queueFrame(cs, c, handlers.Lookup(saslAuthenticateKey), &hdr, frame[4:], total, now)
+		}
 	}
 	frame, perr := c.Peek(total)
 	if perr != nil {
@@ -107,12 +132,15 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		return false, CloseUnknownKey, fmt.Errorf("api key %d", hdr.Key)
 	}
 	now := time.Now()
-	cs.lastActive.Store(now.UnixNano())
-	// The whole request is here: its FrameTimeout is met.
-	cs.served = true
-	if cs.frameStart.Load() != 0 {
-		cs.frameStart.Store(0)
+	if sa != nil {
+		if reason, err := saslGate(cs, sa, hdr.Key, now); reason != CloseClient {
+			return false, reason, err
+		}
+		if isSaslKey(hdr.Key) && cs.inflight.Load() > 0 {
+			return cs.holdUntilIdle(), CloseClient, nil
+		}
 	}
+	cs.noteServed(now)
 	s.cfg.Metrics.BytesIn(total)
 	tooNew := false
 	if hdr.Version < spec.MinVersion || hdr.Version > spec.MaxVersion {
@@ -161,7 +189,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 	cs.inflight.Add(1)
 	s.inflight.Add(1)
 	seq := cs.takeSeq()
-	call := handlers.Call{G: s.g, Header: *hdr, Ctx: s.ctx, ClientHost: cs.host}
+	call := handlers.Call{G: s.g, Header: *hdr, Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl}
 	var resp kmsg.Response
 	if tooNew {
 		resp = handlers.ApiVersionsUnsupported(&call)
@@ -173,7 +201,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 		}
 		if resp, err = spec.Handle(&call, req); err != nil {
 			s.abandon(cs, seq, hdr.Key, now)
-			return CloseHandler, err
+			return handlerCloseReason(err), err
 		}
 	}
 	var out *bytebufferpool.ByteBuffer
@@ -208,9 +236,16 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	}
 	j := getJob()
 	j.cs, j.spec, j.noReply, j.start = cs, spec, noReply, now
-	j.call = handlers.Call{G: s.g, Ctx: s.ctx, ClientHost: cs.host}
+	j.call = handlers.Call{G: s.g, Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl}
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
+	if cs.sasl != nil && cs.sasl.Raw() {
+		// A bare SASL token (sasl.go): handled as SaslAuthenticate v0,
+		// answered bare.
+		j.raw = true
+		j.call.Header = *hdr
+		j.req = &kmsg.SASLAuthenticateRequest{SASLAuthBytes: j.frame.B}
+	}
 	j.held = int64(total)
 	cs.reqHeld.Add(j.held)
 	cs.inflight.Add(1)

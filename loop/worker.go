@@ -21,6 +21,7 @@ type job struct {
 	spec    *handlers.Spec
 	seq     uint64
 	noReply bool  // acks=0 Produce: no reply slot
+	raw     bool  // a bare SASL token (sasl.go): req is preset, the reply is bare
 	held    int64 // bytes of frame counted in cs.reqHeld
 	frame   *bytebufferpool.ByteBuffer
 	req     kmsg.Request
@@ -114,7 +115,7 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 	j.call.ReplyRoom = j.cs.replyRoom()
 	resp, err := j.spec.Handle(&j.call, j.req)
 	if err != nil {
-		j.cs.close(CloseHandler, err)
+		j.cs.close(handlerCloseReason(err), err)
 		return nil, metrics.OutcomeClosed, nil
 	}
 	if resp == nil {
@@ -125,6 +126,9 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 	}
 	if j.noReply {
 		return nil, metrics.OutcomeNoAck, nil
+	}
+	if j.raw {
+		return encodeRawToken(resp), metrics.OutcomeOK, nil
 	}
 	return encodeReply(replyPool(j.spec.Key), &j.call.Header, resp), metrics.OutcomeOK, nil
 }

@@ -66,6 +66,7 @@ type config struct {
 	MaxFetchWait       time.Duration
 	Backend            string
 	Iggy               iggyConfig
+	Sasl               saslConfig
 	MetricsAddr        string
 	PprofAddr          string
 	LogLevel           slog.Level
@@ -273,6 +274,7 @@ func options() []option {
 			usage: "text or json",
 			set:   oneOf([]string{"text", "json"}, func(c *config, v string) { c.LogFormat = v })},
 	}
+	opts = append(opts, saslOptions()...)
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -418,7 +420,7 @@ func (c *config) resolve() error {
 		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
 			c.MaxBufferedPerConn, c.MaxFrameSize)
 	}
-	return nil
+	return c.resolveSasl()
 }
 
 // usageText is the --help output: every flag with its variable and default.

@@ -19,7 +19,12 @@ import (
 	"github.com/iggy-kafka/gateway/loop"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sasl-user" {
+		os.Exit(runSaslUser(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
 
 // run is main without the process exit, so every path returns its code.
 func run(args, environ []string, stdout, stderr io.Writer) int {
@@ -56,7 +61,13 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer stopHTTP()
 
+	sasl, err := buildSasl(cfg, log)
+	if err != nil {
+		log.Error("SASL", "err", err)
+		return 1
+	}
 	g := handlers.NewGateway(handlers.Config{
+		Sasl:                 sasl,
 		Stream:               cfg.Stream,
 		AdvertisedHost:       cfg.AdvertisedHost,
 		AdvertisedPort:       int32(cfg.AdvertisedPort),

@@ -184,7 +184,8 @@ func appendLines(t testing.TB, path string, from, to int) {
 // through the gateway: no line lost, repeats only as at-least-once
 // replays.
 func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
-	needJava(t)
+	needJar(t, "connect-file-*.jar")
+	needJar(t, "connect-runtime-*.jar")
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	const topic = "connect-lines"
@@ -227,6 +228,33 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	})
 	for _, name := range []string{"file-source", "file-sink"} {
 		checkFor(t, 2*time.Minute, time.Second, func() error { return connectorRunning(rest, name) })
+	}
+	// The worker created its internal topics compacted (it refuses to run
+	// on topics that are not).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	internal := []string{"connect-e2e-configs", "connect-e2e-offsets", "connect-e2e-status"}
+	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, internal...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range internal {
+		rc, err := cfgs.On(name, nil)
+		if err != nil || rc.Err != nil {
+			t.Fatalf("DescribeConfigs %s: %v %v", name, err, rc.Err)
+		}
+		var policy string
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil {
+				policy = *c.Value
+			}
+		}
+		if policy != "compact" {
+			t.Fatalf("cleanup.policy of %s: %q, want compact", name, policy)
+		}
+	}
+	if n := partitionsOf(t, gw.Addr, "connect-e2e-offsets"); n != 3 {
+		t.Fatalf("connect-e2e-offsets has %d partitions, want offset.storage.partitions=3", n)
 	}
 	checkFor(t, 2*time.Minute, time.Second, func() error {
 		lines := sinkLines(sinkFile)

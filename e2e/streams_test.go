@@ -15,6 +15,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// needJar skips t (fails it under IGGY_KAFKA_E2E_REQUIRED=1) unless a jar
+// matching glob, e.g. "kafka-streams-*.jar", is in the fetched classpath:
+// a target/lib fetched before the jar joined e2e/java/pom.xml lacks it.
+func needJar(t testing.TB, glob string) {
+	t.Helper()
+	needJava(t)
+	if jars, _ := filepath.Glob(filepath.Join(javaLib, glob)); len(jars) == 0 {
+		missing(t, glob+" in "+javaLib, "re-run e2e/java/fetch.sh")
+	}
+}
+
 // javaProc is a long-running JVM started by javaStart: a Streams app or a
 // Connect worker the test stops (stdin closed), kills and restarts.
 type javaProc struct {
@@ -58,7 +69,7 @@ func javaStart(t testing.TB, name, class string, args ...string) *javaProc {
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
-			t.Logf("%s stdout:\n%s\n%s stderr:\n%s", name, tail(p.out.String(), 60), name, tail(p.err.String(), 120))
+			t.Logf("%s stdout:\n%s\n%s stderr:\n%s", name, tail(p.out.String(), 60), name, tail(p.err.String(), 400))
 		}
 	})
 	return p
@@ -152,11 +163,12 @@ func latestValues(t testing.TB, addr, topic string) (map[string]string, error) {
 
 // A Kafka Streams word count (e2e/java/src/WordCount.java: at_least_once,
 // a repartition topic, a RocksDB count store with a compacted changelog)
-// counts the lines the test produced; stopped and restarted with an empty
+// counts the lines the test produced and purges its repartition topic with
+// DeleteRecords; stopped and restarted with an empty
 // state dir, it restores the counts from the changelog and counts the
 // next lines on top of them.
 func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
-	needJava(t)
+	needJar(t, "kafka-streams-*.jar")
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	const app, in, out = "wc-app", "wc-lines", "wc-counts"
@@ -225,6 +237,20 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	}
 	if policy != "compact" {
 		t.Fatalf("cleanup.policy of %s: %q, want compact", changelog, policy)
+	}
+
+	// Streams purged what it consumed from its repartition topic
+	// (WordCount sets repartition.purge.interval.ms to 1 s) through
+	// DeleteRecords.
+	repart := app + "-words-repartition"
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, repart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var purged int64
+	starts.Each(func(o kadm.ListedOffset) { purged += o.Offset })
+	if purged == 0 {
+		t.Fatalf("log starts of %s after the run: %v, want some records purged", repart, starts)
 	}
 
 	produceLines(200, 300)

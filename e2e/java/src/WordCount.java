@@ -39,6 +39,9 @@ public class WordCount {
         // -1: the broker's default replication factor (the gateway has one).
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "500");
+        // Purge consumed repartition records (DeleteRecords) on every
+        // commit after 1 s rather than 30 s, so the test sees it.
+        p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "1000");
         // No record cache: every count update goes downstream, so the
         // latest output per word is the store's value after each commit.
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");

@@ -231,26 +231,9 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	}
 	// The worker created its internal topics compacted (it refuses to run
 	// on topics that are not).
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	internal := []string{"connect-e2e-configs", "connect-e2e-offsets", "connect-e2e-status"}
-	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, internal...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range internal {
-		rc, err := cfgs.On(name, nil)
-		if err != nil || rc.Err != nil {
-			t.Fatalf("DescribeConfigs %s: %v %v", name, err, rc.Err)
-		}
-		var policy string
-		for _, c := range rc.Configs {
-			if c.Key == "cleanup.policy" && c.Value != nil {
-				policy = *c.Value
-			}
-		}
-		if policy != "compact" {
-			t.Fatalf("cleanup.policy of %s: %q, want compact", name, policy)
+	for _, name := range []string{"connect-e2e-configs", "connect-e2e-offsets", "connect-e2e-status"} {
+		if p := topicConfig(t, cl, name, "cleanup.policy"); p != "compact" {
+			t.Fatalf("cleanup.policy of %s: %q, want compact", name, p)
 		}
 	}
 	if n := partitionsOf(t, gw.Addr, "connect-e2e-offsets"); n != 3 {

@@ -161,6 +161,28 @@ func latestValues(t testing.TB, addr, topic string) (map[string]string, error) {
 	return got, nil
 }
 
+// topicConfig returns a topic config's value as DescribeConfigs answers it
+// ("" when absent or null).
+func topicConfig(t testing.TB, cl *kgo.Client, topic, key string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cfgs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("DescribeConfigs %s: %v %v", topic, err, rc.Err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == key && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
+}
+
 // A Kafka Streams word count (e2e/java/src/WordCount.java: at_least_once,
 // a repartition topic, a RocksDB count store with a compacted changelog)
 // counts the lines the test produced and purges its repartition topic with
@@ -218,31 +240,22 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 
 	// The internal topics Streams created through CreateTopics: the
 	// changelog is compacted, and the gateway reports it so.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	changelog := app + "-counts-changelog"
-	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, changelog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := cfgs.On(changelog, nil)
-	if err != nil || rc.Err != nil {
-		t.Fatalf("DescribeConfigs %s: %v %v", changelog, err, rc.Err)
-	}
-	var policy string
-	for _, c := range rc.Configs {
-		if c.Key == "cleanup.policy" && c.Value != nil {
-			policy = *c.Value
-		}
-	}
+	policy := topicConfig(t, cl, changelog, "cleanup.policy")
 	if policy != "compact" {
 		t.Fatalf("cleanup.policy of %s: %q, want compact", changelog, policy)
+	}
+	// The repartition topic: delete, kept for ever until Streams purges.
+	repart := app + "-words-repartition"
+	if p, r := topicConfig(t, cl, repart, "cleanup.policy"), topicConfig(t, cl, repart, "retention.ms"); p != "delete" || r != "-1" {
+		t.Fatalf("%s: cleanup.policy %q, retention.ms %q; want delete, -1", repart, p, r)
 	}
 
 	// Streams purged what it consumed from its repartition topic
 	// (WordCount sets repartition.purge.interval.ms to 1 s) through
 	// DeleteRecords.
-	repart := app + "-words-repartition"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, repart)
 	if err != nil {
 		t.Fatal(err)

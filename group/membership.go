@@ -206,6 +206,15 @@ func (co *Coordinator) join(a *joinArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 		g = &group{name: a.group, members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
 		co.groups[a.group] = g
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// Mixed groups (KIP-848 online migration) are not served.
+			return joinError(ver, kerr.InconsistentGroupProtocol.Code, a.memberID), 0, time.Time{}
+		}
+		// An empty consumer group becomes a classic one (as Kafka); its
+		// committed offsets stay.
+		g.consumer = nil
+	}
 	// The protocol type must match, and some protocol must be supported
 	// by every member (the joining one replacing its old self).
 	if g.state != stateEmpty || len(g.members) > 0 {

@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/loop"
+)
+
+// The KIP-848 consumer protocol (group.protocol=consumer) with real
+// clients: the Java 4.1 consumer (e2e/java/src/GroupMember.java) and
+// franz-go's next-gen group consumer.
+
+// withConsumerHeartbeat shortens the heartbeat interval the coordinator
+// hands out, so reconciliation steps (one heartbeat each) take
+// milliseconds rather than Kafka's 5 s.
+func withConsumerHeartbeat(d time.Duration) gwOption {
+	return func(h *handlers.Config, _ *loop.Config) { h.Groups.ConsumerHeartbeatInterval = d }
+}
+
+// produceTagged writes n records to every partition of topic, valued
+// "<tag>-p<partition>-<i>", so records of different batches differ.
+func produceTagged(t testing.TB, addr, topic, tag string, parts int32, n int) []string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	var recs []*kgo.Record
+	var vals []string
+	for p := range parts {
+		for i := range n {
+			v := fmt.Sprintf("%s-p%d-%d", tag, p, i)
+			vals = append(vals, v)
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return vals
+}
+
+// javaMember is one GroupMember process.
+type javaMember struct {
+	name string
+	p    *javaProc
+}
+
+// owned is the member's latest OWNED line, or nil before it printed one.
+func (m *javaMember) owned() []int {
+	out := m.p.out.String()
+	i := strings.LastIndex(out, "OWNED ")
+	if i < 0 {
+		return nil
+	}
+	line := out[i+len("OWNED "):]
+	line = line[:strings.IndexByte(line, '\n')+1]
+	var ps []int
+	for _, f := range strings.Split(strings.TrimSpace(line), ",") {
+		if f == "" {
+			continue
+		}
+		n, _ := strconv.Atoi(f)
+		ps = append(ps, n)
+	}
+	return ps
+}
+
+// ownedHistory is every OWNED set the member printed, in order.
+func (m *javaMember) ownedHistory() [][]int {
+	var out [][]int
+	for _, line := range strings.Split(m.p.out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "OWNED "); ok {
+			var ps []int
+			for _, f := range strings.Split(rest, ",") {
+				if n, err := strconv.Atoi(f); err == nil {
+					ps = append(ps, n)
+				}
+			}
+			out = append(out, ps)
+		}
+	}
+	return out
+}
+
+// records is every value the member printed a REC line for.
+func (m *javaMember) records() []string {
+	var out []string
+	for _, line := range strings.Split(m.p.out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "REC "); ok {
+			if f := strings.Fields(rest); len(f) == 3 {
+				out = append(out, f[2])
+			}
+		}
+	}
+	return out
+}
+
+// Java 4.1 consumers with group.protocol=consumer on 12 partitions: three
+// members share them 4/4/4; one stops (its partitions go to the others)
+// and comes back; a fourth joins (3 each); a static member restarted
+// within its session gets exactly its partitions back; every record is
+// consumed exactly once over all of it (each member commits after every
+// poll, and the coordinator hands a partition on only after its owner
+// released it). kafka-consumer-groups describes the group.
+func TestConsumerProtocolJava(t *testing.T) {
+	needJava(t)
+	src, err := filepath.Abs("java/src/GroupMember.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
+	const topic, group = "kip848-java", "kip848-java-grp"
+	createTopic(t, newClient(t, gw.Addr), topic, 12)
+	var want []string
+	want = append(want, produceTagged(t, gw.Addr, topic, "a", 12, 20)...)
+
+	var all []*javaMember // every process started, for the record count
+	start := func(name, instance string) *javaMember {
+		m := &javaMember{name: name, p: javaStart(t, name, src, gw.Addr, group, topic, instance, "client.id="+name)}
+		all = append(all, m)
+		return m
+	}
+	// spread waits until the members own disjoint sets of the given sizes
+	// covering all 12 partitions.
+	spread := func(sizes []int, ms ...*javaMember) {
+		t.Helper()
+		checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+			seen := map[int]string{}
+			var got []int
+			for _, m := range ms {
+				o := m.owned()
+				got = append(got, len(o))
+				for _, p := range o {
+					if who, dup := seen[p]; dup {
+						return fmt.Errorf("partition %d owned by %s and %s", p, who, m.name)
+					}
+					seen[p] = m.name
+				}
+			}
+			if !slices.Equal(got, sizes) || len(seen) != 12 {
+				return fmt.Errorf("owned counts %v, want %v", got, sizes)
+			}
+			return nil
+		})
+	}
+	consumed := func() {
+		t.Helper()
+		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error {
+			n := map[string]int{}
+			for _, m := range all {
+				for _, v := range m.records() {
+					n[v]++
+				}
+			}
+			for _, v := range want {
+				if n[v] == 0 {
+					return fmt.Errorf("record %s not consumed (%d of %d)", v, len(n), len(want))
+				}
+			}
+			return nil
+		})
+	}
+
+	m1, m2, m3 := start("m1", "-"), start("m2", "-"), start("m3", "inst-3")
+	spread([]int{4, 4, 4}, m1, m2, m3)
+	consumed()
+
+	tool := func(args ...string) string {
+		out, errOut, err := javaRun(t, 2*time.Minute, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+			append([]string{"--bootstrap-server", gw.Addr}, args...)...)
+		if err != nil {
+			t.Fatalf("kafka-consumer-groups %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
+		}
+		return out
+	}
+	// The committed offsets of a live consumer group, with lag 0.
+	checkFor(t, time.Minute, time.Second, func() error {
+		out := tool("--describe", "--group", group)
+		for p := range 12 {
+			if !describeRow(out, topic, strconv.Itoa(p), "20", "20", "0") {
+				return fmt.Errorf("--describe lacks partition %d at 20/20:\n%s", p, out)
+			}
+		}
+		return nil
+	})
+	if out := tool("--describe", "--group", group, "--members"); !strings.Contains(out, "m1") || !strings.Contains(out, "m3") {
+		t.Fatalf("--describe --members:\n%s", out)
+	}
+	if out := tool("--describe", "--group", group, "--state"); !strings.Contains(out, "Stable") {
+		t.Fatalf("--describe --state:\n%s", out)
+	}
+	if out := tool("--list", "--type", "consumer"); !strings.Contains(out, group) {
+		t.Fatalf("--list --type consumer:\n%s", out)
+	}
+
+	// m2 stops: m1 and m3 take its partitions.
+	m2.p.stop(t, time.Minute)
+	spread([]int{6, 6}, m1, m3)
+	want = append(want, produceTagged(t, gw.Addr, topic, "b", 12, 10)...)
+	consumed()
+
+	// m2 comes back, then a fourth member joins.
+	m2 = start("m2-again", "-")
+	spread([]int{4, 4, 4}, m1, m2, m3)
+	m4 := start("m4", "-")
+	spread([]int{3, 3, 3, 3}, m1, m2, m3, m4)
+	want = append(want, produceTagged(t, gw.Addr, topic, "c", 12, 10)...)
+	consumed()
+
+	// The static member restarts within its session: its partitions wait
+	// for it and come back to it, nobody else owns them in between.
+	mine := m3.owned()
+	seenBefore := map[*javaMember]int{m1: len(m1.ownedHistory()), m2: len(m2.ownedHistory()), m4: len(m4.ownedHistory())}
+	m3.p.stop(t, time.Minute)
+	want = append(want, produceTagged(t, gw.Addr, topic, "d", 12, 10)...)
+	m3 = start("m3-again", "inst-3")
+	checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		if got := m3.owned(); !slices.Equal(got, mine) {
+			return fmt.Errorf("restarted static member owns %v, had %v", got, mine)
+		}
+		return nil
+	})
+	for m, n := range seenBefore {
+		for _, o := range m.ownedHistory()[n:] {
+			for _, p := range o {
+				if slices.Contains(mine, p) {
+					t.Fatalf("%s took partition %d of the absent static member", m.name, p)
+				}
+			}
+		}
+	}
+	consumed()
+
+	for _, m := range []*javaMember{m1, m2, m3, m4} {
+		m.p.stop(t, time.Minute)
+	}
+	n := map[string]int{}
+	for _, m := range all {
+		if strings.Contains(m.p.out.String(), "COMMIT-FAILED") || strings.Contains(m.p.out.String(), "LOST") {
+			t.Errorf("%s:\n%s", m.name, tail(m.p.out.String(), 20))
+		}
+		for _, v := range m.records() {
+			n[v]++
+		}
+	}
+	for _, v := range want {
+		if n[v] != 1 {
+			t.Errorf("record %s consumed %d times", v, n[v])
+		}
+	}
+	if len(n) != len(want) {
+		t.Errorf("%d distinct records consumed, %d produced", len(n), len(want))
+	}
+}

@@ -57,6 +57,10 @@ const (
 // UUIDs); longer ones are INVALID_REQUEST.
 const maxMemberIDLen = 255
 
+// maxOwnedPartitions bounds the partitions one heartbeat may list as owned
+// (the set is built in memory); more is INVALID_REQUEST.
+const maxOwnedPartitions = 1 << 17
+
 // memberState is a consumer-protocol member's reconciliation state.
 type memberState uint8
 
@@ -103,6 +107,7 @@ type cgroup struct {
 	owner              map[tp]string // partition -> member holding it (assigned or being revoked)
 	assignor           string
 	metaHash           uint64
+	meta               *metaSnap           // the snapshot metaHash and names were taken from
 	names              map[[16]byte]string // topic names of the latest snapshot, for Describe
 	seq                uint64
 }
@@ -302,7 +307,14 @@ func (co *Coordinator) decodeHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, 
 	if req.Topics == nil {
 		a.ownedNull = true
 	} else {
-		a.owned = partSet{}
+		n := 0
+		for _, t := range req.Topics {
+			n += len(t.Partitions)
+		}
+		if n > maxOwnedPartitions {
+			return invalid(fmt.Sprintf("more than %d owned partitions", maxOwnedPartitions))
+		}
+		a.owned = make(partSet, n)
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
 				a.owned[tp{t.TopicID, p}] = struct{}{}
@@ -389,17 +401,24 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 	m.clientID, m.clientHost = a.clientID, a.clientHost
 
 	// What the assignment depends on in the metadata: the subscribed
-	// topics, their ids and partition counts.
-	if h := cg.metaHashOf(meta); h != cg.metaHash {
-		cg.metaHash, bump = h, true
+	// topics, their ids and partition counts. Recomputed only when the
+	// topic list or a subscription changed (regexes over many topics are
+	// not cheap).
+	if bump || meta != cg.meta {
+		if h := cg.metaHashOf(meta); h != cg.metaHash {
+			cg.metaHash, bump = h, true
+		}
+		if meta != cg.meta {
+			cg.meta = meta
+			cg.names = make(map[[16]byte]string, len(meta.byID))
+			for id, t := range meta.byID {
+				cg.names[id] = t.name
+			}
+		}
 	}
 	if bump {
 		cg.epoch++
 		co.log.Debug("consumer group epoch bumped", "group", g.name, "epoch", cg.epoch)
-	}
-	cg.names = make(map[[16]byte]string, len(meta.byID))
-	for id, t := range meta.byID {
-		cg.names[id] = t.name
 	}
 	if cg.epoch > cg.assignEpoch {
 		co.computeTarget(cg, meta)
@@ -782,6 +801,11 @@ func (co *Coordinator) removeMember848(cg *cgroup, m *cmember) {
 	delete(cg.target, m.id)
 	co.members--
 	cg.epoch++
+	if cg.meta != nil {
+		// Its subscription no longer counts; the epoch bump above covers
+		// the change, so the next heartbeat does not bump again.
+		cg.metaHash = cg.metaHashOf(cg.meta)
+	}
 }
 
 // ---- timers ----

@@ -592,6 +592,10 @@ func TestConsumerInvalidRequests(t *testing.T) {
 		{"empty instance", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("") }, kerr.InvalidRequest.Code},
 		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = kmsg.StringPtr("sticky") }, kerr.UnsupportedAssignor.Code},
 		{"unknown member", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = 5 }, kerr.UnknownMemberID.Code},
+		{"too many owned partitions", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberEpoch = 5
+			r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{Partitions: make([]int32, maxOwnedPartitions+1)}}
+		}, kerr.InvalidRequest.Code},
 	}
 	for _, tc := range cases {
 		r := base()

@@ -383,3 +383,96 @@ func TestConsumerProtocolFranzGo(t *testing.T) {
 	second := produceTagged(t, gw.Addr, "kip848-rx-2", "rx2", 3, 5)
 	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{rx}, second))
 }
+
+// A group changes protocol when it is empty, keeping its committed
+// offsets: two classic Java consumers, then (all stopped) two with
+// group.protocol=consumer, then classic again; every record is consumed
+// exactly once over the three generations of members. While classic
+// members are live, a consumer-protocol member is refused with a clear
+// error (mixed groups are not served).
+func TestConsumerProtocolJavaSwitchWhenEmpty(t *testing.T) {
+	needJava(t)
+	src, err := filepath.Abs("java/src/GroupMember.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
+	const topic, group = "kip848-switch", "kip848-switch-grp"
+	createTopic(t, newClient(t, gw.Addr), topic, 6)
+	var all []*javaMember
+	start := func(name string, extra ...string) *javaMember {
+		args := append([]string{gw.Addr, group, topic, "-", "client.id=" + name}, extra...)
+		m := &javaMember{name: name, p: javaStart(t, name, src, args...)}
+		all = append(all, m)
+		return m
+	}
+	var want []string
+	consumed := func() {
+		t.Helper()
+		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error {
+			n := map[string]int{}
+			for _, m := range all {
+				for _, v := range m.records() {
+					n[v]++
+				}
+			}
+			for _, v := range want {
+				if n[v] == 0 {
+					return fmt.Errorf("record %s not consumed", v)
+				}
+			}
+			return nil
+		})
+	}
+	classic := "group.protocol=classic"
+
+	want = append(want, produceTagged(t, gw.Addr, topic, "a", 6, 10)...)
+	c1, c2 := start("c1", classic), start("c2", classic)
+	consumed()
+	checkFor(t, time.Minute, 200*time.Millisecond, func() error {
+		if len(c1.owned())+len(c2.owned()) != 6 || len(c1.owned()) == 0 || len(c2.owned()) == 0 {
+			return fmt.Errorf("classic members own %v and %v", c1.owned(), c2.owned())
+		}
+		return nil
+	})
+	x := start("x")
+	select {
+	case <-x.p.done:
+	case <-time.After(time.Minute):
+		t.Fatal("a consumer-protocol member of a live classic group kept running")
+	}
+	if !strings.Contains(x.p.err.String(), "is not a consumer group") {
+		t.Fatalf("consumer-protocol member of a live classic group: stderr lacks the reason:\n%s", tail(x.p.err.String(), 30))
+	}
+	c1.p.stop(t, time.Minute)
+	c2.p.stop(t, time.Minute)
+
+	want = append(want, produceTagged(t, gw.Addr, topic, "b", 6, 10)...)
+	n1, n2 := start("n1"), start("n2")
+	consumed()
+	checkFor(t, time.Minute, 200*time.Millisecond, func() error {
+		if a, b := len(n1.owned()), len(n2.owned()); a != 3 || b != 3 {
+			return fmt.Errorf("consumer-protocol members own %d and %d", a, b)
+		}
+		return nil
+	})
+	n1.p.stop(t, time.Minute)
+	n2.p.stop(t, time.Minute)
+
+	want = append(want, produceTagged(t, gw.Addr, topic, "c", 6, 10)...)
+	c3 := start("c3", classic)
+	consumed()
+	c3.p.stop(t, time.Minute)
+
+	n := map[string]int{}
+	for _, m := range all {
+		for _, v := range m.records() {
+			n[v]++
+		}
+	}
+	for _, v := range want {
+		if n[v] != 1 {
+			t.Errorf("record %s consumed %d times", v, n[v])
+		}
+	}
+}

@@ -29,6 +29,11 @@ func withConsumerHeartbeat(d time.Duration) gwOption {
 	return func(h *handlers.Config, _ *loop.Config) { h.Groups.ConsumerHeartbeatInterval = d }
 }
 
+// withConsumerSession sets the consumer protocol's session timeout.
+func withConsumerSession(d time.Duration) gwOption {
+	return func(h *handlers.Config, _ *loop.Config) { h.Groups.ConsumerSessionTimeout = d }
+}
+
 // produceTagged writes n records to every partition of topic, valued
 // "<tag>-p<partition>-<i>", so records of different batches differ.
 func produceTagged(t testing.TB, addr, topic, tag string, parts int32, n int) []string {
@@ -121,7 +126,9 @@ func TestConsumerProtocolJava(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
+	// A 25 s session: the static member's restart fits in it, and its
+	// place is freed soon after the last stop below.
+	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond), withConsumerSession(25*time.Second))
 	const topic, group = "kip848-java", "kip848-java-grp"
 	createTopic(t, newClient(t, gw.Addr), topic, 12)
 	var want []string
@@ -263,6 +270,27 @@ func TestConsumerProtocolJava(t *testing.T) {
 	}
 	if len(n) != len(want) {
 		t.Errorf("%d distinct records consumed, %d produced", len(n), len(want))
+	}
+
+	// The static member's place is kept until its session ends (as on
+	// Kafka); then the group is Empty: offsets reset, group deleted.
+	checkFor(t, time.Minute, time.Second, func() error {
+		if out := tool("--describe", "--group", group, "--state"); !strings.Contains(out, "Empty") {
+			return fmt.Errorf("--describe --state after every member stopped:\n%s", out)
+		}
+		return nil
+	})
+	if out := tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"); !strings.Contains(out, topic) {
+		t.Fatalf("--reset-offsets:\n%s", out)
+	}
+	if out := tool("--describe", "--group", group); !describeRow(out, topic, "0", "0", "50", "50") {
+		t.Fatalf("--describe after the reset:\n%s", out)
+	}
+	if out := tool("--delete", "--group", group); !strings.Contains(out, "deleted") && !strings.Contains(out, "Deletion") {
+		t.Fatalf("--delete:\n%s", out)
+	}
+	if out := tool("--list"); strings.Contains(out, group) {
+		t.Fatalf("--list after --delete:\n%s", out)
 	}
 }
 

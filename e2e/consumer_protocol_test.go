@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -332,7 +333,8 @@ func (m *kgoMember) stop() {
 // franz-go's KIP-848 consumer (kgo.ServerSideBalancer, franz-go v1.22.3,
 // ConsumerGroupHeartbeat v1): three members share 12 partitions 4/4/4 as
 // ConsumerGroupDescribe shows; one leaves and the others take its share;
-// every record is consumed (at least once: franz-go autocommits). A regex
+// CreatePartitions reaches the assignment without a rejoin; every record
+// is consumed (at least once: franz-go autocommits). A regex
 // subscription (SubscribedTopicRegex) picks up a matching topic created
 // while the member runs, without a rejoin.
 func TestConsumerProtocolFranzGo(t *testing.T) {
@@ -400,6 +402,15 @@ func TestConsumerProtocolFranzGo(t *testing.T) {
 	checkFor(t, time.Minute, 200*time.Millisecond, spread([]int{6, 6}))
 	more := produceTagged(t, gw.Addr, topic, "b", 12, 10)
 	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{ms[0], ms[2]}, more))
+
+	// CreatePartitions reaches the assignment without a rejoin: 16
+	// partitions, 8 each, and records on the new ones are consumed.
+	if rs, err := kadm.NewClient(admin).CreatePartitions(adminCtx(t), 4, topic); err != nil || rs[topic].Err != nil {
+		t.Fatalf("CreatePartitions: %v %+v", err, rs)
+	}
+	checkFor(t, time.Minute, 200*time.Millisecond, spread([]int{8, 8}))
+	grown := produceTagged(t, gw.Addr, topic, "c", 16, 5)
+	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{ms[0], ms[2]}, grown))
 
 	// Regex: a topic created later that matches is assigned without a rejoin.
 	createTopic(t, admin, "kip848-rx-1", 2)

@@ -16,7 +16,8 @@ import (
 // ConsumerDescribe answers a ConsumerGroupDescribe. A group of the classic
 // protocol (or known only by its committed offsets) and an unknown one are
 // GROUP_ID_NOT_FOUND with Kafka's messages, which is what makes the admin
-// client fall back to DescribeGroups for classic groups.
+// client fall back to DescribeGroups for classic groups. Any goroutine (a
+// worker); takes co.mu, never blocks.
 func (co *Coordinator) ConsumerDescribe(req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	resp.Groups = make([]kmsg.ConsumerGroupDescribeResponseGroup, len(req.Groups))

@@ -91,6 +91,7 @@ type cmember struct {
 	assignor                                 string // the ServerAssignor it asked for; "" = none
 	assigned, revoking                       partSet
 	joinedAt                                 uint64
+	classic                                  *classicInfo // a classic-protocol member of a mixed group (mixed.go)
 
 	session  Timer
 	sessTok  uint64 // the armed session timer's token; a stale fire does nothing
@@ -184,9 +185,12 @@ func (co *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.Consumer
 			return hbError(resp, offsetErrCode(err), "listing the topics failed: "+err.Error())
 		}
 	}
+	var wake []Ticket
 	co.mu.Lock()
-	defer co.mu.Unlock()
-	if code, msg := co.heartbeat848(a, meta, resp); code != 0 {
+	code, msg = co.heartbeat848(a, meta, resp, &wake)
+	co.mu.Unlock()
+	co.wakeAll(wake)
+	if code != 0 {
 		return hbError(resp, code, msg)
 	}
 	return resp
@@ -337,10 +341,10 @@ func joinComma(ss []string) string {
 
 // heartbeat848 runs a decoded heartbeat and fills resp, or returns an
 // error code and message. co.mu is held.
-func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.ConsumerGroupHeartbeatResponse, wake *[]Ticket) (int16, string) {
 	g := co.groups[a.group]
 	if a.epoch < 0 {
-		return co.leave848(g, a, resp)
+		return co.leave848(g, a, resp, wake)
 	}
 	if g == nil {
 		if a.epoch != 0 {
@@ -357,17 +361,20 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 	}
 	if g.consumer == nil {
 		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
-			// Kafka 4 without online migration answers so; mixed groups
-			// are not served (docs/CONSUMER_GROUPS.md).
-			return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group: it has members of the classic protocol.", a.group)
-		}
-		if a.epoch != 0 {
+			// Online upgrade (mixed.go): the classic members become
+			// classic members of a consumer group.
+			if a.epoch != 0 || !co.upgrade(g, meta, wake) {
+				return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group: it has members of the classic protocol that cannot be migrated.", a.group)
+			}
+		} else if a.epoch != 0 {
 			return kerr.UnknownMemberID.Code, fmt.Sprintf("Consumer group %s not found: the member must rejoin.", a.group)
 		}
-		// An empty classic group (or one known only by its committed
-		// offsets) becomes a consumer group; the offsets stay.
-		g.stopTimer()
-		g.consumer, g.protocolType, g.protocol = newCGroup(), "consumer", ""
+		if g.consumer == nil {
+			// An empty classic group (or one known only by its committed
+			// offsets) becomes a consumer group; the offsets stay.
+			g.stopTimer()
+			g.consumer, g.protocolType, g.protocol = newCGroup(), "consumer", ""
+		}
 	}
 	cg := g.consumer
 
@@ -399,7 +406,23 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 		m.regex, m.re, bump = *a.regex, a.re, true
 	}
 	m.clientID, m.clientHost = a.clientID, a.clientHost
+	co.advance(g, cg, m, bump, meta, a.owned, !a.ownedNull)
 
+	resp.MemberID = kmsg.StringPtr(m.id)
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(co.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	full := a.epoch == 0 || (a.rebalance >= 0 && (a.names != nil || a.regex != nil) && !a.ownedNull)
+	if full || !before.equal(m.assigned) {
+		resp.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: assignmentTopics(m.assigned)}
+	}
+	return 0, ""
+}
+
+// advance moves the group and m on after m's subscription was updated
+// (bump: it changed, or m is new): the metadata hash, the group epoch, the
+// target assignment, m's reconciliation, its session. owned is what m says
+// it holds (known false: unchanged). co.mu is held.
+func (co *Coordinator) advance(g *group, cg *cgroup, m *cmember, bump bool, meta *metaSnap, owned partSet, known bool) {
 	// What the assignment depends on in the metadata: the subscribed
 	// topics, their ids and partition counts. Recomputed only when the
 	// topic list or a subscription changed (regexes over many topics are
@@ -423,17 +446,8 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 	if cg.epoch > cg.assignEpoch {
 		co.computeTarget(cg, meta)
 	}
-	co.reconcile(g, cg, m, a.owned, !a.ownedNull)
+	co.reconcile(g, cg, m, owned, known)
 	co.armSession(g, m)
-
-	resp.MemberID = kmsg.StringPtr(m.id)
-	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(co.cfg.ConsumerHeartbeatInterval / time.Millisecond)
-	full := a.epoch == 0 || (a.rebalance >= 0 && (a.names != nil || a.regex != nil) && !a.ownedNull)
-	if full || !before.equal(m.assigned) {
-		resp.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: assignmentTopics(m.assigned)}
-	}
-	return 0, ""
 }
 
 // memberFor finds or creates the member a heartbeat (epoch >= 0) names,
@@ -532,6 +546,7 @@ func subset(s, of partSet) bool {
 func (co *Coordinator) resetMember(cg *cgroup, m *cmember) {
 	cg.setOwned(m, partSet{}, partSet{})
 	m.epoch, m.prevEpoch, m.state = 0, 0, mStable
+	m.classic = nil // it speaks the consumer protocol now
 	co.stopRevokeTimer(m)
 }
 
@@ -755,7 +770,7 @@ func assignmentTopics(s partSet) []kmsg.ConsumerGroupHeartbeatResponseAssignment
 
 // leave848 runs a heartbeat with epoch -1 (leave) or -2 (a static member
 // leaving for now). co.mu is held.
-func (co *Coordinator) leave848(g *group, a *hbArgs, resp *kmsg.ConsumerGroupHeartbeatResponse) (int16, string) {
+func (co *Coordinator) leave848(g *group, a *hbArgs, resp *kmsg.ConsumerGroupHeartbeatResponse, wake *[]Ticket) (int16, string) {
 	if g == nil || g.consumer == nil {
 		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", a.group)
 	}
@@ -786,6 +801,7 @@ func (co *Coordinator) leave848(g *group, a *hbArgs, resp *kmsg.ConsumerGroupHea
 	}
 	co.log.Info("consumer group member left", "group", g.name, "member", m.id)
 	co.removeMember848(cg, m)
+	co.maybeDowngrade(g, wake)
 	return 0, ""
 }
 
@@ -822,13 +838,20 @@ func (co *Coordinator) armSession(g *group, m *cmember) {
 	co.timerTok++
 	tok, gname, mid := co.timerTok, g.name, m.id
 	m.sessTok = tok
-	m.session = co.clock.AfterFunc(co.cfg.ConsumerSessionTimeout, func() {
+	d := co.cfg.ConsumerSessionTimeout
+	if m.classic != nil {
+		d = m.classic.session // its JoinGroup's session timeout
+	}
+	m.session = co.clock.AfterFunc(d, func() {
+		var wake []Ticket
 		co.mu.Lock()
-		defer co.mu.Unlock()
 		if cg, m := co.member848(gname, mid); m != nil && m.sessTok == tok {
 			co.log.Info("consumer group member session expired", "group", gname, "member", mid)
 			co.removeMember848(cg, m)
+			co.maybeDowngrade(co.groups[gname], &wake)
 		}
+		co.mu.Unlock()
+		co.wakeAll(wake)
 	})
 }
 
@@ -843,12 +866,15 @@ func (co *Coordinator) armRevokeTimer(g *group, m *cmember) {
 	tok, gname, mid, epoch := co.timerTok, g.name, m.id, m.epoch
 	m.revokTok = tok
 	m.revoke = co.clock.AfterFunc(m.rebalance, func() {
+		var wake []Ticket
 		co.mu.Lock()
-		defer co.mu.Unlock()
 		if cg, m := co.member848(gname, mid); m != nil && m.revokTok == tok && m.state == mUnrevoked && m.epoch == epoch {
 			co.log.Info("consumer group member fenced: it did not revoke its partitions within its rebalance timeout", "group", gname, "member", mid, "epoch", epoch)
 			co.removeMember848(cg, m)
+			co.maybeDowngrade(co.groups[gname], &wake)
 		}
+		co.mu.Unlock()
+		co.wakeAll(wake)
 	})
 }
 

@@ -63,6 +63,9 @@ func (co *Coordinator) ConsumerDescribe(req *kmsg.ConsumerGroupDescribeRequest) 
 			rm.Assignment = cg.describeAssignment(m.assigned)
 			rm.TargetAssignment = cg.describeAssignment(cg.target[m.id])
 			rm.MemberType = 1 // consumer protocol (v1, KIP-1099)
+			if m.classic != nil {
+				rm.MemberType = 0 // a classic member of a mixed group
+			}
 			rg.Members = append(rg.Members, rm)
 		}
 	}
@@ -109,6 +112,14 @@ func (co *Coordinator) commitCheck848(cg *cgroup, memberID string, epoch int32, 
 		return 0
 	}
 	m := cg.members[memberID]
+	if m != nil && m.classic != nil {
+		// A classic member of a mixed group: any version, and a stale
+		// generation is ILLEGAL_GENERATION (as Kafka).
+		if epoch != m.epoch {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	}
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code

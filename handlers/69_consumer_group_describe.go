@@ -14,8 +14,8 @@
 //   - Authorized operations are never computed (INT32_MIN).
 //
 // Version notes:
-//   - v1 member type (KIP-1099): always 1, consumer (mixed groups are not
-//     served).
+//   - v1 member type (KIP-1099): 1 consumer, 0 a classic member of a mixed
+//     group.
 
 package handlers
 

@@ -74,3 +74,50 @@ func fuzzSeeds() []*kmsg.ConsumerGroupHeartbeatRequest {
 	v0.Version, v0.MemberID = 0, ""
 	return []*kmsg.ConsumerGroupHeartbeatRequest{join, static, rx, leave, v0}
 }
+
+// FuzzMixedGroup runs a classic member with an arbitrary subscription and
+// assignment blob through an online upgrade (a consumer-protocol join),
+// its classic calls in the mixed group, and the downgrade: no panic,
+// encodable answers, consistent partition owners.
+func FuzzMixedGroup(f *testing.F) {
+	f.Add(subscription(nil, "orders"), assignmentBlob("orders", 0, 1, 2))
+	f.Add(subscription(map[string][]int32{"orders": {1, 5, -1}}, "orders", "logs-a"), assignmentBlob("orders", 7, 0, 0))
+	f.Add([]byte{0, 9}, []byte{})
+	f.Fuzz(func(t *testing.T, sub, asg []byte) {
+		c := newCoord848(t)
+		c.topic(t, "orders", 6)
+		jr := classicJoin(t, c, "", sub)
+		if jr.ErrorCode != 0 {
+			return
+		}
+		_ = jr.AppendTo(nil)
+		cid, gen := jr.MemberID, jr.Generation
+		_ = classicSync(t, c, cid, gen, map[string][]byte{cid: asg}).AppendTo(nil)
+		n := c.member(t, "g", "n", "orders")
+		n.beat()
+		for range 2 {
+			classicBeat(c, cid, gen)
+			if r := classicJoin(t, c, cid, sub); r.ErrorCode == 0 {
+				gen = r.Generation
+				_ = r.AppendTo(nil)
+			}
+			_ = classicSync(t, c, cid, gen, nil).AppendTo(nil)
+			n.beat()
+		}
+		leave := n.request()
+		leave.MemberEpoch = epochLeave
+		n.send(leave)
+		classicBeat(c, cid, gen)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if cg := c.groups["g"].consumer; cg != nil {
+			for id, m := range cg.members {
+				for p := range m.assigned {
+					if cg.owner[p] != id {
+						t.Fatalf("member %s holds a partition owned by %q", id, cg.owner[p])
+					}
+				}
+			}
+		}
+	})
+}

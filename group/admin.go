@@ -27,7 +27,15 @@ func (co *Coordinator) Describe(ctx context.Context, req *kmsg.DescribeGroupsReq
 			rg.ErrorCode = kerr.InvalidGroupID.Code
 			continue
 		}
-		if v, ok := co.view(name); ok {
+		if v, ok := co.view(name); ok && v.consumer {
+			// Kafka 4 describes only classic groups here; the admin
+			// client uses ConsumerGroupDescribe for the others.
+			if req.Version >= 6 {
+				rg.ErrorCode = kerr.GroupIDNotFound.Code
+				rg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic group.")
+			}
+			continue
+		} else if ok {
 			rg.State, rg.ProtocolType, rg.Protocol = v.state.String(), v.protocolType, v.protocol
 			for _, m := range v.members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
@@ -67,24 +75,22 @@ func (co *Coordinator) Describe(ctx context.Context, req *kmsg.DescribeGroupsReq
 // lists as holding committed offsets, filtered by state (v4) and type (v5).
 func (co *Coordinator) List(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, "classic") }) {
-		return resp
-	}
-	want := func(state string) bool {
-		return len(req.StatesFilter) == 0 || slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state) })
+	want := func(state, gtype string) bool {
+		return (len(req.StatesFilter) == 0 || slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state) })) &&
+			(len(req.TypesFilter) == 0 || slices.ContainsFunc(req.TypesFilter, func(t string) bool { return strings.EqualFold(t, gtype) }))
 	}
 	seen := map[string]bool{}
-	add := func(name, state, ptype string) {
+	add := func(name, state, ptype, gtype string) {
 		seen[name] = true
-		if !want(state) {
+		if !want(state, gtype) {
 			return
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, ptype, state, "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, ptype, state, gtype
 		resp.Groups = append(resp.Groups, rg)
 	}
 	for _, g := range co.names() {
-		add(g.name, g.state.String(), g.protocolType)
+		add(g.name, g.state, g.protocolType, g.gtype)
 	}
 	if co.offsets != nil {
 		names, ok, err := co.offsets.OffsetGroups(ctx, co.stream)
@@ -96,7 +102,7 @@ func (co *Coordinator) List(ctx context.Context, req *kmsg.ListGroupsRequest) *k
 		if ok {
 			for _, n := range names {
 				if !seen[n] {
-					add(n, stateEmpty.String(), "consumer")
+					add(n, stateEmpty.String(), "consumer", "classic")
 				}
 			}
 		}
@@ -149,15 +155,20 @@ func (co *Coordinator) names() []groupName {
 	defer co.mu.Unlock()
 	out := make([]groupName, 0, len(co.groups))
 	for _, g := range co.groups {
-		out = append(out, groupName{g.name, g.state, g.protocolType})
+		if g.consumer != nil {
+			out = append(out, groupName{g.name, g.consumer.state(), "consumer", "consumer"})
+			continue
+		}
+		out = append(out, groupName{g.name, g.state.String(), g.protocolType, "classic"})
 	}
 	return out
 }
 
 type groupName struct {
 	name         string
-	state        groupState
+	state        string // as ListGroups reports it
 	protocolType string
+	gtype        string // "classic" or "consumer" (ListGroups v5)
 }
 
 // forget removes a group from memory if it has no members: 0, or
@@ -169,7 +180,7 @@ func (co *Coordinator) forget(name string) (code int16, known bool) {
 	if g == nil {
 		return 0, false
 	}
-	if len(g.members) > 0 || len(g.pending) > 0 {
+	if !g.idle() {
 		return kerr.NonEmptyGroup.Code, true
 	}
 	g.stopTimer()

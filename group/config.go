@@ -1,6 +1,9 @@
 package group
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Config bounds the coordinator. Zero fields take the defaults below.
 type Config struct {
@@ -33,6 +36,29 @@ type Config struct {
 	// together, and MaxAssignmentBytes one member's assignment. Both
 	// INVALID_REQUEST beyond. Default 1 MiB each.
 	MaxMetadataBytes, MaxAssignmentBytes int
+
+	// The consumer protocol (KIP-848, ConsumerGroupHeartbeat).
+	//
+	// ConsumerSessionTimeout removes a member that has not heartbeat for
+	// this long and frees its partitions (Kafka's
+	// group.consumer.session.timeout.ms). Default 45s.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is the interval members are told to
+	// heartbeat at (group.consumer.heartbeat.interval.ms). Default 5s.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors are the server-side assignors members may name,
+	// the first being the default (group.consumer.assignors). Default
+	// uniform, range; unknown names are dropped.
+	ConsumerAssignors []string
+	// MetadataMaxAge bounds how stale the topic list a heartbeat computes
+	// the assignment against may be: the coordinator lists the stream's
+	// topics at most this often. Default 1s; negative means every
+	// heartbeat.
+	MetadataMaxAge time.Duration
+	// MaxSubscribedTopics caps one member's subscribed topic names, and
+	// MaxRegexLen its regular expression; INVALID_REQUEST beyond. Defaults
+	// 10000 and 4096 bytes.
+	MaxSubscribedTopics, MaxRegexLen int
 }
 
 // Defaults of Config.
@@ -47,6 +73,11 @@ const (
 	defaultMaxMembers       = 20000
 	defaultMaxProtocols     = 32
 	defaultMaxBlob          = 1 << 20
+	defaultConsumerSession  = 45 * time.Second
+	defaultConsumerInterval = 5 * time.Second
+	defaultMetadataMaxAge   = time.Second
+	defaultMaxSubscribed    = 10000
+	defaultMaxRegexLen      = 4096
 	// parkSlack is added to a wait's deadline: the coordinator's own
 	// timers settle every ticket before it, the deadline is a backstop.
 	parkSlack = 5 * time.Second
@@ -77,6 +108,24 @@ func (c Config) withDefaults() Config {
 	defi(&c.MaxProtocols, defaultMaxProtocols)
 	defi(&c.MaxMetadataBytes, defaultMaxBlob)
 	defi(&c.MaxAssignmentBytes, defaultMaxBlob)
+	def(&c.ConsumerSessionTimeout, defaultConsumerSession)
+	def(&c.ConsumerHeartbeatInterval, defaultConsumerInterval)
+	def(&c.MetadataMaxAge, defaultMetadataMaxAge)
+	if c.MetadataMaxAge < 0 {
+		c.MetadataMaxAge = 0
+	}
+	defi(&c.MaxSubscribedTopics, defaultMaxSubscribed)
+	defi(&c.MaxRegexLen, defaultMaxRegexLen)
+	var as []string
+	for _, a := range c.ConsumerAssignors {
+		if _, ok := assignors[a]; ok && !slices.Contains(as, a) {
+			as = append(as, a)
+		}
+	}
+	if len(as) == 0 {
+		as = []string{assignorUniform, assignorRange}
+	}
+	c.ConsumerAssignors = as
 	return c
 }
 

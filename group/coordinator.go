@@ -2,6 +2,8 @@ package group
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -30,6 +32,13 @@ type Options struct {
 	// and parked calls end at their deadline (tests that never park).
 	Wake func(t Ticket) bool
 	Log  *slog.Logger
+	// TopicID derives a topic's Kafka topic id, as Metadata reports it
+	// (the consumer protocol assigns partitions by topic id). Nil: a
+	// stand-in derivation for tests that never compare with Metadata.
+	TopicID func(bridge.TopicInfo) [16]byte
+	// Clock drives the consumer protocol's session and rebalance timers.
+	// Nil: the wall clock.
+	Clock Clock
 }
 
 // Coordinator is the group coordinator of this gateway. Safe for
@@ -48,6 +57,13 @@ type Coordinator struct {
 	members int // members and pending ids over all groups
 	ticket  Ticket
 	results map[Ticket]kmsg.Response // settled tickets not yet collected
+
+	// The consumer protocol (consumer.go).
+	clock    Clock
+	topicID  func(bridge.TopicInfo) [16]byte
+	timerTok uint64 // token of the latest armed consumer-protocol timer
+	metaMu   sync.Mutex
+	meta     *metaSnap // the latest topic list; guarded by metaMu, not mu
 }
 
 // New returns a coordinator over o.Store that wakes parked calls through
@@ -59,6 +75,12 @@ func New(o Options) *Coordinator {
 	if o.Wake == nil {
 		o.Wake = func(Ticket) bool { return true }
 	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.TopicID == nil {
+		o.TopicID = standInTopicID
+	}
 	offs, _ := o.Store.(bridge.GroupOffsets)
 	return &Coordinator{
 		cfg:     o.Config.withDefaults(),
@@ -69,7 +91,18 @@ func New(o Options) *Coordinator {
 		log:     o.Log,
 		groups:  make(map[string]*group),
 		results: make(map[Ticket]kmsg.Response),
+		clock:   o.Clock,
+		topicID: o.TopicID,
 	}
+}
+
+// standInTopicID is the topic id of Options without TopicID: stable per
+// stream, name and store id, like the gateway's, but not the same bytes.
+func standInTopicID(t bridge.TopicInfo) [16]byte {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", t.Stream, t.Name, t.ID)))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	return id
 }
 
 // A Ticket names one parked JoinGroup or SyncGroup; 0 is none.

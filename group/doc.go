@@ -1,8 +1,13 @@
 // Package group is the gateway's consumer-group coordinator: the classic
 // protocol's state machine (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// generations, rebalance and session timers, static membership) and the
-// group operations over committed offsets (OffsetCommit, OffsetFetch,
-// OffsetDelete, DescribeGroups, ListGroups, DeleteGroups). The handlers of
+// generations, rebalance and session timers, static membership), the
+// consumer protocol of KIP-848 (ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe: server-side assignors, member and group epochs,
+// target assignment, reconciliation; consumer.go) and the group
+// operations over committed offsets (OffsetCommit, OffsetFetch,
+// OffsetDelete, DescribeGroups, ListGroups, DeleteGroups). A group speaks
+// one protocol at a time (group.consumer set or not); an empty group may
+// switch. The handlers of
 // those keys decode a request, call the one Coordinator method of its
 // operation and encode what it returns; the behaviour each key shows a
 // client is written at the top of its handlers/NN_*.go file and in
@@ -16,8 +21,9 @@
 //
 // New builds a Coordinator over a Store, a stream and a Wake hook. Its
 // exported methods are the whole interface: Join, Sync and Collect (the
-// two calls that can wait), Heartbeat, Leave, CommitOffsets, FetchOffsets,
-// DeleteOffsets, Describe, List, Delete, and Close. Each takes the decoded
+// two calls that can wait), Heartbeat, Leave, ConsumerHeartbeat,
+// ConsumerDescribe, CommitOffsets, FetchOffsets, DeleteOffsets, Describe,
+// List, Delete, and Close. Each takes the decoded
 // kmsg request and returns the response to encode; it never keeps a
 // reference into the request (what it stores is copied), so the caller
 // may return the request's buffer to its pool afterwards. It imports
@@ -53,13 +59,20 @@
 //     parked on the ticket yet (the worker returned but the loop has not
 //     registered the watch), Wake reports false and the coordinator calls
 //     it again after 1, 4, 16 ... ms while the answer lies uncollected.
-//   - What may block: only the offset and admin operations, in their
-//     Store calls (CommitOffset/CommitOffsets, FetchOffset, GroupOffsets,
-//     OffsetGroups, DeleteOffset, DeleteGroupOffsets, Topic), always
+//   - What may block: only the offset and admin operations and
+//     ConsumerHeartbeat, in their Store calls (CommitOffset/CommitOffsets,
+//     FetchOffset, GroupOffsets, OffsetGroups, DeleteOffset,
+//     DeleteGroupOffsets, Topic, Topics), always
 //     without co.mu. They run under the caller's ctx (the loop's, ended at
 //     shutdown); each Iggy request is bounded by the store's call timeout
 //     (--iggy-call-timeout-ms) and a group-log catch-up by 30 s, and the
 //     embedded store answers from local disk. A deadline or cancellation is
 //     REQUEST_TIMED_OUT, an unavailable store COORDINATOR_NOT_AVAILABLE.
+//   - The consumer protocol's timers (a session timer per member, a
+//     rebalance timer per member that has partitions to revoke) come from
+//     Options.Clock and are token-checked, so a stale fire does nothing.
+//     ConsumerHeartbeat lists the stream's topics (Store.Topics, at most
+//     every MetadataMaxAge) before it takes co.mu; the snapshot has its
+//     own mutex (co.metaMu), taken after co.mu when both are held.
 //   - Close stops every timer; call it after the loop drained.
 package group

@@ -206,6 +206,15 @@ func (co *Coordinator) join(a *joinArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 		g = &group{name: a.group, members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
 		co.groups[a.group] = g
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// A mixed group: the consumer group answers (mixed.go).
+			return co.classicJoin848(g, a), 0, time.Time{}
+		}
+		// An empty consumer group becomes a classic one (as Kafka); its
+		// committed offsets stay.
+		g.consumer = nil
+	}
 	// The protocol type must match, and some protocol must be supported
 	// by every member (the joining one replacing its old self).
 	if g.state != stateEmpty || len(g.members) > 0 {
@@ -476,6 +485,9 @@ func (co *Coordinator) sync(a *syncArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 	if g == nil {
 		return syncError(ver, kerr.UnknownMemberID.Code), 0, time.Time{}
 	}
+	if g.consumer != nil {
+		return co.classicSync848(g, a), 0, time.Time{}
+	}
 	m, code := g.memberOf(a.memberID, a.instance, a.generation)
 	if code != 0 {
 		return syncError(ver, code), 0, time.Time{}
@@ -538,6 +550,9 @@ func (co *Coordinator) heartbeat(group, memberID, instance string, generation in
 	if g == nil {
 		return kerr.UnknownMemberID.Code
 	}
+	if g.consumer != nil {
+		return co.classicHeartbeat848(g, memberID, instance, generation)
+	}
 	m, code := g.memberOf(memberID, instance, generation)
 	if code != 0 {
 		return code
@@ -569,6 +584,10 @@ func (co *Coordinator) leave(group string, who []leaveOne) int16 {
 		for i := range who {
 			who[i].code = kerr.UnknownMemberID.Code
 		}
+		return 0
+	}
+	if g.consumer != nil {
+		co.classicLeave848(g, who, &wake)
 		return 0
 	}
 	removed := false

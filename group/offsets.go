@@ -40,7 +40,7 @@ func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommit
 		if req.InstanceID != nil {
 			instance = *req.InstanceID
 		}
-		code = co.commitCheck(req.Group, req.MemberID, instance, req.Generation)
+		code = co.commitCheck(req.Group, req.MemberID, instance, req.Generation, req.Version)
 	}
 	now := time.Now().UnixMilli()
 	committed := false
@@ -100,10 +100,14 @@ func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommit
 
 // commitCheck is the membership check of an OffsetCommit: 0 means the
 // commit may go to the store.
-func (co *Coordinator) commitCheck(group, memberID, instance string, generation int32) int16 {
+func (co *Coordinator) commitCheck(group, memberID, instance string, generation int32, ver int16) int16 {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	g := co.groups[group]
+	if g != nil && g.consumer != nil {
+		// The generation field carries the member epoch (KIP-848).
+		return co.commitCheck848(g.consumer, memberID, generation, ver)
+	}
 	if g == nil || (g.state == stateEmpty && len(g.members) == 0) {
 		if generation < 0 {
 			return 0 // a simple consumer or an admin tool
@@ -162,7 +166,14 @@ func (co *Coordinator) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRe
 					topics[j] = kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions}
 				}
 			}
-			out, code := co.fetchGroupOffsets(ctx, rg.Group, topics, rg.Topics == nil)
+			var out []fetchedTopic
+			code := int16(0)
+			if req.Version >= 9 && validGroupID(rg.Group) {
+				code = co.fetchCheck848(rg.Group, rg.MemberID, rg.MemberEpoch)
+			}
+			if code == 0 {
+				out, code = co.fetchGroupOffsets(ctx, rg.Group, topics, rg.Topics == nil)
+			}
 			og := &resp.Groups[i]
 			og.Default()
 			og.Group, og.ErrorCode = rg.Group, code

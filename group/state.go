@@ -89,6 +89,16 @@ type group struct {
 	delayEnd  time.Time   // initial delay: the latest the barrier may extend to
 	delaying  bool
 	newJoined bool // a new member joined during the initial delay
+
+	// consumer is set when the group speaks the consumer protocol
+	// (KIP-848, consumer.go); its classic fields then stay unused.
+	consumer *cgroup
+}
+
+// idle: no member of either protocol and no pending member id.
+func (g *group) idle() bool {
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 &&
+		(g.consumer == nil || len(g.consumer.members) == 0)
 }
 
 // ---- timers ----
@@ -535,7 +545,7 @@ func (co *Coordinator) newGroupSlot() bool {
 		return true
 	}
 	for name, g := range co.groups {
-		if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 {
+		if g.idle() {
 			g.stopTimer()
 			delete(co.groups, name)
 			return true
@@ -565,11 +575,17 @@ func (co *Coordinator) Close() {
 		for _, t := range g.pending {
 			t.Stop()
 		}
+		if g.consumer != nil {
+			for _, m := range g.consumer.members {
+				co.stopTimers(m)
+			}
+		}
 	}
 }
 
 // groupView is a snapshot of a group for DescribeGroups and friends.
 type groupView struct {
+	consumer     bool // a consumer-protocol group (KIP-848)
 	state        groupState
 	protocolType string
 	protocol     string
@@ -591,6 +607,25 @@ func (co *Coordinator) view(name string) (groupView, bool) {
 		return groupView{}, false
 	}
 	v := groupView{state: g.state, protocolType: g.protocolType, protocol: g.protocol}
+	if cg := g.consumer; cg != nil {
+		v.consumer = true
+		co.metaMu.Lock() // lock order: co.mu, then co.metaMu
+		meta := co.meta
+		co.metaMu.Unlock()
+		for _, m := range cg.sortedMembers() {
+			mv := memberView{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost}
+			mv.topics = append(mv.topics, m.topics...)
+			if m.re != nil && meta != nil {
+				for _, n := range meta.names {
+					if m.re.MatchString(n) {
+						mv.topics = append(mv.topics, n)
+					}
+				}
+			}
+			v.members = append(v.members, mv)
+		}
+		return v, true
+	}
 	ids := make([]*member, 0, len(g.members))
 	for _, m := range g.members {
 		ids = append(ids, m)

@@ -16,6 +16,11 @@
 //     barrier are allowed (a member commits while revoking). A member of a
 //     generation lost to a gateway restart gets UNKNOWN_MEMBER_ID (or
 //     ILLEGAL_GENERATION without a member id) and rejoins.
+//   - A group of the consumer protocol (KIP-848) checks the member epoch
+//     in the generation field instead (Kafka's validateOffsetCommit): an
+//     unknown member UNKNOWN_MEMBER_ID, an older epoch STALE_MEMBER_EPOCH,
+//     a newer FENCED_MEMBER_EPOCH, below v9 UNSUPPORTED_VERSION; epoch -1
+//     only while it has no members.
 //   - Per partition: unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION;
 //     metadata over 4096 bytes OFFSET_METADATA_TOO_LARGE; an offset the
 //     backend cannot keep INVALID_COMMIT_OFFSET_SIZE; store unavailable

@@ -11,7 +11,10 @@
 //     group id INVALID_GROUP_ID; store unavailable COORDINATOR_NOT_AVAILABLE
 //     (clients retry), deadline REQUEST_TIMED_OUT.
 //   - require_stable (v7) needs nothing: there are no pending transactional
-//     offsets. The v9 member id and epoch (KIP-848) are ignored.
+//     offsets. The v9 member id and epoch (KIP-848) are
+//     checked for a consumer-protocol group: unknown member
+//     UNKNOWN_MEMBER_ID, older epoch STALE_MEMBER_EPOCH, newer
+//     FENCED_MEMBER_EPOCH; no member id with epoch -1 always passes.
 //
 // Version notes:
 //   - v0 is not served (Kafka 4, KIP-896); v2 top-level error and null

@@ -22,6 +22,10 @@
 //     groups and members in total (COORDINATOR_NOT_AVAILABLE); protocols
 //     per member and metadata bytes per member (INVALID_REQUEST); group id
 //     1..246 bytes (INVALID_GROUP_ID).
+//   - A group of the consumer protocol (KIP-848) with members is a mixed
+//     group: this key, SyncGroup, Heartbeat and LeaveGroup are answered
+//     from it (the coordinator assigns; no leader, no parking;
+//     docs/CONSUMER_GROUPS.md, mixed groups). An empty one becomes classic.
 //   - A parked join whose backstop deadline passes first (or that is
 //     drained at shutdown) gets REBALANCE_IN_PROGRESS and rejoins.
 //

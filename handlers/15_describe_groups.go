@@ -7,6 +7,9 @@
 //     ClientHost is the member's peer address as the loop saw it at join.
 //   - A group with no live members but committed offsets in the store is
 //     Empty with protocol type "consumer" (as after a Kafka broker restart).
+//   - A consumer-protocol (KIP-848) group is Dead, with GROUP_ID_NOT_FOUND
+//     "Group G is not a classic group." at v6, as on Kafka 4
+//     (ConsumerGroupDescribe describes it).
 //   - Any other group is Dead; v6 adds GROUP_ID_NOT_FOUND (KIP-1043), v0-5
 //     answer it without an error as Kafka does.
 //   - Authorized operations are never computed (INT32_MIN, "not

@@ -7,8 +7,9 @@
 //     Empty with protocol type "consumer". The Iggy store lists the groups
 //     of its group log; a group known only from native Iggy offsets is not
 //     listed (it is still described and its offsets fetched by name).
-//   - v4 state filter (case-insensitive, as Kafka); v5 type filter: every
-//     group is "classic", so a filter without "classic" lists nothing.
+//   - v4 state filter (case-insensitive, as Kafka); v5 type filter and
+//     GroupType: "consumer" for KIP-848 groups (with their states Empty,
+//     Assigning, Reconciling, Stable), "classic" for the rest.
 //   - A store failure is COORDINATOR_NOT_AVAILABLE with no groups.
 //
 // Version notes:

@@ -20,7 +20,7 @@ import (
 // newCoordinator builds the coordinator of a gateway: over its store and
 // stream, waking parked calls through w.
 func newCoordinator(cfg Config, store bridge.Store, w *Watchers, log *slog.Logger) *group.Coordinator {
-	return group.New(group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log})
+	return group.New(group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log, TopicID: topicID})
 }
 
 // groupWait is what a parked JoinGroup or SyncGroup re-runs with.

@@ -20,9 +20,15 @@
 //     max_bytes by at most one record and its batch header, tighter than
 //     Kafka's one stored batch); later partitions never overshoot. A
 //     partition stops at the first record that does not fit, so no offset
-//     is ever skipped. The store is asked for about twice the partition's
-//     budget (Iggy framing is larger than Kafka's), so a tiny max_bytes
-//     reads one stored batch, never the partition.
+//     is ever skipped. The store is asked for the partition's budget times
+//     its learned ratio of stored to Kafka bytes (fetch_ratio.go; 2x until
+//     the partition was read once), so a tiny max_bytes reads one stored
+//     batch, never the partition.
+//   - With Cfg.FetchConcurrency > 1 (the Iggy backend) and partition budgets
+//     that fit max_bytes together, every lookup and poll of the request runs
+//     at once and the reply is put together in request order with the same
+//     answers (fetch_concurrent.go); otherwise partitions are read one after
+//     another, each getting what the ones before it left.
 //   - The connection's room (Call.ReplyRoom) caps max_bytes further, so a
 //     client that pipelines Fetches without reading cannot make the gateway
 //     queue more than its outbound cap; with no room at all a Fetch returns

@@ -204,7 +204,9 @@ func (s *pollSpy) Poll(ctx context.Context, stream, topic string, partition int3
 // 100 MB partition limit returns one record (KIP-74 lets only it over) and
 // reads one stored batch, not the partition; several partitions share the
 // response budget.
-func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) { eachFetchMode(t, testFetchMaxBytesBoundsFirstPartition) }
+func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) {
+	eachFetchMode(t, testFetchMaxBytesBoundsFirstPartition)
+}
 
 func testFetchMaxBytesBoundsFirstPartition(t *testing.T, mode func(*Config)) {
 	g := newGateway(t, mode)

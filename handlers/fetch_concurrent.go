@@ -183,7 +183,10 @@ func runBounded(tasks []func(), limit int) {
 	if limit < 1 {
 		limit = 1
 	}
-	if len(tasks) == 1 {
+	switch len(tasks) {
+	case 0:
+		return
+	case 1:
 		tasks[0]()
 		return
 	}

@@ -45,6 +45,12 @@ func testFetchErrors(t *testing.T, mode func(*Config)) {
 			t.Errorf("%s: code %d want %d", tc.name, c, tc.code)
 		}
 	}
+	// No topics at all (a session-less keep-alive): an empty answer.
+	empty := fetchReq(12, "f", 0, 0)
+	empty.Topics = nil
+	if resp := do(t, g, empty).(*kmsg.FetchResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Errorf("no topics: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
 	// No auto-creation on Fetch.
 	if _, err := g.Store.Topic(t.Context(), "kafka", "nope"); err == nil {
 		t.Error("fetch created a topic")

@@ -184,6 +184,9 @@ func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syn
 			MaxFetchWait:      10 * time.Second,
 			MaxMessageSize:    64 << 20,
 		}
+		if iggyBackend() {
+			hc.FetchConcurrency = 8 // as the binary on --backend iggy
+		}
 		lc := loop.Config{
 			Addr:         net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 			MaxFrameSize: 8 << 20,

@@ -20,9 +20,15 @@
 //     max_bytes by at most one record and its batch header, tighter than
 //     Kafka's one stored batch); later partitions never overshoot. A
 //     partition stops at the first record that does not fit, so no offset
-//     is ever skipped. The store is asked for about twice the partition's
-//     budget (Iggy framing is larger than Kafka's), so a tiny max_bytes
-//     reads one stored batch, never the partition.
+//     is ever skipped. The store is asked for the partition's budget times
+//     its learned ratio of stored to Kafka bytes (fetch_ratio.go; 2x until
+//     the partition was read once), so a tiny max_bytes reads one stored
+//     batch, never the partition.
+//   - With Cfg.FetchConcurrency > 1 (the Iggy backend) and partition budgets
+//     that fit max_bytes together, every lookup and poll of the request runs
+//     at once and the reply is put together in request order with the same
+//     answers (fetch_concurrent.go); otherwise partitions are read one after
+//     another, each getting what the ones before it left.
 //   - The connection's room (Call.ReplyRoom) caps max_bytes further, so a
 //     client that pipelines Fetches without reading cannot make the gateway
 //     queue more than its outbound cap; with no room at all a Fetch returns
@@ -98,14 +104,6 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		since = g.Watch.Generation(keys)
 	}
 
-	buf := getBig()
-	// Where each partition's records sit in buf.B; slices are taken only
-	// after the last append, since appends may move buf.B.
-	type span struct{ t, p, start, end int }
-	var spans []span
-	total := 0
-	anyErr := false
-
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -113,21 +111,68 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Default()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-
-		ti, tcode := c.readTopic(rt.Topic, opRead)
 		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			sp.Default()
-			sp.Partition = rp.Partition
+			sp.Partition = rt.Partitions[j].Partition
 			sp.HighWatermark = -1
-			// Never a null record set: librdkafka rejects size -1 and
+			// Never a null record set: librdkafka rejects size -1
+			// ("invalid MessageSetSize -1"), drops the whole reply and
 			// retries forever; Kafka brokers always send an empty one.
 			sp.RecordBatches = []byte{}
 			sp.PreferredReadReplica = -1
-			// Never null: librdkafka rejects a null record set
-			// ("invalid MessageSetSize -1") and drops the whole reply.
-			sp.RecordBatches = []byte{}
+		}
+	}
+
+	var total int
+	var anyErr bool
+	var bufs []*bytebufferpool.ByteBuffer
+	if g.Cfg.FetchConcurrency > 1 && !full && fetchBudgetsFit(req, limit) {
+		total, anyErr, bufs = c.fetchConcurrently(req, resp, limit)
+	} else {
+		total, anyErr, bufs = c.fetchSequentially(req, resp, limit, full)
+	}
+
+	if keys != nil && total < int(req.MinBytes) && !anyErr {
+		for _, b := range bufs {
+			putBig(b)
+		}
+		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+		if g.Cfg.MaxFetchWait > 0 && wait > g.Cfg.MaxFetchWait {
+			wait = g.Cfg.MaxFetchWait
+		}
+		c.ParkSince(keys, time.Now().Add(wait), since)
+		return nil, nil
+	}
+	if len(bufs) > 0 {
+		c.Defer(func() {
+			for _, b := range bufs {
+				putBig(b)
+			}
+		})
+	}
+	return resp, nil
+}
+
+// fetchSequentially fills resp's partitions one after another into one
+// pooled buffer, each partition's budget what the ones before it left.
+// It returns the Kafka bytes returned, whether a partition failed, and the
+// buffers the response points into.
+func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, limit int, full bool) (int, bool, []*bytebufferpool.ByteBuffer) {
+	g := c.G
+	buf := getBig()
+	// Where each partition's records sit in buf.B; slices are taken only
+	// after the last append, since appends may move buf.B.
+	type span struct{ t, p, start, end int }
+	var spans []span
+	total := 0
+	anyErr := false
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		ti, tcode := c.readTopic(rt.Topic, opRead)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &resp.Topics[i].Partitions[j]
 			code := tcode
 			if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
 				code = kerr.UnknownTopicOrPartition.Code
@@ -152,13 +197,19 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				// included: max_bytes 1 with a 100 MB partition limit is a
 				// 1-byte budget (issue 10). KIP-74: only until the
 				// response holds data may a partition go over it, and
-				// then by one record (fetchPartition's first).
+				// then by one record.
 				room := limit - total
 				if total == 0 || room > 0 {
 					pmax := min(max(int(rp.PartitionMaxBytes), 0), room)
 					start := len(buf.B)
 					var n int
-					n, code = c.fetchPartition(buf, rt.Topic, rp.Partition, uint64(rp.FetchOffset), pmax, total == 0)
+					n, code, _ = c.fetchPartitionTo(buf, rt.Topic, rp.Partition, uint64(rp.FetchOffset), pmax)
+					if total > 0 && n > pmax {
+						// Past the first partition with data nothing may
+						// go over.
+						buf.B = buf.B[:start]
+						n = 0
+					}
 					if n > 0 {
 						spans = append(spans, span{i, j, start, start + n})
 						total += n
@@ -171,25 +222,14 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			}
 		}
 	}
-
-	if keys != nil && total < int(req.MinBytes) && !anyErr {
-		putBig(buf)
-		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-		if g.Cfg.MaxFetchWait > 0 && wait > g.Cfg.MaxFetchWait {
-			wait = g.Cfg.MaxFetchWait
-		}
-		c.ParkSince(keys, time.Now().Add(wait), since)
-		return nil, nil
-	}
 	if len(spans) == 0 {
 		putBig(buf)
-		return resp, nil
+		return total, anyErr, nil
 	}
 	for _, s := range spans {
 		resp.Topics[s.t].Partitions[s.p].RecordBatches = buf.B[s.start:s.end:s.end]
 	}
-	c.Defer(func() { putBig(buf) })
-	return resp, nil
+	return total, anyErr, []*bytebufferpool.ByteBuffer{buf}
 }
 
 // fetchKeys lists the requested partitions for Call.Park.
@@ -208,25 +248,34 @@ func fetchKeys(req *kmsg.FetchRequest) []PartitionKey {
 	return keys
 }
 
-// fetchPartition appends Kafka batches of topic/partition from offset from
-// to buf, within pmax bytes; when first, at least one record even above pmax
-// (KIP-74), else nothing that goes over. It returns the bytes appended and
-// an error code (0 also when a stored message cannot be mapped after some
-// records were appended: those are returned and the next fetch reports it).
-func (c *Call) fetchPartition(buf *bytebufferpool.ByteBuffer, topic string, partition int32, from uint64, pmax int, first bool) (int, int16) {
+// fetchPartitionTo appends Kafka batches of topic/partition from offset
+// from to buf, within pmax bytes but at least one record even above pmax
+// (KIP-74; the caller drops the data when its partition is not the first
+// with data). It returns the bytes appended, an error code (0 also when a
+// stored message cannot be mapped after some records were appended: those
+// are returned and the next fetch reports it) and one past the last offset
+// appended. Any goroutine (concurrent fetches call it at once with their
+// own buffers).
+func (c *Call) fetchPartitionTo(buf *bytebufferpool.ByteBuffer, topic string, partition int32, from uint64, pmax int) (int, int16, uint64) {
 	g := c.G
 	start := len(buf.B)
 	cur := bridge.FetchCursor{From: from, MaxBytes: pmax}
 	var mapErr error
 	// Iggy messages are larger than the Kafka records they map to (a
-	// 64-byte frame header against a few bytes), so asking the store for
-	// twice the Kafka budget rarely underfills; the callback stops early.
+	// 64-byte frame header against a few bytes of record framing), by a
+	// factor that depends on the record size: ask the store for the
+	// partition's learned ratio (fetch_ratio.go); the callback stops early.
+	key := PartitionKey{Topic: topic, Partition: partition}
 	pollMax := pmax
 	if pollMax < math.MaxInt32/2 {
-		pollMax = 2*pollMax + bridge.BatchHeaderSize
+		pollMax = g.fetchRatios.storeBudget(key, pollMax) + bridge.BatchHeaderSize
 	}
+	// Bytes of the stored batches mapped whole, and of what they became:
+	// a batch cut by from or by the budget would skew the ratio.
+	stored, kafka := 0, 0
 	err := g.Store.Poll(c.Ctx, g.Cfg.Stream, topic, partition, from, pollMax, func(batch []byte) bool {
 		var err error
+		records, size := cur.Records, len(buf.B)
 		buf.B, err = bridge.AppendKafkaBatch(buf.B, batch, &cur)
 		if err != nil {
 			mapErr = err
@@ -239,25 +288,24 @@ func (c *Call) fetchPartition(buf *bytebufferpool.ByteBuffer, topic string, part
 		if err != nil {
 			return false
 		}
+		if cur.Records-records == int(v.Count) {
+			stored += len(batch)
+			kafka += len(buf.B) - size
+		}
 		// Stop at the first record that did not fit: continuing with the
 		// next batch could skip it.
 		return cur.Next >= v.BaseOffset+uint64(v.Count) && cur.Bytes < cur.MaxBytes
 	})
-	if !first && cur.Bytes > pmax {
-		// The bridge lets a cursor's first record through whatever its
-		// size; past the first partition with data that is not allowed.
-		buf.B = buf.B[:start]
-		return 0, 0
-	}
+	g.fetchRatios.learn(key, stored, kafka)
 	n := len(buf.B) - start
 	switch {
 	case err != nil && n == 0:
-		return 0, errCode(err, opRead)
+		return 0, errCode(err, opRead), from
 	case mapErr != nil && n == 0:
 		if g.Log != nil {
 			g.Log.Warn("fetch: stored message cannot be mapped", "topic", topic, "partition", partition, "offset", cur.Next, "err", mapErr)
 		}
-		return 0, kerr.UnknownServerError.Code
+		return 0, kerr.UnknownServerError.Code, from
 	}
-	return n, 0
+	return n, 0, cur.Next
 }

@@ -23,8 +23,11 @@ type Config struct {
 	InstanceID        uint16
 	MaxFrameSize      int32 // also the decompression budget and Fetch max_bytes ceiling
 	MaxFetchWait      time.Duration
-	MaxMessageSize    int          // cap on one Iggy message (payload + headers)
-	Groups            group.Config // consumer-group coordinator (zero fields: defaults)
+	// FetchConcurrency is how many store lookups and polls one Fetch may
+	// run at once (fetch_concurrent.go); 0 or 1: one after another.
+	FetchConcurrency int
+	MaxMessageSize   int          // cap on one Iggy message (payload + headers)
+	Groups           group.Config // consumer-group coordinator (zero fields: defaults)
 	// Auto-creation limits (topics.go); 0: the defaults, 20 and 10.
 	AutoCreatePerRequest int // topics one request may auto-create
 	AutoCreatePerSec     int // topics auto-created per second, gateway-wide (burst: max of the two)
@@ -47,6 +50,8 @@ type Gateway struct {
 	// with its collision check (topics.go). Zero values are ready.
 	autoCreate tokenBucket
 	createMu   sync.Mutex
+	// fetchRatios sizes Fetch's store reads (fetch_ratio.go).
+	fetchRatios fetchRatios
 }
 
 // PartitionKey names one Kafka partition.

@@ -2,6 +2,9 @@ package handlers
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +15,10 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-func TestFetchErrors(t *testing.T) {
-	g := newGateway(t)
+func TestFetchErrors(t *testing.T) { eachFetchMode(t, testFetchErrors) }
+
+func testFetchErrors(t *testing.T, mode func(*Config)) {
+	g := newGateway(t, mode)
 	createTopic(t, g, "f", 1)
 	produceOne(t, g, produceReq(9, "f", 0, valueBatch(3)))
 
@@ -40,6 +45,12 @@ func TestFetchErrors(t *testing.T) {
 			t.Errorf("%s: code %d want %d", tc.name, c, tc.code)
 		}
 	}
+	// No topics at all (a session-less keep-alive): an empty answer.
+	empty := fetchReq(12, "f", 0, 0)
+	empty.Topics = nil
+	if resp := do(t, g, empty).(*kmsg.FetchResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Errorf("no topics: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
 	// No auto-creation on Fetch.
 	if _, err := g.Store.Topic(t.Context(), "kafka", "nope"); err == nil {
 		t.Error("fetch created a topic")
@@ -51,8 +62,10 @@ func TestFetchErrors(t *testing.T) {
 	}
 }
 
-func TestFetchParks(t *testing.T) {
-	g := newGateway(t)
+func TestFetchParks(t *testing.T) { eachFetchMode(t, testFetchParks) }
+
+func testFetchParks(t *testing.T, mode func(*Config)) {
+	g := newGateway(t, mode)
 	createTopic(t, g, "p", 2)
 	req := fetchReq(12, "p", 0, 0)
 	p1 := req.Topics[0].Partitions[0]
@@ -124,8 +137,10 @@ func TestFetchParks(t *testing.T) {
 
 // KIP-74: the first partition with data returns a record even above the
 // limits; later partitions do not overshoot; no offset is skipped.
-func TestFetchLimits(t *testing.T) {
-	g := newGateway(t)
+func TestFetchLimits(t *testing.T) { eachFetchMode(t, testFetchLimits) }
+
+func testFetchLimits(t *testing.T, mode func(*Config)) {
+	g := newGateway(t, mode)
 	createTopic(t, g, "l", 2)
 	big := make([]byte, 4000)
 	for i := 0; i < 3; i++ {
@@ -196,7 +211,11 @@ func (s *pollSpy) Poll(ctx context.Context, stream, topic string, partition int3
 // reads one stored batch, not the partition; several partitions share the
 // response budget.
 func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) {
-	g := newGateway(t)
+	eachFetchMode(t, testFetchMaxBytesBoundsFirstPartition)
+}
+
+func testFetchMaxBytesBoundsFirstPartition(t *testing.T, mode func(*Config)) {
+	g := newGateway(t, mode)
 	spy := &pollSpy{Store: g.Store}
 	g.Store = spy
 	createTopic(t, g, "mb", 3)
@@ -277,8 +296,10 @@ func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) {
 // The connection's room (Call.ReplyRoom, from the loop's outbound cap)
 // cuts max_bytes further; with no room a Fetch returns no records, and
 // parks like one short of min_bytes when it may wait.
-func TestFetchReplyRoom(t *testing.T) {
-	g := newGateway(t)
+func TestFetchReplyRoom(t *testing.T) { eachFetchMode(t, testFetchReplyRoom) }
+
+func testFetchReplyRoom(t *testing.T, mode func(*Config)) {
+	g := newGateway(t, mode)
 	createTopic(t, g, "room", 1)
 	big := make([]byte, 4000)
 	for i := 0; i < 10; i++ {
@@ -314,8 +335,10 @@ func TestFetchReplyRoom(t *testing.T) {
 
 // The record buffer goes back to the pool only when the loop runs the
 // deferred functions.
-func TestFetchDefersRelease(t *testing.T) {
-	g := newGateway(t)
+func TestFetchDefersRelease(t *testing.T) { eachFetchMode(t, testFetchDefersRelease) }
+
+func testFetchDefersRelease(t *testing.T, mode func(*Config)) {
+	g := newGateway(t, mode)
 	produceOne(t, g, produceReq(9, "r", 0, valueBatch(2)))
 	c := newCall(g, 1, 12)
 	resp := roundTrip(t, c, fetchReq(12, "r", 0, 0)).(*kmsg.FetchResponse)
@@ -335,5 +358,103 @@ func TestFetchDefersRelease(t *testing.T) {
 	roundTrip(t, c, fetchReq(12, "r", 0, 2))
 	if len(c.done) != 0 {
 		t.Fatalf("empty fetch deferred %d", len(c.done))
+	}
+}
+
+// eachFetchMode runs a Fetch test with the partitions read one after
+// another and with them read at once (fetch_concurrent.go): both paths
+// must give the same answers.
+func eachFetchMode(t *testing.T, fn func(t *testing.T, mode func(*Config))) {
+	t.Run("sequential", func(t *testing.T) { fn(t, func(c *Config) { c.FetchConcurrency = 1 }) })
+	t.Run("concurrent", func(t *testing.T) { fn(t, func(c *Config) { c.FetchConcurrency = 8 }) })
+}
+
+// The concurrent path answers a request mixing data, an empty partition,
+// an unknown partition, an offset out of range and an unknown topic
+// exactly as the sequential path does.
+func TestFetchModesAgree(t *testing.T) {
+	answer := func(mode func(*Config)) []string {
+		g := newGateway(t, mode)
+		createTopic(t, g, "ag", 4)
+		for i := 0; i < 5; i++ {
+			for p := int32(0); p < 3; p++ {
+				produceOne(t, g, produceReq(9, "ag", p, batch(rec{value: fmt.Appendf(nil, "p%d-%d", p, i)}, rec{value: []byte("x")})))
+			}
+		}
+		req := fetchReq(12, "ag", 0, 2)
+		req.MaxBytes = 1 << 20
+		add := func(topic string, p int32, off int64) {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, 1<<16
+			for i := range req.Topics {
+				if req.Topics[i].Topic == topic {
+					req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+					return
+				}
+			}
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topic
+			rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+			req.Topics = append(req.Topics, rt)
+		}
+		req.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 16
+		add("ag", 1, 0)
+		add("ag", 2, 10) // the high watermark: no records, no error
+		add("ag", 3, 0)  // empty partition
+		add("ag", 7, 0)  // no such partition
+		add("ag", 1, 99) // out of range
+		add("nope", 0, 0)
+		resp := do(t, g, req).(*kmsg.FetchResponse)
+		var out []string
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				line := fmt.Sprintf("%s/%d code=%d hwm=%d lso=%d start=%d", rt.Topic, p.Partition, p.ErrorCode, p.HighWatermark, p.LastStableOffset, p.LogStartOffset)
+				for _, r := range readRecords(t, p.RecordBatches) {
+					line += fmt.Sprintf(" %d:%s", r.offset, r.value)
+				}
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	seq := answer(func(c *Config) { c.FetchConcurrency = 1 })
+	con := answer(func(c *Config) { c.FetchConcurrency = 8 })
+	if !slices.Equal(seq, con) {
+		t.Fatalf("the paths disagree:\nsequential %q\nconcurrent %q", seq, con)
+	}
+	if len(seq) != 7 || !strings.Contains(seq[0], " 2:p0-1") || !strings.Contains(seq[1], " 0:p1-0") {
+		t.Fatalf("unexpected answer %q", seq)
+	}
+}
+
+// Fetch asks the store for about what the Kafka budget needs once it has
+// seen a partition's records: for 1 KiB records, not twice the budget.
+func TestFetchAsksStoreForLearnedRatio(t *testing.T) {
+	g := newGateway(t)
+	spy := &pollSpy{Store: g.Store}
+	g.Store = spy
+	createTopic(t, g, "ratio", 1)
+	val := make([]byte, 1024)
+	for i := 0; i < 200; i++ {
+		produceOne(t, g, produceReq(9, "ratio", 0, batch(rec{value: val}, rec{value: val})))
+	}
+	const budget = 64 << 10
+	var next int64
+	for i := 0; i < 3; i++ {
+		req := fetchReq(12, "ratio", 0, next)
+		req.MaxBytes = 1 << 20
+		req.Topics[0].Partitions[0].PartitionMaxBytes = budget
+		resp := do(t, g, req).(*kmsg.FetchResponse)
+		recs := readRecords(t, resp.Topics[0].Partitions[0].RecordBatches)
+		if len(recs) == 0 {
+			t.Fatalf("fetch %d: no records", i)
+		}
+		next = recs[len(recs)-1].offset + 1
+	}
+	if first := spy.asked[0]; first < 2*budget {
+		t.Fatalf("first fetch asked for %d, want the default 2x (%d)", first, 2*budget)
+	}
+	if last := spy.asked[len(spy.asked)-1]; last > budget*5/4 {
+		t.Fatalf("after learning, fetch asked the store for %d bytes for a %d-byte budget", last, budget)
 	}
 }

@@ -24,6 +24,9 @@ var sharedFiles = map[string]bool{
 	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
 	"errors.go": true, "topics.go": true, "pool.go": true, "groups.go": true,
 	"idempotence.go": true, "configs.go": true, "sasl.go": true,
+	// Fetch's two strategies' helpers, kept apart from 01_fetch.go so that
+	// file stays the request's skeleton.
+	"fetch_concurrent.go": true, "fetch_ratio.go": true,
 }
 
 var (

@@ -35,6 +35,9 @@ type Options struct {
 	// CallTimeout bounds every request, replays of transient answers
 	// included (the server stays silent in some failure cases). Default 10s.
 	CallTimeout time.Duration
+	// ReadAheadBytes caps the bytes the Store holds in polls made ahead
+	// of Fetch (readahead.go): 0 the default (64 MiB), < 0 off.
+	ReadAheadBytes int
 	// DialTimeout bounds connect + TLS handshake. Default 5s.
 	DialTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between

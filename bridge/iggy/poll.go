@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"context"
+	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
 )
@@ -26,11 +27,23 @@ var pollConsumer = PlainConsumer(ID(0))
 // batch that would go over is held back unless it is the first) or at the
 // end of the partition.
 func (s *Store) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func(batch []byte) bool) error {
+	return s.poll(ctx, stream, topic, partition, from, maxBytes, fn, true)
+}
+
+// poll is Poll; ahead says whether it may use and start read-ahead
+// (readahead.go): Fetch's polls do, the Store's own scans do not.
+func (s *Store) poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func(batch []byte) bool, ahead bool) error {
 	if partition < 0 {
 		return bridge.ErrPartitionNotFound
 	}
 	key := pollKey{stream, topic, partition}
 	pc := pollCursor{from: from, max: maxBytes, fn: fn}
+	if ahead {
+		if ch := s.ahead.take(key, from, time.Now()); ch != nil {
+			s.serveAhead(ctx, key, ch, &pc)
+			s.ahead.release(ch)
+		}
+	}
 	for !pc.stop {
 		count := s.pollCount(key, maxBytes-pc.sent)
 		got, err := s.pollOnce(ctx, stream, topic, partition, &pc, PollingStrategy{Kind: PollOffset, Value: pc.from}, count)
@@ -41,6 +54,11 @@ func (s *Store) Poll(ctx context.Context, stream, topic string, partition int32,
 		if got < count || pc.from == pc.before {
 			return nil // end of partition, or no progress
 		}
+	}
+	// The budget was spent before the partition ended: the reader will
+	// most likely ask for what follows next.
+	if ahead && pc.sent > 0 {
+		s.readAheadAfter(key, pc.from, maxBytes, s.pollCount(key, maxBytes))
 	}
 	return nil
 }
@@ -177,7 +195,7 @@ func (s *Store) scanForTime(ctx context.Context, stream, topic string, partition
 	found := false
 	for {
 		next := from
-		err := s.Poll(ctx, stream, topic, partition, from, 1<<20, func(b []byte) bool {
+		err := s.poll(ctx, stream, topic, partition, from, 1<<20, func(b []byte) bool {
 			v, err := bridge.ParseIggyBatch(b)
 			if err != nil {
 				return false
@@ -196,7 +214,7 @@ func (s *Store) scanForTime(ctx context.Context, stream, topic string, partition
 				next = m.Offset + 1
 			}
 			return true
-		})
+		}, false)
 		if err != nil || found || next == from {
 			return off, found, err
 		}

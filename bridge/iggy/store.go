@@ -27,6 +27,8 @@ type Store struct {
 	cfg   configCache
 
 	starts logStarts // DeleteRecords' log start offsets (admin.go)
+
+	ahead readAhead // polls made ahead of Fetch (readahead.go)
 }
 
 type pollKey struct {
@@ -48,7 +50,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // NewStore serves the Store from an existing client, which the Store then
 // owns (Close closes it).
 func NewStore(c *Client) *Store {
-	return &Store{c: c, est: make(map[pollKey]uint32), glog: newGroupLog()}
+	s := &Store{c: c, est: make(map[pollKey]uint32), glog: newGroupLog()}
+	max := c.opts.ReadAheadBytes
+	if max == 0 {
+		max = aheadMaxDefault
+	}
+	s.ahead.init(max)
+	return s
 }
 
 // Client is the underlying client, for calls beyond the Store (consumer
@@ -56,7 +64,12 @@ func NewStore(c *Client) *Store {
 func (s *Store) Client() *Client { return s.c }
 
 // Close closes the client.
-func (s *Store) Close() error { return s.c.Close() }
+func (s *Store) Close() error {
+	s.ahead.cancel()
+	err := s.c.Close()
+	s.ahead.stop()
+	return err
+}
 
 // topicInfo converts a topic header. ID mixes Iggy's topic id with its
 // creation time: Iggy reuses the lowest free id after a delete, but Kafka
@@ -116,6 +129,7 @@ func (s *Store) createTopic(ctx context.Context, stream, topic string, partition
 // landed.
 func (s *Store) DeleteTopic(ctx context.Context, stream, topic string) error {
 	s.forget(stream, topic)
+	s.ahead.forget(stream, topic)
 	err := s.c.DeleteTopic(ctx, Name(stream), Name(topic))
 	if brokenConn(err) && ctx.Err() == nil {
 		if err = s.c.DeleteTopic(ctx, Name(stream), Name(topic)); errors.Is(err, bridge.ErrTopicNotFound) {

@@ -64,6 +64,7 @@ type config struct {
 	NodeID             int32
 	ClusterID          string
 	MaxFetchWait       time.Duration
+	FetchConcurrency   int // 0: by backend (fetchConcurrency)
 	Backend            string
 	Iggy               iggyConfig
 	Sasl               saslConfig
@@ -209,6 +210,9 @@ func options() []option {
 		{flag: "max-fetch-wait-ms", def: "10000",
 			usage: "cap on a Fetch's max_wait_ms: longer waits are cut to this",
 			set:   millisIn(1, func(c *config, d time.Duration) { c.MaxFetchWait = d })},
+		{flag: "fetch-concurrency", def: "0",
+			usage: "store lookups and polls one Fetch runs at once (0: 8 on --backend iggy, where each is a round trip, 1 on embedded)",
+			set:   intIn(0, 256, func(c *config, n int) { c.FetchConcurrency = n })},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
 			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Backend = v })},
@@ -518,5 +522,20 @@ func addr(store func(*config, string)) func(*config, string) error {
 		}
 		store(c, v)
 		return nil
+	}
+}
+
+// fetchConcurrency is --fetch-concurrency, or the backend's default: over
+// Iggy a Fetch's lookups and polls are round trips worth overlapping
+// (docs/CONFIG.md); on the embedded store they are local reads, and
+// goroutines per partition would only add work.
+func (c *config) fetchConcurrency() int {
+	switch {
+	case c.FetchConcurrency > 0:
+		return c.FetchConcurrency
+	case c.Backend == "iggy":
+		return 8
+	default:
+		return 1
 	}
 }

@@ -80,6 +80,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		InstanceID:           cfg.InstanceID,
 		MaxFrameSize:         int32(cfg.MaxFrameSize),
 		MaxFetchWait:         cfg.MaxFetchWait,
+		FetchConcurrency:     cfg.fetchConcurrency(),
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
 	srv := loop.NewServer(loop.Config{

@@ -114,7 +114,7 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 
-		ti, tcode := c.readTopic(rt.Topic, opRead)
+		ti, tcode := c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opRead)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]

@@ -1,4 +1,4 @@
-// DescribeUserScramCredentials: v0
+// DescribeUserScramCredentials: v0-0
 //
 // Behavior:
 //   - Lists each user's SCRAM mechanisms and iteration counts (never a

@@ -1,4 +1,4 @@
-// AlterUserScramCredentials: v0
+// AlterUserScramCredentials: v0-0
 //
 // Behavior:
 //   - Upsertions carry what the client derived (salt, iterations,

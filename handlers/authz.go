@@ -16,7 +16,6 @@ package handlers
 // name), a principal when equal or "User:*", a host when equal or "*".
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -76,6 +76,69 @@ func (c *Call) Authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name st
 		return true
 	}
 	return s.Authorized(c.Principal(), c.clientIP(), op, rt, name)
+}
+
+// mayCreateTopic: CREATE on the cluster or on the topic, as Kafka asks
+// for CreateTopics and auto-creation.
+func (c *Call) mayCreateTopic(name string) bool {
+	return c.Authorized(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, ClusterResource) ||
+		c.Authorized(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, name)
+}
+
+// authorizedTopic is readTopic behind an ACL check of op on the topic:
+// TOPIC_AUTHORIZATION_FAILED before anything about the topic is told.
+func (c *Call) authorizedTopic(name string, aop kmsg.ACLOperation, o op) (bridge.TopicInfo, int16) {
+	if !c.Authorized(aop, kmsg.ACLResourceTypeTopic, name) {
+		return bridge.TopicInfo{}, kerr.TopicAuthorizationFailed.Code
+	}
+	return c.readTopic(name, o)
+}
+
+// mayWriteSomeTopic is Kafka's authorizeByResourceType(TOPIC, WRITE), what
+// an idempotent producer without IDEMPOTENT_WRITE on the cluster needs:
+// some ALLOW of WRITE (or ALL) on topics for the principal that no DENY
+// covers whole. Any goroutine; never blocks.
+func (c *Call) mayWriteSomeTopic() bool {
+	s := c.G.Sec
+	if s == nil || !s.cfg.Enabled || s.super[c.Principal()] {
+		return true
+	}
+	return s.state.Load().mayWriteSomeTopic(c.Principal(), c.clientIP())
+}
+
+func (st *secState) mayWriteSomeTopic(principal, host string) bool {
+	applies := func(b *bridge.ACLBinding) bool {
+		return b.ResourceType == int8(kmsg.ACLResourceTypeTopic) &&
+			(b.Operation == int8(kmsg.ACLOperationWrite) || b.Operation == int8(kmsg.ACLOperationAll)) &&
+			(b.Principal == principal || b.Principal == "User:*") && (b.Host == host || b.Host == "*")
+	}
+	for i := range st.acls {
+		a := &st.acls[i]
+		if a.Permission != int8(kmsg.ACLPermissionTypeAllow) || !applies(a) {
+			continue
+		}
+		covered := false
+		for j := range st.acls {
+			d := &st.acls[j]
+			if d.Permission != int8(kmsg.ACLPermissionTypeDeny) || !applies(d) {
+				continue
+			}
+			switch d.PatternType {
+			case int8(kmsg.ACLResourcePatternTypeLiteral):
+				covered = d.ResourceName == "*" ||
+					(a.PatternType == d.PatternType && a.ResourceName == d.ResourceName)
+			case int8(kmsg.ACLResourcePatternTypePrefixed):
+				covered = strings.HasPrefix(a.ResourceName, d.ResourceName)
+			}
+			if covered {
+				break
+			}
+		}
+		if !covered {
+			return true
+		}
+	}
+	return false
 }
 
 // authzOn reports whether authorization is enabled.
@@ -167,6 +230,9 @@ func newSecurity(cfg Config, store bridge.Store, log *slog.Logger) *Security {
 // over the users file, and one deleted through Kafka hides the file's.
 // Any goroutine.
 func (s *Security) Lookup(user string, mech scram.Mechanism) (scram.Credential, bool) {
+	if s == nil {
+		return scram.Credential{}, false
+	}
 	s.maybeRefresh()
 	st := s.state.Load()
 	k := credKey{user, mech}
@@ -345,7 +411,7 @@ var errNoSecurityLog = errors.New("this store keeps no security log")
 // write appends recs and reads the log back, so the change is in the
 // snapshot before the caller answers. A worker; waits for the store.
 func (s *Security) write(ctx context.Context, recs [][]byte) error {
-	if s.store == nil {
+	if s == nil || s.store == nil {
 		return errNoSecurityLog
 	}
 	for _, r := range recs {
@@ -360,11 +426,19 @@ func (s *Security) write(ctx context.Context, recs [][]byte) error {
 }
 
 // bindings is the current ACL set (shared: read only).
-func (s *Security) bindings() []bridge.ACLBinding { return s.state.Load().acls }
+func (s *Security) bindings() []bridge.ACLBinding {
+	if s == nil {
+		return nil
+	}
+	return s.state.Load().acls
+}
 
 // scramUsers calls fn with every credential a login would find: Kafka's
 // set ones and the users file's not deleted through Kafka.
 func (s *Security) scramUsers(fn func(name string, m scram.Mechanism, iterations int)) {
+	if s == nil {
+		return
+	}
 	st := s.state.Load()
 	seen := map[credKey]bool{}
 	for k, c := range st.creds {
@@ -383,5 +457,3 @@ func (s *Security) scramUsers(fn func(name string, m scram.Mechanism, iterations
 	}
 }
 
-// cloneBytes copies b (records keep no aliases of request buffers).
-func cloneBytes(b []byte) []byte { return bytes.Clone(b) }

@@ -456,4 +456,3 @@ func (s *Security) scramUsers(fn func(name string, m scram.Mechanism, iterations
 		})
 	}
 }
-

@@ -77,7 +77,7 @@ func TestACLMatcher(t *testing.T) {
 		{"User:alice", "1.2.3.4", opRd, rtTopic, "logs-app", true}, // prefixed
 		{"User:alice", "1.2.3.4", opRd, rtTopic, "logs-", true},
 		{"User:alice", "1.2.3.4", opRd, rtTopic, "logs", false},
-		{"User:alice", "1.2.3.4", opRd, rtTopic, "logs-secret", false},  // deny ALL wins over prefixed allow
+		{"User:alice", "1.2.3.4", opRd, rtTopic, "logs-secret", false},   // deny ALL wins over prefixed allow
 		{"User:alice", "1.2.3.4", opDesc, rtTopic, "logs-secret", false}, // and over the implied DESCRIBE
 		{"User:dave", "1.2.3.4", opDC, rtTopic, "anything", true},        // User:* and LITERAL *
 		{"User:dave", "1.2.3.4", opAC, rtTopic, "anything", false},

@@ -239,3 +239,46 @@ func TestSCRAMKafkaConfigs(t *testing.T) {
 		t.Fatalf("carol SCRAM-SHA-256 after deleting only SHA-512: %v", err)
 	}
 }
+
+// The gateway binary with --authorizer acl and --super-users: ACLs made
+// through it are enforced and survive a restart (the store's security
+// log).
+func TestACLBinaryRestart(t *testing.T) {
+	bin := gatewayBinary(t)
+	users := filepath.Join(t.TempDir(), "users")
+	for _, u := range [][2]string{{"admin", aclAdminPass}, {"alice", aclAlicePass}} {
+		if out, errOut, err := runCmd(t, 30*time.Second, u[1]+"\n", bin, "sasl-user", "add", "--file", users, u[0]); err != nil {
+			t.Fatalf("sasl-user add: %v\n%s%s", err, out, errOut)
+		}
+	}
+	dir := t.TempDir()
+	args := []string{"--sasl-mechanisms=SCRAM-SHA-256", "--sasl-users-file=" + users,
+		"--authorizer=acl", "--super-users=User:admin;User:ops"}
+	gw := spawnGateway(t, dir, args...)
+	if !strings.Contains(gw.Log(), "authorization on") {
+		t.Errorf("the startup log does not say authorization is on:\n%s", tail(gw.Log(), 20))
+	}
+	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
+	createTopic(t, admin, "aclbin-a", 1)
+	createTopic(t, admin, "aclbin-b", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(admin).CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("aclbin-a").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	check := func() {
+		t.Helper()
+		if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "aclbin-a"); err != nil {
+			t.Fatalf("alice to aclbin-a: %v", err)
+		}
+		if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "aclbin-b"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("alice to aclbin-b: %v", err)
+		}
+	}
+	check()
+	gw.Stop()
+	gw = spawnGateway(t, dir, args...)
+	check()
+}

@@ -34,8 +34,9 @@ func describeGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+			name := g.Group
 			*g = kmsg.NewDescribeGroupsResponseGroup()
-			g.Group = req.Groups[i]
+			g.Group = name
 			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			g.Members = []kmsg.DescribeGroupsResponseGroupMember{}
 			continue

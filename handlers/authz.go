@@ -193,6 +193,11 @@ type credKey struct {
 // secState is one immutable snapshot of the log's meaning.
 type secState struct {
 	acls []bridge.ACLBinding
+	// An index of acls, so a check reads only the bindings that can
+	// apply: LITERAL ones by (type, name), and per type the LITERAL "*"
+	// and PREFIXED ones. Built by index; nil (no index) means scan acls.
+	lit   map[litKey][]bridge.ACLBinding
+	other map[int8][]bridge.ACLBinding
 	// creds set through Kafka; dropped hides a users-file credential
 	// deleted through Kafka.
 	creds   map[credKey]scram.Credential
@@ -255,13 +260,61 @@ func (s *Security) Authorized(principal, host string, op kmsg.ACLOperation, rt k
 	return s.state.Load().authorized(principal, host, int8(op), int8(rt), name)
 }
 
+type litKey struct {
+	rt   int8
+	name string
+}
+
+// index fills lit and other from acls.
+func (st *secState) index() {
+	st.lit = map[litKey][]bridge.ACLBinding{}
+	st.other = map[int8][]bridge.ACLBinding{}
+	for _, b := range st.acls {
+		if b.PatternType == int8(kmsg.ACLResourcePatternTypeLiteral) && b.ResourceName != "*" {
+			k := litKey{b.ResourceType, b.ResourceName}
+			st.lit[k] = append(st.lit[k], b)
+		} else {
+			st.other[b.ResourceType] = append(st.other[b.ResourceType], b)
+		}
+	}
+}
+
 func (st *secState) authorized(principal, host string, op, rt int8, name string) bool {
+	if st.lit == nil {
+		return decide(st.acls, principal, host, op, rt, name)
+	}
+	a, b := st.lit[litKey{rt, name}], st.other[rt]
+	// Deny wins across both lists, so each is asked for a deny first.
+	if denied(a, principal, host, op, rt, name) || denied(b, principal, host, op, rt, name) {
+		return false
+	}
+	return decide(a, principal, host, op, rt, name) || decide(b, principal, host, op, rt, name)
+}
+
+// denied reports a matching DENY in bs.
+func denied(bs []bridge.ACLBinding, principal, host string, op, rt int8, name string) bool {
+	for i := range bs {
+		b := &bs[i]
+		if b.Permission == int8(kmsg.ACLPermissionTypeDeny) && applies(b, principal, host, rt, name) &&
+			(b.Operation == op || b.Operation == int8(kmsg.ACLOperationAll)) {
+			return true
+		}
+	}
+	return false
+}
+
+func applies(b *bridge.ACLBinding, principal, host string, rt int8, name string) bool {
+	return b.ResourceType == rt && patternMatches(b, name) &&
+		(b.Principal == principal || b.Principal == "User:*") &&
+		(b.Host == host || b.Host == "*")
+}
+
+// decide is the whole decision over bs alone (deny wins, else an allow).
+func decide(bs []bridge.ACLBinding, principal, host string, op, rt int8, name string) bool {
 	allowed := false
-	for i := range st.acls {
-		b := &st.acls[i]
-		if b.ResourceType != rt || !patternMatches(b, name) ||
-			(b.Principal != principal && b.Principal != "User:*") ||
-			(b.Host != host && b.Host != "*") {
+	for i := range bs {
+		b := &bs[i]
+		if !applies(b, principal, host, rt, name) {
 			continue
 		}
 		if b.Permission == int8(kmsg.ACLPermissionTypeDeny) {
@@ -393,6 +446,7 @@ func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
 			n.dropped[k] = true
 		}
 	}
+	n.index()
 	return n
 }
 

@@ -282,3 +282,37 @@ func TestACLBinaryRestart(t *testing.T) {
 	gw = spawnGateway(t, dir, args...)
 	check()
 }
+
+// Two gateways on one Iggy server share the security log: an ACL and a
+// SCRAM user made through one are in force on the other within about a
+// second (each re-reads the log at most once a second).
+func TestACLSharedByGatewaysOnIggy(t *testing.T) {
+	if !realIggyBackend() {
+		t.Skipf("needs two gateways on one Iggy server: %s=iggy-server", backendEnv)
+	}
+	gw1 := startGateway(t, withACLs(t))
+	gw2 := startGateway(t, withACLs(t))
+	admin := newClient(t, gw1.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
+	createTopic(t, admin, "shared-a", 1)
+	if err := kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice on gw2 before the ACL: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(admin)
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("shared-a").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs on gw1: %v %+v", err, res)
+	}
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "dave", Mechanism: kadm.ScramSha256,
+		Iterations: 4096, Password: "dave-secret"}}); err != nil {
+		t.Fatalf("AlterUserSCRAMs on gw1: %v", err)
+	}
+	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+		return kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a")
+	})
+	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+		_, err := kgoLoginErr(t, gw2.Addr, handlers.MechScramSHA256, "dave", "dave-secret")
+		return err
+	})
+}

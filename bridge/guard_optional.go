@@ -122,3 +122,32 @@ func (g *Guarded) OnTrim(fn func(stream, topic string, partition int32)) {
 		tn.OnTrim(fn)
 	}
 }
+
+var _ SecurityLog = (*Guarded)(nil)
+
+// AppendSecurityRecord implements SecurityLog.
+func (g *Guarded) AppendSecurityRecord(ctx context.Context, rec []byte) error {
+	sl, ok := g.inner.(SecurityLog)
+	if !ok {
+		return ErrNotSupported
+	}
+	_, err := run(g, ctx, "append_security", true, nil, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, sl.AppendSecurityRecord(ctx, rec)
+	})
+	return err
+}
+
+// ReadSecurityRecords implements SecurityLog: an empty log on a store
+// without one. fn runs on the goroutine of the inner call; an abandoned
+// call's fn may still run after this returns, so callers collect into
+// state they own only after a nil error (handlers copy into a fresh
+// slice per read).
+func (g *Guarded) ReadSecurityRecords(ctx context.Context, from uint64, fn func(rec []byte)) (uint64, error) {
+	sl, ok := g.inner.(SecurityLog)
+	if !ok {
+		return from, nil
+	}
+	return run(g, ctx, "read_security", false, nil, func(ctx context.Context) (uint64, error) {
+		return sl.ReadSecurityRecords(ctx, from, fn)
+	})
+}

@@ -194,7 +194,9 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		code, msg := refuse, refuseMsg
 		var ti bridge.TopicInfo
 		if code == 0 {
-			if !validTopicName(rt.Topic) {
+			if !c.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, rt.Topic) {
+				code = kerr.TopicAuthorizationFailed.Code
+			} else if !validTopicName(rt.Topic) {
 				code = kerr.InvalidTopicException.Code
 			} else if t, err := c.topic(rt.Topic, true); err != nil {
 				code = errCode(err, opWrite)

@@ -169,7 +169,7 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 	anyErr := false
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		ti, tcode := c.readTopic(rt.Topic, opRead)
+		ti, tcode := c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opRead)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &resp.Topics[i].Partitions[j]

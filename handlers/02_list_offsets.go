@@ -68,7 +68,7 @@ func listOffsets(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
 
-		ti, tcode := c.readTopic(rt.Topic, opOffsets)
+		ti, tcode := c.authorizedTopic(rt.Topic, kmsg.ACLOperationDescribe, opOffsets)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]

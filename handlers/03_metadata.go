@@ -27,8 +27,15 @@
 //     UNKNOWN_TOPIC_ID.
 //   - A transient store failure on a named topic is LEADER_NOT_AVAILABLE
 //     for that topic, which every client retries.
-//   - Authorized operations are not computed: the Kafka default sentinel
-//     (INT32_MIN, "not requested") is returned even when asked (v8+).
+//   - Authorization (docs/SECURITY.md): DESCRIBE on a topic is needed to
+//     see it; the all-topics answer leaves out the others, a named one is
+//     TOPIC_AUTHORIZATION_FAILED (before its name is checked or looked
+//     up). Auto-creation also needs CREATE on the cluster or the topic;
+//     without it the topic stays UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorized operations (KIP-430) are filled when asked: v8+ per
+//     topic, v8-10 for the cluster (all supported operations with
+//     authorization off, as Kafka without an authorizer); otherwise the
+//     default sentinel INT32_MIN.
 //   - Unlike the Rust gateway: auto-creation is supported, the controller
 //     and node id come from config, v10-13 are served, and the all-topics
 //     answer is never truncated (the loop's response cap applies).
@@ -77,8 +84,12 @@ func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
 		for _, ti := range ts {
-			resp.Topics = append(resp.Topics, c.metadataTopic(ti.Name, ti))
+			// Topics the principal may not describe are left out.
+			if c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, ti.Name) {
+				resp.Topics = append(resp.Topics, c.metadataTopic(ti.Name, ti))
+			}
 		}
+		c.metadataOps(req, resp)
 		return resp, nil
 	}
 
@@ -102,6 +113,10 @@ func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			}
 			seen[name] = struct{}{}
 		}
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+			resp.Topics = append(resp.Topics, metadataErr(name, [16]byte{}, kerr.TopicAuthorizationFailed.Code))
+			continue
+		}
 		if !validTopicName(name) {
 			resp.Topics = append(resp.Topics, metadataErr(name, [16]byte{}, kerr.InvalidTopicException.Code))
 			continue
@@ -113,7 +128,28 @@ func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 		resp.Topics = append(resp.Topics, c.metadataTopic(name, ti))
 	}
+	c.metadataOps(req, resp)
 	return resp, nil
+}
+
+// metadataOps fills the KIP-430 authorized operations the request asked
+// for (v8+ topics, v8-10 the cluster); otherwise the Kafka default
+// sentinel (INT32_MIN) stays.
+func (c *Call) metadataOps(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.Version < 8 {
+		return
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			if t.ErrorCode == 0 && t.Topic != nil {
+				t.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeTopic, *t.Topic, topicOps)
+			}
+		}
+	}
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeCluster, ClusterResource, clusterOps)
+	}
 }
 
 // metadataByID answers a topic asked by id.
@@ -127,6 +163,8 @@ func (c *Call) metadataByID(id [16]byte) kmsg.MetadataResponseTopic {
 		return metadataErr("", id, errCode(err, opMeta))
 	case !ok:
 		return metadataErr("", id, kerr.UnknownTopicID.Code)
+	case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, ti.Name):
+		return metadataErr("", id, kerr.TopicAuthorizationFailed.Code)
 	}
 	return c.metadataTopic(ti.Name, ti)
 }

@@ -34,12 +34,57 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 8, MinVersion: 2, MaxVersion: 9, Handle: offsetCommit})
 }
 
 func offsetCommit(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().CommitOffsets(c.Ctx, kreq.(*kmsg.OffsetCommitRequest)), nil
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	if !c.authzOn() {
+		return c.G.coordinator().CommitOffsets(c.Ctx, req), nil
+	}
+	// READ on the group, then READ on each topic: the refused topics are
+	// answered here and the rest go to the coordinator.
+	groupOK := c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group)
+	var refused []kmsg.OffsetCommitResponseTopic
+	kept := req.Topics[:0:0]
+	for _, rt := range req.Topics {
+		code := int16(0)
+		switch {
+		case !groupOK:
+			code = kerr.GroupAuthorizationFailed.Code
+		case !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, rt.Topic):
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		if code == 0 {
+			kept = append(kept, rt)
+			continue
+		}
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		refused = append(refused, st)
+	}
+	if len(refused) == 0 {
+		return c.G.coordinator().CommitOffsets(c.Ctx, req), nil
+	}
+	if len(kept) == 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = refused
+		return resp, nil
+	}
+	sub := *req
+	sub.Topics = kept
+	resp := c.G.coordinator().CommitOffsets(c.Ctx, &sub)
+	resp.Topics = append(resp.Topics, refused...)
+	return resp, nil
 }

@@ -23,12 +23,93 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 9, MinVersion: 1, MaxVersion: 9, Handle: offsetFetch})
 }
 
 func offsetFetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().FetchOffsets(c.Ctx, kreq.(*kmsg.OffsetFetchRequest)), nil
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	if !c.authzOn() {
+		return c.G.coordinator().FetchOffsets(c.Ctx, req), nil
+	}
+	// DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on
+	// each topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED
+	// (named topics) or it is left out (all topics), as Kafka does.
+	if req.Version < 8 {
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, req.Group) {
+			resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Topics = []kmsg.OffsetFetchResponseTopic{}
+			for _, rt := range req.Topics {
+				st := kmsg.NewOffsetFetchResponseTopic()
+				st.Topic = rt.Topic
+				for _, p := range rt.Partitions {
+					sp := kmsg.NewOffsetFetchResponseTopicPartition()
+					sp.Partition, sp.Offset, sp.ErrorCode = p, -1, kerr.GroupAuthorizationFailed.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil
+		}
+		resp := c.G.coordinator().FetchOffsets(c.Ctx, req)
+		all := req.Topics == nil
+		out := resp.Topics[:0]
+		for _, st := range resp.Topics {
+			if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, st.Topic) {
+				if all {
+					continue
+				}
+				for j := range st.Partitions {
+					st.Partitions[j].Offset, st.Partitions[j].Metadata = -1, nil
+					st.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+			}
+			out = append(out, st)
+		}
+		resp.Topics = out
+		return resp, nil
+	}
+	refusedGroup := map[string]bool{}
+	for _, g := range req.Groups {
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+			refusedGroup[g.Group] = true
+		}
+	}
+	resp := c.G.coordinator().FetchOffsets(c.Ctx, req)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if refusedGroup[g.Group] {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			g.Topics = []kmsg.OffsetFetchResponseGroupTopic{}
+			continue
+		}
+		all := true
+		for _, rg := range req.Groups {
+			if rg.Group == g.Group {
+				all = rg.Topics == nil
+				break
+			}
+		}
+		out := g.Topics[:0]
+		for _, st := range g.Topics {
+			if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, st.Topic) {
+				if all {
+					continue
+				}
+				for j := range st.Partitions {
+					st.Partitions[j].Offset, st.Partitions[j].Metadata = -1, nil
+					st.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+			}
+			out = append(out, st)
+		}
+		g.Topics = out
+	}
+	return resp, nil
 }

@@ -49,6 +49,8 @@ func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			code = kerr.InvalidRequest.Code
 		case len(key) > group.MaxGroupIDLen:
 			code = kerr.InvalidGroupID.Code
+		case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
+			code = kerr.GroupAuthorizationFailed.Code
 		default:
 			return 0, cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort
 		}

@@ -36,7 +36,10 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: joinGroup})
@@ -49,5 +52,12 @@ func joinGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	if c.gwait != nil {
 		return c.resumeGroupWait(gs), nil
 	}
-	return c.answerOrPark(gs.Join(kreq.(*kmsg.JoinGroupRequest), string(c.Header.ClientID), c.ClientHost)), nil
+	req := kreq.(*kmsg.JoinGroupRequest)
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		resp.Generation = -1
+		return resp, nil
+	}
+	return c.answerOrPark(gs.Join(req, string(c.Header.ClientID), c.ClientHost)), nil
 }

@@ -16,12 +16,21 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: heartbeat})
 }
 
 func heartbeat(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().Heartbeat(kreq.(*kmsg.HeartbeatRequest)), nil
+	req := kreq.(*kmsg.HeartbeatRequest)
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return c.G.coordinator().Heartbeat(req), nil
 }

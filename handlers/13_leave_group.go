@@ -16,12 +16,21 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 13, MinVersion: 0, MaxVersion: 5, Handle: leaveGroup})
 }
 
 func leaveGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().Leave(kreq.(*kmsg.LeaveGroupRequest)), nil
+	req := kreq.(*kmsg.LeaveGroupRequest)
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return c.G.coordinator().Leave(req), nil
 }

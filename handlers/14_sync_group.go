@@ -22,7 +22,10 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: syncGroup})
@@ -35,5 +38,11 @@ func syncGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	if c.gwait != nil {
 		return c.resumeGroupWait(gs), nil
 	}
-	return c.answerOrPark(gs.Sync(kreq.(*kmsg.SyncGroupRequest))), nil
+	req := kreq.(*kmsg.SyncGroupRequest)
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	return c.answerOrPark(gs.Sync(req)), nil
 }

@@ -22,12 +22,31 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: describeGroups})
 }
 
 func describeGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().Describe(c.Ctx, kreq.(*kmsg.DescribeGroupsRequest)), nil
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	resp := c.G.coordinator().Describe(c.Ctx, req)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+			name := g.Group
+			*g = kmsg.NewDescribeGroupsResponseGroup()
+			g.Group = name
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			g.Members = []kmsg.DescribeGroupsResponseGroupMember{}
+			continue
+		}
+		if req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeGroup, g.Group, groupOps)
+		}
+	}
+	return resp, nil
 }

@@ -24,5 +24,17 @@ func init() {
 }
 
 func listGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().List(c.Ctx, kreq.(*kmsg.ListGroupsRequest)), nil
+	resp := c.G.coordinator().List(c.Ctx, kreq.(*kmsg.ListGroupsRequest))
+	// DESCRIBE on the cluster lists every group; otherwise only the
+	// groups the principal may describe, as Kafka does.
+	if c.authzOn() && !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResource) {
+		out := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+				out = append(out, g)
+			}
+		}
+		resp.Groups = out
+	}
+	return resp, nil
 }

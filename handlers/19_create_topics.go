@@ -84,7 +84,15 @@ func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 
-		n, cfg, code, msg := c.checkCreate(rt, count[rt.Topic] > 1)
+		var n int32
+		var cfg bridge.TopicConfigs
+		var code int16
+		var msg string
+		if count[rt.Topic] <= 1 && !c.mayCreateTopic(rt.Topic) {
+			code, msg = kerr.TopicAuthorizationFailed.Code, "not authorized to create this topic (needs CREATE on the cluster or the topic)"
+		} else {
+			n, cfg, code, msg = c.checkCreate(rt, count[rt.Topic] > 1)
+		}
 		if code == 0 && !req.ValidateOnly {
 			ti, err := c.createTopicWithConfigs(rt.Topic, n, cfg)
 			if err != nil {

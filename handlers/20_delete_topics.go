@@ -63,6 +63,10 @@ func deleteTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Topic, st.TopicID = e.name, e.id
 		switch {
 		case e.name != nil:
+			if !c.Authorized(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, *e.name) {
+				codes[i] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !validTopicName(*e.name) {
 				codes[i] = kerr.UnknownTopicOrPartition.Code
 				continue
@@ -84,6 +88,12 @@ func deleteTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				continue
 			case !ok:
 				codes[i] = kerr.UnknownTopicID.Code
+				continue
+			}
+			if !c.Authorized(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, ti.Name) {
+				// By id, Kafka does not confirm the name to a principal
+				// that may not delete it.
+				codes[i] = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
 			resolved[i] = ti

@@ -60,12 +60,15 @@ func deleteRecords(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Default()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		allowed := c.Authorized(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, rt.Topic)
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			switch {
+			case !allowed:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case seen[PartitionKey{rt.Topic, rp.Partition}] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case !validTopicName(rt.Topic):

@@ -47,6 +47,12 @@ func initProducerID(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		return resp, nil
 	}
+	if !c.Authorized(kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, ClusterResource) &&
+		!c.mayWriteSomeTopic() {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
 	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 {
 		epoch, fresh, fenced := c.G.Idem.bumpEpoch(req.ProducerID, req.ProducerEpoch)
 		switch {

@@ -55,6 +55,10 @@ func describeConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		sr.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, rr.ResourceName) {
+				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !validTopicName(rr.ResourceName) {
 				sr.ErrorCode, sr.ErrorMessage = kerr.UnknownTopicOrPartition.Code, strp("unknown topic "+rr.ResourceName)
 				continue
@@ -73,6 +77,10 @@ func describeConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			}
 			sr.Configs = describeTopic(set, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case kmsg.ConfigResourceTypeBroker:
+			if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				continue
+			}
 			if code, msg := g.checkBrokerResource(rr.ResourceName); code != 0 {
 				sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
 				continue

@@ -49,6 +49,14 @@ func describeLogDirs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
+	if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResource) {
+		// Kafka: no dirs, and the error where the version has a field.
+		resp.Dirs = []kmsg.DescribeLogDirsResponseDir{}
+		if req.Version >= 3 {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		}
+		return resp, nil
+	}
 	sizer, _ := g.Store.(bridge.SizeReporter)
 
 	// wanted: nil = every partition of the topic.

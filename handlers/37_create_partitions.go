@@ -69,6 +69,8 @@ func (c *Call) growTopic(grower bridge.PartitionGrower, rt *kmsg.CreatePartition
 	switch {
 	case dup:
 		return kerr.InvalidRequest.Code, "Duplicate topic in request."
+	case !c.Authorized(kmsg.ACLOperationAlter, kmsg.ACLResourceTypeTopic, rt.Topic):
+		return kerr.TopicAuthorizationFailed.Code, ""
 	case !validTopicName(rt.Topic):
 		return kerr.UnknownTopicOrPartition.Code, ""
 	case grower == nil:

@@ -13,12 +13,40 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 42, MinVersion: 0, MaxVersion: 2, Handle: deleteGroups})
 }
 
 func deleteGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().Delete(c.Ctx, kreq.(*kmsg.DeleteGroupsRequest)), nil
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	if !c.authzOn() {
+		return c.G.coordinator().Delete(c.Ctx, req), nil
+	}
+	// DELETE on each group: refused ones are answered here, the rest
+	// deleted.
+	sub := *req
+	sub.Groups = nil
+	var refused []kmsg.DeleteGroupsResponseGroup
+	for _, g := range req.Groups {
+		if c.Authorized(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeGroup, g) {
+			sub.Groups = append(sub.Groups, g)
+			continue
+		}
+		r := kmsg.NewDeleteGroupsResponseGroup()
+		r.Group, r.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		refused = append(refused, r)
+	}
+	if len(sub.Groups) == 0 {
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		resp.Groups = refused
+		return resp, nil
+	}
+	resp := c.G.coordinator().Delete(c.Ctx, &sub)
+	resp.Groups = append(resp.Groups, refused...)
+	return resp, nil
 }

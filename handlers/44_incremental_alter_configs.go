@@ -46,10 +46,18 @@ func incrementalAlterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) 
 		var msg string
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeTopic, rr.ResourceName) {
+				code, msg = kerr.TopicAuthorizationFailed.Code, "not authorized to alter the configs of this topic"
+				break
+			}
 			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
 				return applyIncremental(cur, rr.Configs)
 			})
 		case kmsg.ConfigResourceTypeBroker:
+			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
+				code, msg = kerr.ClusterAuthorizationFailed.Code, "not authorized to alter broker configs"
+				break
+			}
 			if code, msg = c.G.checkBrokerResource(rr.ResourceName); code == 0 {
 				names := make([]string, len(rr.Configs))
 				for j := range rr.Configs {

@@ -14,12 +14,49 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 47, MinVersion: 0, MaxVersion: 0, Handle: offsetDelete})
 }
 
 func offsetDelete(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().DeleteOffsets(c.Ctx, kreq.(*kmsg.OffsetDeleteRequest)), nil
+	req := kreq.(*kmsg.OffsetDeleteRequest)
+	if !c.authzOn() {
+		return c.G.coordinator().DeleteOffsets(c.Ctx, req), nil
+	}
+	// DELETE on the group, then READ on each topic, as Kafka checks.
+	if !c.Authorized(kmsg.ACLOperationDelete, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	sub := *req
+	sub.Topics = nil
+	var refused []kmsg.OffsetDeleteResponseTopic
+	for _, rt := range req.Topics {
+		if c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, rt.Topic) {
+			sub.Topics = append(sub.Topics, rt)
+			continue
+		}
+		st := kmsg.NewOffsetDeleteResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		refused = append(refused, st)
+	}
+	if len(sub.Topics) == 0 && len(refused) > 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.Topics = refused
+		return resp, nil
+	}
+	resp := c.G.coordinator().DeleteOffsets(c.Ctx, &sub)
+	resp.Topics = append(resp.Topics, refused...)
+	return resp, nil
 }

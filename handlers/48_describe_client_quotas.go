@@ -11,7 +11,10 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 48, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: describeClientQuotas})
@@ -22,5 +25,8 @@ func describeClientQuotas(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+	if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	}
 	return resp, nil
 }

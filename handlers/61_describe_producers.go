@@ -42,7 +42,7 @@ func describeProducers(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st.Default()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.DescribeProducersResponseTopicPartition, len(rt.Partitions))
-		ti, code := c.readTopic(rt.Topic, opAdmin)
+		ti, code := c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opAdmin)
 		for j, p := range rt.Partitions {
 			sp := &st.Partitions[j]
 			sp.Default()

@@ -31,6 +31,9 @@ func describeTransactions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st := &resp.TransactionStates[i]
 		st.Default()
 		st.ErrorCode = kerr.TransactionalIDNotFound.Code
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		}
 		st.TransactionalID = id
 		st.ProducerID, st.ProducerEpoch = -1, -1
 		st.StartTimestamp = -1

@@ -30,6 +30,10 @@
 //     gateway restart a heartbeat of a lost member is UNKNOWN_MEMBER_ID
 //     (the client rejoins) where Kafka would still know it; rack ids are
 //     kept but not used by the assignors.
+//   - ACLs (docs/SECURITY.md): READ on the group, else
+//     GROUP_AUTHORIZATION_FAILED; subscribed topic names the principal may
+//     not DESCRIBE make the heartbeat TOPIC_AUTHORIZATION_FAILED naming
+//     them (as Kafka 4.x), before the coordinator sees it.
 //   - A join to a live classic group migrates it online (Kafka's
 //     BIDIRECTIONAL policy, group/mixed.go): its members go on as classic
 //     members of the consumer group. One that cannot be migrated (another
@@ -41,12 +45,44 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 68, MinVersion: 0, MaxVersion: 1, Handle: consumerGroupHeartbeat})
 }
 
 func consumerGroupHeartbeat(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().ConsumerHeartbeat(c.Ctx, kreq.(*kmsg.ConsumerGroupHeartbeatRequest), string(c.Header.ClientID), c.ClientHost), nil
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if refused := c.consumerHeartbeatRefusal(req); refused != nil {
+		return refused, nil
+	}
+	return c.G.coordinator().ConsumerHeartbeat(c.Ctx, req, string(c.Header.ClientID), c.ClientHost), nil
+}
+
+// consumerHeartbeatRefusal is the answer to a heartbeat the ACLs refuse, or
+// nil. Any goroutine; never blocks.
+func (c *Call) consumerHeartbeatRefusal(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	var denied []string
+	for _, t := range req.SubscribedTopicNames {
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t) {
+			denied = append(denied, t)
+		}
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+	resp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("The client is not authorized to access topics: [%s]", strings.Join(denied, ", ")))
+	return resp
 }

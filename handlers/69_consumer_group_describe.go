@@ -11,7 +11,9 @@
 //     GROUP_ID_NOT_FOUND "Group G is not a consumer group.", an unknown one
 //     GROUP_ID_NOT_FOUND "Group G not found.", as on Kafka; the admin
 //     client (kafka-consumer-groups --describe) then asks DescribeGroups.
-//   - Authorized operations are never computed (INT32_MIN).
+//   - ACLs (docs/SECURITY.md): DESCRIBE on each group, else that group is
+//     GROUP_AUTHORIZATION_FAILED; authorized operations (READ, DESCRIBE,
+//     DELETE) are filled when asked, INT32_MIN otherwise.
 //
 // Version notes:
 //   - v1 member type (KIP-1099): 1 consumer, 0 a classic member of a mixed
@@ -19,12 +21,30 @@
 
 package handlers
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 func init() {
 	register(Spec{Key: 69, MinVersion: 0, MaxVersion: 1, Handle: consumerGroupDescribe})
 }
 
 func consumerGroupDescribe(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	return c.G.coordinator().ConsumerDescribe(kreq.(*kmsg.ConsumerGroupDescribeRequest)), nil
+	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
+	resp := c.G.coordinator().ConsumerDescribe(req)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
+			refused := kmsg.NewConsumerGroupDescribeResponseGroup()
+			refused.Group = g.Group
+			refused.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			*g = refused
+			continue
+		}
+		if req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeGroup, g.Group, groupOps)
+		}
+	}
+	return resp, nil
 }

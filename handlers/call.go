@@ -33,6 +33,8 @@ type Config struct {
 	AutoCreatePerSec     int // topics auto-created per second, gateway-wide (burst: max of the two)
 	// Sasl turns SASL on for the listener (sasl.go); nil: off.
 	Sasl *SaslConfig
+	// Authz turns Kafka ACL authorization on (authz.go); zero: off.
+	Authz AuthzConfig
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -45,6 +47,8 @@ type Gateway struct {
 	Watch     *Watchers
 	Groups    *group.Coordinator // consumer-group coordinator (package group)
 	Log       *slog.Logger
+	// Sec holds ACLs and Kafka-managed SCRAM credentials (authz.go).
+	Sec *Security
 
 	// autoCreate paces auto-creation; createMu serializes topic creation
 	// with its collision check (topics.go). Zero values are ready.
@@ -165,7 +169,14 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 			}
 		})
 	}
+	sec := newSecurity(cfg, store, log)
+	if cfg.Sasl != nil {
+		// Logins see credentials set through Kafka (keys 50/51) over the
+		// users file.
+		cfg.Sasl.Users = sec
+	}
 	return &Gateway{
+		Sec:       sec,
 		Cfg:       cfg,
 		Store:     store,
 		Producers: ids,

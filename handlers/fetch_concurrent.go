@@ -79,7 +79,7 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 	var tasks []func()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		tasks = append(tasks, func() { topics[i].ti, topics[i].code = c.readTopic(rt.Topic, opRead) })
+		tasks = append(tasks, func() { topics[i].ti, topics[i].code = c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opRead) })
 		if !validTopicName(rt.Topic) {
 			continue
 		}

@@ -47,6 +47,7 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 	}
 	watch := NewWatchers()
 	return &Gateway{
+		Sec:       newSecurity(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Cfg:       cfg,
 		Store:     st,
 		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),

@@ -40,6 +40,10 @@ func (c *Call) topic(name string, create bool) (bridge.TopicInfo, error) {
 	if err == nil || !errors.Is(err, bridge.ErrTopicNotFound) || !create || !g.Cfg.AutoCreateTopics {
 		return ti, err
 	}
+	if !c.mayCreateTopic(name) {
+		// Kafka: no CREATE, no auto-creation; the topic stays unknown.
+		return ti, err
+	}
 	if c.autoCreated >= g.Cfg.autoCreatePerRequest() || !g.autoCreate.take(time.Now(), g.Cfg.autoCreatePerSec(), g.Cfg.autoCreatePerRequest()) {
 		g.autoCreateRefused(name)
 		return ti, errAutoCreateLimited

@@ -120,6 +120,8 @@ type Store struct {
 	retDone      chan struct{}
 	onTrim       atomic.Pointer[func(stream, topic string, partition int32)]
 	lastSweepErr atomic.Int64
+
+	secMu sync.Mutex // serializes security-log appends (security.go)
 }
 
 var (

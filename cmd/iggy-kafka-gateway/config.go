@@ -68,6 +68,7 @@ type config struct {
 	Backend            string
 	Iggy               iggyConfig
 	Sasl               saslConfig
+	Authz              authzConfig
 	MetricsAddr        string
 	PprofAddr          string
 	LogLevel           slog.Level
@@ -279,6 +280,7 @@ func options() []option {
 			set:   oneOf([]string{"text", "json"}, func(c *config, v string) { c.LogFormat = v })},
 	}
 	opts = append(opts, saslOptions()...)
+	opts = append(opts, authzOptions()...)
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -423,6 +425,9 @@ func (c *config) resolve() error {
 	if c.MaxBufferedPerConn != 0 && c.MaxBufferedPerConn < c.MaxFrameSize {
 		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
 			c.MaxBufferedPerConn, c.MaxFrameSize)
+	}
+	if err := c.resolveAuthz(); err != nil {
+		return err
 	}
 	return c.resolveSasl()
 }

@@ -68,6 +68,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	g := handlers.NewGateway(handlers.Config{
 		Sasl:                 sasl,
+		Authz:                buildAuthz(cfg, log),
 		Stream:               cfg.Stream,
 		AdvertisedHost:       cfg.AdvertisedHost,
 		AdvertisedPort:       int32(cfg.AdvertisedPort),

@@ -46,6 +46,18 @@ func (u *Users) Lookup(name string, mech Mechanism) (Credential, bool) {
 	return c, ok
 }
 
+// Each calls fn with every user's credentials, in no particular order.
+func (u *Users) Each(fn func(name string, c Credential)) {
+	if u == nil {
+		return
+	}
+	for name, ms := range u.m {
+		for _, c := range ms {
+			fn(name, c)
+		}
+	}
+}
+
 // Len is the number of users.
 func (u *Users) Len() int {
 	if u == nil {

@@ -1,0 +1,237 @@
+package bridge
+
+// The gateway's security state (Kafka ACL bindings and SCRAM credentials,
+// docs/SECURITY.md) is kept as an ordered log of small records in the
+// store: the embedded store under its own key prefix, a real Iggy server in
+// the state stream (docs/IGGY.md). The handlers rebuild their in-memory
+// view by replaying it, so the records' meaning lives here once and both
+// stores keep opaque bytes.
+//
+// Record layout (all integers big-endian), one per change:
+//
+//	'A' binding   an ACL binding was created
+//	'R' binding   an ACL binding was deleted
+//	'U' u16 len name, name, u8 mechanism, u32 iterations,
+//	    u8 len salt, salt, u8 len stored key, stored key,
+//	    u8 len server key, server key    a SCRAM credential was set
+//	'X' u16 len name, name, u8 mechanism   a SCRAM credential was deleted
+//
+//	binding: i8 resource type, i8 pattern type, u16 len + resource name,
+//	         u16 len + principal, u16 len + host, i8 operation, i8 permission
+//
+// A record this build cannot read (another leading byte, trailing bytes)
+// is skipped by the reader, so a newer gateway's records do not stop an
+// older one.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+)
+
+// SecurityLog is implemented by a Store that keeps the gateway's security
+// records durably. Handlers type-assert it; without it ACLs and SCRAM
+// credentials cannot be changed through Kafka (the users file still
+// works). Any goroutine.
+type SecurityLog interface {
+	// AppendSecurityRecord appends rec durably (as the store's sync
+	// policy makes a write; the embedded store always syncs these).
+	AppendSecurityRecord(ctx context.Context, rec []byte) error
+	// ReadSecurityRecords calls fn with every record at position from or
+	// later, in order, and returns the position after the last one (pass
+	// it as from next time to read only what was appended since). rec is
+	// valid only during fn. An empty log answers (from, nil).
+	ReadSecurityRecords(ctx context.Context, from uint64, fn func(rec []byte)) (next uint64, err error)
+}
+
+// ACLBinding is one Kafka ACL: its fields hold Kafka's enum codes
+// (kmsg.ACLResourceType, ACLResourcePatternType, ACLOperation,
+// ACLPermissionType), which this package does not interpret.
+type ACLBinding struct {
+	ResourceType int8
+	PatternType  int8
+	ResourceName string
+	Principal    string
+	Host         string
+	Operation    int8
+	Permission   int8
+}
+
+// ScramRecord is one user's SCRAM credential for one mechanism (1:
+// SCRAM-SHA-256, 2: SCRAM-SHA-512, as Kafka numbers them), or its
+// deletion when Delete is set.
+type ScramRecord struct {
+	Name       string
+	Mechanism  uint8
+	Iterations uint32
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Delete     bool
+}
+
+// Record kinds.
+const (
+	SecACLAdd      = 'A'
+	SecACLRemove   = 'R'
+	SecScramSet    = 'U'
+	SecScramDelete = 'X'
+)
+
+// MaxSecurityString bounds a name, principal or host in a record; Kafka's
+// own are short and the handlers refuse longer ones before they get here.
+const MaxSecurityString = 1024
+
+var errSecurityRecord = errors.New("bridge: malformed security record")
+
+func appendStr16(dst []byte, s string) ([]byte, error) {
+	if len(s) > MaxSecurityString {
+		return nil, errSecurityRecord
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(s)))
+	return append(dst, s...), nil
+}
+
+func appendBytes8(dst, b []byte) ([]byte, error) {
+	if len(b) > 255 {
+		return nil, errSecurityRecord
+	}
+	dst = append(dst, byte(len(b)))
+	return append(dst, b...), nil
+}
+
+// AppendACLRecord appends an 'A' (add) or 'R' (remove) record of b.
+func AppendACLRecord(dst []byte, remove bool, b ACLBinding) ([]byte, error) {
+	kind := byte(SecACLAdd)
+	if remove {
+		kind = SecACLRemove
+	}
+	dst = append(dst, kind, byte(b.ResourceType), byte(b.PatternType))
+	var err error
+	for _, s := range []string{b.ResourceName, b.Principal, b.Host} {
+		if dst, err = appendStr16(dst, s); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, byte(b.Operation), byte(b.Permission)), nil
+}
+
+// AppendScramRecord appends a 'U' (set) or, with r.Delete, 'X' record.
+func AppendScramRecord(dst []byte, r ScramRecord) ([]byte, error) {
+	kind := byte(SecScramSet)
+	if r.Delete {
+		kind = SecScramDelete
+	}
+	dst = append(dst, kind)
+	dst, err := appendStr16(dst, r.Name)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, r.Mechanism)
+	if r.Delete {
+		return dst, nil
+	}
+	dst = binary.BigEndian.AppendUint32(dst, r.Iterations)
+	for _, b := range [][]byte{r.Salt, r.StoredKey, r.ServerKey} {
+		if dst, err = appendBytes8(dst, b); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+// SecurityRecord is a decoded record: Kind says which of the two fields
+// holds it.
+type SecurityRecord struct {
+	Kind  byte
+	ACL   ACLBinding
+	Scram ScramRecord
+}
+
+type secReader struct {
+	p   []byte
+	bad bool
+}
+
+func (r *secReader) u8() byte {
+	if len(r.p) < 1 {
+		r.bad = true
+		return 0
+	}
+	b := r.p[0]
+	r.p = r.p[1:]
+	return b
+}
+
+func (r *secReader) u32() uint32 {
+	if len(r.p) < 4 {
+		r.bad = true
+		return 0
+	}
+	v := binary.BigEndian.Uint32(r.p)
+	r.p = r.p[4:]
+	return v
+}
+
+func (r *secReader) str16() string {
+	if len(r.p) < 2 {
+		r.bad = true
+		return ""
+	}
+	n := int(binary.BigEndian.Uint16(r.p))
+	if n > MaxSecurityString || len(r.p) < 2+n {
+		r.bad = true
+		return ""
+	}
+	s := string(r.p[2 : 2+n])
+	r.p = r.p[2+n:]
+	return s
+}
+
+func (r *secReader) bytes8() []byte {
+	n := int(r.u8())
+	if r.bad || len(r.p) < n {
+		r.bad = true
+		return nil
+	}
+	b := append([]byte(nil), r.p[:n]...)
+	r.p = r.p[n:]
+	return b
+}
+
+// ParseSecurityRecord decodes rec (copying what it keeps); ok is false for
+// anything malformed or of an unknown kind. Never panics; bounded by
+// len(rec).
+func ParseSecurityRecord(rec []byte) (out SecurityRecord, ok bool) {
+	r := secReader{p: rec}
+	out.Kind = r.u8()
+	switch out.Kind {
+	case SecACLAdd, SecACLRemove:
+		b := &out.ACL
+		b.ResourceType = int8(r.u8())
+		b.PatternType = int8(r.u8())
+		b.ResourceName = r.str16()
+		b.Principal = r.str16()
+		b.Host = r.str16()
+		b.Operation = int8(r.u8())
+		b.Permission = int8(r.u8())
+	case SecScramSet, SecScramDelete:
+		s := &out.Scram
+		s.Name = r.str16()
+		s.Mechanism = r.u8()
+		if out.Kind == SecScramDelete {
+			s.Delete = true
+			break
+		}
+		s.Iterations = r.u32()
+		s.Salt = r.bytes8()
+		s.StoredKey = r.bytes8()
+		s.ServerKey = r.bytes8()
+	default:
+		return SecurityRecord{}, false
+	}
+	if r.bad || len(r.p) != 0 {
+		return SecurityRecord{}, false
+	}
+	return out, true
+}

@@ -1,0 +1,318 @@
+package e2e
+
+// Authorization end to end (docs/SECURITY.md, ACLs): Kafka's own tools
+// manage ACLs (kafka-acls) and SCRAM users (kafka-configs), and a
+// principal allowed to write one topic but not another gets
+// TOPIC_AUTHORIZATION_FAILED on the other through franz-go, kcat and the
+// Java producer.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/handlers"
+	iscram "github.com/iggy-kafka/gateway/internal/scram"
+	"github.com/iggy-kafka/gateway/loop"
+)
+
+const (
+	aclAdminPass = "admin-secret"
+	aclAlicePass = "alice-acl-secret"
+	aclToolClass = "org.apache.kafka.tools.AclCommand"
+	configsClass = "kafka.admin.ConfigCommand"
+)
+
+// withACLs turns SASL on (admin and alice in a users file) and the ACL
+// authorizer with User:admin as super user.
+func withACLs(t testing.TB) gwOption {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "users")
+	all := []iscram.Mechanism{iscram.SHA256, iscram.SHA512}
+	for _, u := range [][2]string{{"admin", aclAdminPass}, {"alice", aclAlicePass}} {
+		if err := iscram.SetUser(path, u[0], u[1], all, iscram.DefaultIterations); err != nil {
+			t.Fatal(err)
+		}
+	}
+	users, err := iscram.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &handlers.SaslConfig{Mechanisms: allMechs, Users: users, FailDelay: saslFailDelay, MaxFailDelay: 4 * saslFailDelay}
+	return func(h *handlers.Config, _ *loop.Config) {
+		h.Sasl = sc
+		h.Authz = handlers.AuthzConfig{Enabled: true, SuperUsers: []string{"User:admin"}}
+	}
+}
+
+// javaSaslProps writes a client properties file logging in as user with
+// SCRAM-SHA-512.
+func javaSaslProps(t testing.TB, user, pass string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), user+".properties")
+	writeFile(t, p, fmt.Sprintf("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
+		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"%s\" password=\"%s\";\n",
+		user, javaEscape(pass)))
+	return p
+}
+
+func needCoreJar(t testing.TB) {
+	t.Helper()
+	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
+		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
+	}
+}
+
+// kgoProduceErr produces one record to topic as user and returns the
+// produce error.
+func kgoProduceErr(t *testing.T, addr, user, pass, topic string) error {
+	t.Helper()
+	cl := newClient(t, addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, user, pass)), kgo.RecordRetries(2),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(10))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+}
+
+func TestACLToolsAndEnforcement(t *testing.T) {
+	needJava(t)
+	gw := startGateway(t, withACLs(t), withAutoCreate(false))
+	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
+	createTopic(t, admin, "acl-a", 1)
+	createTopic(t, admin, "acl-b", 1)
+	adminProps := javaSaslProps(t, "admin", aclAdminPass)
+	acls := func(args ...string) (string, error) {
+		t.Helper()
+		out, errOut, err := javaRun(t, 90*time.Second, "", aclToolClass,
+			append([]string{"--bootstrap-server", gw.Addr, "--command-config", adminProps}, args...)...)
+		if err != nil {
+			return out + errOut, err
+		}
+		return out, nil
+	}
+
+	// Before any ACL alice may do nothing (default deny).
+	if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "acl-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice without ACLs: %v", err)
+	}
+	if out, err := acls("--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "acl-a"); err != nil {
+		t.Fatalf("kafka-acls --add: %v\n%s", err, out)
+	}
+	out, err := acls("--list", "--topic", "acl-a")
+	if err != nil || !strings.Contains(out, "principal=User:alice") || !strings.Contains(out, "operation=WRITE") ||
+		!strings.Contains(out, "permissionType=ALLOW") || !strings.Contains(out, "name=acl-a") {
+		t.Fatalf("kafka-acls --list: %v\n%s", err, out)
+	}
+	// A non-super user cannot manage ACLs.
+	aliceProps := javaSaslProps(t, "alice", aclAlicePass)
+	if out, errOut, err := javaRun(t, 90*time.Second, "", aclToolClass, "--bootstrap-server", gw.Addr,
+		"--command-config", aliceProps, "--list"); err == nil && !strings.Contains(out+errOut, "ClusterAuthorization") {
+		t.Fatalf("kafka-acls --list as alice:\n%s\n%s", out, errOut)
+	}
+
+	// franz-go.
+	if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "acl-a"); err != nil {
+		t.Fatalf("franz-go produce to acl-a: %v", err)
+	}
+	if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "acl-b"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("franz-go produce to acl-b: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	// kcat (librdkafka).
+	{
+		kcat := needKcat(t)
+		auth := []string{"-b", gw.Addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+			"-X", "sasl.username=alice", "-X", "sasl.password=" + aclAlicePass}
+		if _, errOut, err := runCmd(t, 60*time.Second, "k1:v1\n", kcat, append(auth, "-P", "-t", "acl-a", "-K:")...); err != nil {
+			t.Fatalf("kcat -P acl-a: %v\n%s", err, errOut)
+		}
+		_, errOut, _ := runCmd(t, 60*time.Second, "k1:v1\n", kcat, append(auth, "-P", "-t", "acl-b", "-K:")...)
+		if !strings.Contains(strings.ToLower(errOut), "topic authorization failed") {
+			t.Fatalf("kcat -P acl-b: want a topic authorization failure, got:\n%s", errOut)
+		}
+	}
+
+	// The Java producer (kafka-console-producer).
+	produce := func(topic string) (string, error) {
+		_, errOut, err := javaRun(t, 90*time.Second, "java-v\n", "org.apache.kafka.tools.ConsoleProducer",
+			"--bootstrap-server", gw.Addr, "--topic", topic, "--producer.config", aliceProps,
+			"--producer-property", "max.block.ms=15000", "--producer-property", "delivery.timeout.ms=20000",
+			"--producer-property", "request.timeout.ms=10000")
+		return errOut, err
+	}
+	if errOut, err := produce("acl-a"); err != nil || strings.Contains(errOut, "ERROR") {
+		t.Fatalf("Java producer to acl-a: %v\n%s", err, tail(errOut, 30))
+	}
+	if errOut, _ := produce("acl-b"); !strings.Contains(errOut, "TopicAuthorizationException") &&
+		!strings.Contains(errOut, "Not authorized to access topics") {
+		t.Fatalf("Java producer to acl-b: want TopicAuthorizationException, got:\n%s", tail(errOut, 30))
+	}
+
+	// The three allowed writes (franz-go, kcat, Java) landed in acl-a and
+	// nothing in acl-b.
+	if n := endOffset(t, admin, "acl-a"); n != 3 {
+		t.Fatalf("acl-a ends at %d, want 3", n)
+	}
+	if n := endOffset(t, admin, "acl-b"); n != 0 {
+		t.Fatalf("acl-b ends at %d, want 0", n)
+	}
+
+	if out, err := acls("--remove", "--force", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "acl-a"); err != nil {
+		t.Fatalf("kafka-acls --remove: %v\n%s", err, out)
+	}
+	if out, err := acls("--list"); err != nil || strings.Contains(out, "User:alice") {
+		t.Fatalf("kafka-acls --list after --remove: %v\n%s", err, out)
+	}
+	if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "acl-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice after the ACL was removed: %v", err)
+	}
+}
+
+// endOffset is partition 0's high watermark.
+func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		t.Fatalf("end offset of %s: %v %v", topic, ok, o.Err)
+	}
+	return o.Offset
+}
+
+// kafka-configs adds a SCRAM user (AlterUserScramCredentials), the user
+// logs in with it, --describe lists it, and --delete-config removes it.
+func TestSCRAMKafkaConfigs(t *testing.T) {
+	needJava(t)
+	needCoreJar(t)
+	gw := startGateway(t, withACLs(t))
+	adminProps := javaSaslProps(t, "admin", aclAdminPass)
+	configs := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := javaRun(t, 90*time.Second, "", configsClass,
+			append([]string{"--bootstrap-server", gw.Addr, "--command-config", adminProps}, args...)...)
+		if err != nil {
+			t.Fatalf("kafka-configs %v: %v\nstdout: %s\nstderr: %s", args, err, out, tail(errOut, 30))
+		}
+		return out
+	}
+	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "carol-secret"); err == nil {
+		t.Fatal("carol logged in before she was added")
+	}
+	configs("--alter", "--entity-type", "users", "--entity-name", "carol",
+		"--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-secret],SCRAM-SHA-512=[password=carol-secret]")
+	for _, mech := range []string{handlers.MechScramSHA256, handlers.MechScramSHA512, handlers.MechPlain} {
+		if _, err := kgoLoginErr(t, gw.Addr, mech, "carol", "carol-secret"); err != nil {
+			t.Fatalf("carol %s login after kafka-configs --add-config: %v", mech, err)
+		}
+	}
+	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "wrong"); err == nil {
+		t.Fatal("carol logged in with a wrong password")
+	}
+	out := configs("--describe", "--entity-type", "users", "--entity-name", "carol")
+	if !strings.Contains(out, "SCRAM-SHA-256=iterations=8192") || !strings.Contains(out, "SCRAM-SHA-512=iterations=4096") {
+		t.Fatalf("kafka-configs --describe users:\n%s", out)
+	}
+	// The Java client logs in as carol too.
+	carolProps := javaSaslProps(t, "carol", "carol-secret")
+	if _, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", gw.Addr,
+		"--command-config", carolProps, "--list"); err != nil {
+		t.Fatalf("kafka-topics --list as carol: %v\n%s", err, tail(errOut, 30))
+	}
+	configs("--alter", "--entity-type", "users", "--entity-name", "carol", "--delete-config", "SCRAM-SHA-512")
+	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA512, "carol", "carol-secret"); err == nil {
+		t.Fatal("carol SCRAM-SHA-512 login after --delete-config")
+	}
+	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "carol-secret"); err != nil {
+		t.Fatalf("carol SCRAM-SHA-256 after deleting only SHA-512: %v", err)
+	}
+}
+
+// The gateway binary with --authorizer acl and --super-users: ACLs made
+// through it are enforced and survive a restart (the store's security
+// log).
+func TestACLBinaryRestart(t *testing.T) {
+	bin := gatewayBinary(t)
+	users := filepath.Join(t.TempDir(), "users")
+	for _, u := range [][2]string{{"admin", aclAdminPass}, {"alice", aclAlicePass}} {
+		if out, errOut, err := runCmd(t, 30*time.Second, u[1]+"\n", bin, "sasl-user", "add", "--file", users, u[0]); err != nil {
+			t.Fatalf("sasl-user add: %v\n%s%s", err, out, errOut)
+		}
+	}
+	dir := t.TempDir()
+	args := []string{"--sasl-mechanisms=SCRAM-SHA-256", "--sasl-users-file=" + users,
+		"--authorizer=acl", "--super-users=User:admin;User:ops"}
+	gw := spawnGateway(t, dir, args...)
+	if !strings.Contains(gw.Log(), "authorization on") {
+		t.Errorf("the startup log does not say authorization is on:\n%s", tail(gw.Log(), 20))
+	}
+	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
+	createTopic(t, admin, "aclbin-a", 1)
+	createTopic(t, admin, "aclbin-b", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(admin).CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("aclbin-a").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	check := func() {
+		t.Helper()
+		if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "aclbin-a"); err != nil {
+			t.Fatalf("alice to aclbin-a: %v", err)
+		}
+		if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "aclbin-b"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("alice to aclbin-b: %v", err)
+		}
+	}
+	check()
+	gw.Stop()
+	gw = spawnGateway(t, dir, args...)
+	check()
+}
+
+// Two gateways on one Iggy server share the security log: an ACL and a
+// SCRAM user made through one are in force on the other within about a
+// second (each re-reads the log at most once a second).
+func TestACLSharedByGatewaysOnIggy(t *testing.T) {
+	if !realIggyBackend() {
+		t.Skipf("needs two gateways on one Iggy server: %s=iggy-server", backendEnv)
+	}
+	gw1 := startGateway(t, withACLs(t))
+	gw2 := startGateway(t, withACLs(t))
+	admin := newClient(t, gw1.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
+	createTopic(t, admin, "shared-a", 1)
+	if err := kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice on gw2 before the ACL: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(admin)
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("shared-a").
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs on gw1: %v %+v", err, res)
+	}
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "dave", Mechanism: kadm.ScramSha256,
+		Iterations: 4096, Password: "dave-secret"}}); err != nil {
+		t.Fatalf("AlterUserSCRAMs on gw1: %v", err)
+	}
+	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+		return kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a")
+	})
+	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+		_, err := kgoLoginErr(t, gw2.Addr, handlers.MechScramSHA256, "dave", "dave-secret")
+		return err
+	})
+}

@@ -50,7 +50,8 @@ func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		case len(key) > group.MaxGroupIDLen:
 			code = kerr.InvalidGroupID.Code
 		default:
-			return 0, cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort
+			host, port := c.advertised()
+			return 0, cfg.NodeID, host, port
 		}
 		return code, -1, "", -1
 	}

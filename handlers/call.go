@@ -109,8 +109,8 @@ type Call struct {
 	// default principal builder names it ("CN=app,O=org"); "" without
 	// one. A SASL login's principal (Sasl.Principal) takes precedence.
 	TLSPrincipal string
-	wait *Wait
-	done []func()
+	wait         *Wait
+	done         []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

@@ -1,7 +1,8 @@
 // Metadata: v0-13
 //
 // Behavior:
-//   - One broker: Cfg.NodeID at Cfg.AdvertisedHost:AdvertisedPort, no rack.
+//   - One broker: Cfg.NodeID at the advertised address of the listener the
+//     client connected through (Call.Advertised), no rack.
 //     It is the controller and leads every partition with leader epoch 0;
 //     replicas and ISR are [NodeID], no offline replicas. Cluster id is
 //     Cfg.ClusterID.
@@ -70,7 +71,8 @@ func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	cfg := &c.G.Cfg
 
 	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort
+	b.NodeID = cfg.NodeID
+	b.Host, b.Port = c.advertised()
 	resp.Brokers = []kmsg.MetadataResponseBroker{b}
 	resp.ClusterID = strp(cfg.ClusterID)
 	resp.ControllerID = cfg.NodeID

@@ -52,7 +52,8 @@ func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
 			code = kerr.GroupAuthorizationFailed.Code
 		default:
-			return 0, cfg.NodeID, cfg.AdvertisedHost, cfg.AdvertisedPort
+			host, port := c.advertised()
+			return 0, cfg.NodeID, host, port
 		}
 		return code, -1, "", -1
 	}

@@ -52,14 +52,19 @@ type AuthzConfig struct {
 }
 
 // Principal is the Kafka principal of the call's connection: the SASL
-// user once logged in, else User:ANONYMOUS. This is the one place a
-// principal comes from; a TLS client certificate (mTLS) is to be added
-// here, so every check sees it. The goroutine running the call.
+// user once logged in, else the verified client certificate's subject on
+// an mTLS listener ("User:CN=app,O=org", as Kafka's default principal
+// builder names it), else User:ANONYMOUS. This is the one place a
+// principal comes from, so every check sees the same one. The goroutine
+// running the call.
 func (c *Call) Principal() string {
 	if c.Sasl != nil && c.Sasl.Authenticated() {
 		if p := c.Sasl.Principal(); p != "" {
 			return p
 		}
+	}
+	if c.TLSPrincipal != "" {
+		return "User:" + c.TLSPrincipal
 	}
 	return PrincipalAnonymous
 }

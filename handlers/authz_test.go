@@ -577,3 +577,34 @@ func TestEnforcementConsumerProtocol(t *testing.T) {
 		t.Fatalf("describe other: %+v", dr.Groups[1])
 	}
 }
+
+// A client certificate's subject is the principal ACLs name on an mTLS
+// listener; a SASL login on the same connection takes precedence.
+func TestTLSPrincipalAuthorized(t *testing.T) {
+	g := newGateway(t, withAuthz)
+	createTopic(t, g, "A", 1)
+	if cr := doAs(t, g, "User:admin", createACLsReq(
+		acl(rtTopic, ptLit, "A", "User:CN=writer,O=test", "*", opWr, allow),
+	)).(*kmsg.CreateACLsResponse); cr.Results[0].ErrorCode != 0 {
+		t.Fatal(cr)
+	}
+	produceAs := func(tlsSubject string, sasl string) int16 {
+		req := produceReq(9, "A", 0, valueBatch(1))
+		c := newCall(g, req.Key(), req.GetVersion())
+		if sasl != "" {
+			asUser(c, sasl)
+		}
+		c.TLSPrincipal = tlsSubject
+		t.Cleanup(c.RunDeferred)
+		return roundTrip(t, c, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produceAs("CN=writer,O=test", ""); code != 0 {
+		t.Fatalf("certificate subject with WRITE: %d", code)
+	}
+	if code := produceAs("CN=other,O=test", ""); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("another certificate: %d", code)
+	}
+	if code := produceAs("CN=writer,O=test", "User:bob"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("SASL user bob over the writer's certificate: %d", code)
+	}
+}

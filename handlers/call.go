@@ -58,6 +58,20 @@ type Gateway struct {
 	fetchRatios fetchRatios
 }
 
+// Endpoint is a host and port a listener advertises.
+type Endpoint struct {
+	Host string
+	Port int32
+}
+
+// advertised is where this call's client is told the broker is.
+func (c *Call) advertised() (string, int32) {
+	if c.Advertised != nil {
+		return c.Advertised.Host, c.Advertised.Port
+	}
+	return c.G.Cfg.AdvertisedHost, c.G.Cfg.AdvertisedPort
+}
+
 // PartitionKey names one Kafka partition.
 type PartitionKey struct {
 	Topic     string
@@ -95,8 +109,17 @@ type Call struct {
 	ReplyRoom int
 	// Sasl is the connection's SASL state on a SASL listener, else nil.
 	Sasl *SaslConn
-	wait *Wait
-	done []func()
+	// Advertised is the address clients of the connection's listener are
+	// told the broker is at (Metadata, FindCoordinator), as Kafka answers
+	// per listener name; nil: Cfg.AdvertisedHost/AdvertisedPort.
+	Advertised *Endpoint
+	// TLSPrincipal is the subject of the client certificate verified on
+	// a TLS listener with client authentication (mTLS), as Kafka's
+	// default principal builder names it ("CN=app,O=org"); "" without
+	// one. A SASL login's principal (Sasl.Principal) takes precedence.
+	TLSPrincipal string
+	wait         *Wait
+	done         []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

@@ -27,6 +27,8 @@ const (
 	CloseSaslExpired                              // a request other than re-authentication after the SASL session lifetime (KIP-368)
 	CloseSaslFrameSize                            // a frame over the pre-authentication size cap
 	CloseSaslLoginTimeout                         // not logged in FrameTimeout after connecting (and nothing in flight)
+	CloseTLSHandshake                             // the TLS handshake failed (plaintext on a TLS port, no or a bad client certificate, TLS < 1.2)
+	CloseTLSHandshakeTimeout                      // the TLS handshake did not finish within FrameTimeout of connecting
 )
 
 var closeReasonNames = [...]string{
@@ -52,6 +54,8 @@ var closeReasonNames = [...]string{
 	CloseSaslExpired:           "sasl_expired",
 	CloseSaslFrameSize:         "sasl_frame_size",
 	CloseSaslLoginTimeout:      "sasl_login_timeout",
+	CloseTLSHandshake:          "tls_handshake",
+	CloseTLSHandshakeTimeout:   "tls_handshake_timeout",
 }
 
 func (r CloseReason) String() string {

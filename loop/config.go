@@ -9,12 +9,16 @@ import (
 
 // Config bounds and tunes the server. Zero values take the defaults below.
 type Config struct {
-	Addr               string // listen address, e.g. 127.0.0.1:9092 (port 0 picks one)
-	EventLoops         int    // gnet event loops; default GOMAXPROCS
-	Workers            int    // worker goroutines for Produce/Fetch/store calls; default 4*GOMAXPROCS
-	QueueDepth         int    // jobs queued for workers before connections are held back; default 4096
-	MaxInFlightPerConn int    // requests in flight per connection before reading pauses; default 64
-	MaxBufferedPerConn int    // unread inbound bytes per connection before it is closed, and request bytes in flight before reading pauses; default 4*MaxFrameSize
+	Addr string // listen address of the default listener, e.g. 127.0.0.1:9092 (port 0 picks one); unused with Listeners
+	// Listeners, when set, replace the default listener (listeners.go);
+	// empty: one listener on Addr, SASL_PLAINTEXT when handlers.Config.Sasl
+	// is set, else PLAINTEXT, advertising handlers.Config's address.
+	Listeners          []Listener
+	EventLoops         int // gnet event loops; default GOMAXPROCS
+	Workers            int // worker goroutines for Produce/Fetch/store calls; default 4*GOMAXPROCS
+	QueueDepth         int // jobs queued for workers before connections are held back; default 4096
+	MaxInFlightPerConn int // requests in flight per connection before reading pauses; default 64
+	MaxBufferedPerConn int // unread inbound bytes per connection before it is closed, and request bytes in flight before reading pauses; default 4*MaxFrameSize
 	// Write backpressure (backpressure.go).
 	MaxOutboundPerConn int           // reply bytes queued for writing per connection before reading pauses; default 4 MiB
 	WriteStallTimeout  time.Duration // a connection over MaxOutboundPerConn whose client reads nothing this long is closed; default 30s

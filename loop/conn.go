@@ -94,6 +94,12 @@ type connState struct {
 	// is shared.
 	sasl   *handlers.SaslConn
 	opened int64
+	// ln is the listener the connection came in on; set at accept.
+	// tlsPrincipal is the verified client certificate's subject (mTLS),
+	// set by the TLS reader goroutine after the handshake, before the
+	// first request is read.
+	ln           *listenerState
+	tlsPrincipal string
 	// writtenCB is cs.written bound once: a method value made per write
 	// would allocate.
 	writtenCB gnet.AsyncCallback

@@ -17,6 +17,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,19 @@ type Server struct {
 
 	stallLog logLimiter // write-stall closes (backpressure.go)
 
+	// Listeners (listeners.go): all of them, and the ones gnet serves.
+	// lnErr is what resolving them found wrong; Start returns it.
+	lns, gnetLns []*listenerState
+	lnErr        error
+	// TLS connections (tlsconn.go): the open ones, and a group for every
+	// accept and connection goroutine.
+	tlsMu    sync.Mutex
+	tlsConns map[*tlsConn]struct{}
+	tlsWG    sync.WaitGroup
+	// tickStop ends the ticker goroutine that runs OnTick when no gnet
+	// listener does (TLS listeners only).
+	tickStop chan struct{}
+
 	shutdownOnce sync.Once
 }
 
@@ -81,7 +95,8 @@ func NewServer(cfg Config, g *handlers.Gateway) *Server {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
+		tlsConns:  make(map[*tlsConn]struct{}),
 		ctx:       ctx,
 		cancel:    cancel,
 		cfg:       cfg,
@@ -94,6 +109,8 @@ func NewServer(cfg Config, g *handlers.Gateway) *Server {
 		parkedSet: make(map[*parked]struct{}),
 		all:       make(map[*connState]struct{}),
 	}
+	s.lnErr = s.resolveListeners()
+	return s
 }
 
 func (c *Config) setDefaults() {
@@ -147,9 +164,27 @@ func (c *Config) setDefaults() {
 // Start listens and serves in the background; it returns once the listener
 // is bound (or failed). Any goroutine.
 func (s *Server) Start() error {
+	if s.lnErr != nil {
+		return fmt.Errorf("loop: %w", s.lnErr)
+	}
+	if err := s.listenTLS(); err != nil {
+		return err
+	}
 	s.startWorkers()
+	if len(s.gnetLns) == 0 {
+		// TLS listeners only: no gnet engine, so OnTick needs a ticker.
+		s.tickStop = make(chan struct{})
+		go s.ownTicker()
+		close(s.booted)
+		s.startTLS()
+		return nil
+	}
+	addrs := make([]string, len(s.gnetLns))
+	for i, l := range s.gnetLns {
+		addrs[i] = "tcp://" + l.Addr
+	}
 	go func() {
-		err := gnet.Run(s, "tcp://"+s.cfg.Addr,
+		err := gnet.Rotate(s, addrs,
 			gnet.WithMulticore(true),
 			gnet.WithNumEventLoop(s.cfg.EventLoops),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
@@ -163,14 +198,75 @@ func (s *Server) Start() error {
 	}()
 	select {
 	case <-s.booted:
+		s.startTLS()
 		return nil
 	case err := <-s.stopped:
 		close(s.quit)
 		s.workersDone.Wait()
+		s.closeTLSListeners()
 		if err == nil {
 			err = errors.New("loop: engine stopped before it booted")
 		}
-		return fmt.Errorf("loop: listen %s: %w", s.cfg.Addr, err)
+		return fmt.Errorf("loop: listen %s: %w", strings.Join(addrs, ","), err)
+	}
+}
+
+// listenTLS binds every TLS listener (before gnet, so a taken port fails
+// Start with nothing else running). Start's goroutine.
+func (s *Server) listenTLS() error {
+	for _, l := range s.lns {
+		if !l.tls {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			s.closeTLSListeners()
+			return fmt.Errorf("loop: listen %s (%s): %w", l.Addr, l.Name, err)
+		}
+		l.ln, l.bound = ln, ln.Addr().String()
+	}
+	return nil
+}
+
+// startTLS starts accepting on the TLS listeners. Start's goroutine.
+func (s *Server) startTLS() {
+	for _, l := range s.lns {
+		if l.ln != nil {
+			s.tlsWG.Add(1)
+			go s.serveTLS(l)
+		}
+	}
+}
+
+func (s *Server) closeTLSListeners() {
+	for _, l := range s.lns {
+		if l.ln != nil {
+			_ = l.ln.Close()
+		}
+	}
+}
+
+// stopTLS closes the TLS listeners and connections and waits for their
+// goroutines (each connection's OnClose has run). Shutdown only.
+func (s *Server) stopTLS() {
+	s.closeTLSListeners()
+	s.tlsMu.Lock()
+	for c := range s.tlsConns {
+		_ = c.Close()
+	}
+	s.tlsMu.Unlock()
+	s.tlsWG.Wait()
+}
+
+// ownTicker runs OnTick when no gnet engine does.
+func (s *Server) ownTicker() {
+	for {
+		d, _ := s.OnTick()
+		select {
+		case <-time.After(d):
+		case <-s.tickStop:
+			return
+		}
 	}
 }
 
@@ -181,14 +277,24 @@ func (s *Server) startWorkers() {
 	}
 }
 
-// Addr is the bound host:port, valid after Start.
-func (s *Server) Addr() string { return s.addr }
+// Addr is the bound host:port of the first listener, valid after Start.
+func (s *Server) Addr() string {
+	if len(s.lns) > 0 && s.lns[0].bound != "" {
+		return s.lns[0].bound
+	}
+	return s.addr
+}
 
 // OnBoot records the engine and the bound address. Engine goroutine.
 func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 	s.engine = e
-	s.addr = s.cfg.Addr
-	if fd, err := e.Dup(); err == nil {
+	for _, l := range s.gnetLns {
+		l.bound = l.Addr
+	}
+	s.addr = s.gnetLns[0].Addr
+	if len(s.gnetLns) > 1 {
+		// Several listeners: their ports are fixed (resolveListeners).
+	} else if fd, err := e.Dup(); err == nil {
 		if sa, err := unix.Getsockname(fd); err == nil {
 			if in4, ok := sa.(*unix.SockaddrInet4); ok {
 				s.addr = net.JoinHostPort(net.IP(in4.Addr[:]).String(), strconv.Itoa(in4.Port))
@@ -197,6 +303,7 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 			}
 		}
 		_ = unix.Close(fd)
+		s.gnetLns[0].bound = s.addr
 	}
 	close(s.booted)
 	return gnet.None
@@ -204,6 +311,24 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 
 // OnOpen admits a connection under the connection cap. Loop only.
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	port := 0
+	if len(s.gnetLns) > 1 {
+		if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
+	ln := s.gnetListener(port)
+	if ln == nil {
+		// Cannot happen: gnet listens on the gnet listeners' ports only.
+		s.log.Error("connection on an unknown listener", "local", c.LocalAddr())
+		return nil, gnet.Close
+	}
+	return s.onOpen(c, ln)
+}
+
+// onOpen admits a connection of listener ln. Loop only (gnet's, or the
+// TLS connection's lock).
+func (s *Server) onOpen(c gnet.Conn, ln *listenerState) ([]byte, gnet.Action) {
 	if s.draining.Load() {
 		return nil, gnet.Close
 	}
@@ -224,7 +349,8 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	cs := newConnState(s, c)
 	cs.addr = key
-	if s.g.Cfg.Sasl != nil {
+	cs.ln = ln
+	if ln.sasl {
 		cs.sasl = handlers.NewSaslConn(key)
 	}
 	c.SetContext(cs)
@@ -333,10 +459,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			cs.reason.CompareAndSwap(uint32(CloseClient), uint32(CloseShutdown))
 		}
 		s.connMu.Unlock()
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = s.engine.Stop(stopCtx)
-		<-s.stopped
+		s.stopTLS()
+		if s.engine != (gnet.Engine{}) {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = s.engine.Stop(stopCtx)
+			<-s.stopped
+		} else if s.tickStop != nil {
+			close(s.tickStop)
+		}
 		close(s.quit)
 		s.workersDone.Wait()
 	})

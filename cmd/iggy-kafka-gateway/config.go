@@ -69,10 +69,16 @@ type config struct {
 	Iggy               iggyConfig
 	Sasl               saslConfig
 	Authz              authzConfig
-	MetricsAddr        string
-	PprofAddr          string
-	LogLevel           slog.Level
-	LogFormat          string
+	Listen             listenersConfig
+	// listenersSet: --listeners was given. legacyAddrFlags names the
+	// single-listener flags given (--bind-addr, --advertised-*), which
+	// --listeners replaces.
+	listenersSet    bool
+	legacyAddrFlags []string
+	MetricsAddr     string
+	PprofAddr       string
+	LogLevel        slog.Level
+	LogFormat       string
 	// secretsSet records which secrets were given (by flag or variable),
 	// to refuse a secret given twice (value and file).
 	secretsSet struct{ password, token bool }
@@ -119,13 +125,24 @@ func options() []option {
 	opts := []option{
 		{flag: "bind-addr", def: "127.0.0.1:9092",
 			usage: "host:port the Kafka listener binds",
-			set:   func(c *config, v string) error { c.BindAddr = v; return nil }},
+			set: func(c *config, v string) error {
+				c.BindAddr = v
+				c.legacyAddrFlags = append(c.legacyAddrFlags, "--bind-addr")
+				return nil
+			}},
 		{flag: "advertised-host", defText: "the bind host",
 			usage: "host clients are told to connect to in Metadata; required when binding every interface",
-			set:   func(c *config, v string) error { c.AdvertisedHost = v; return nil }},
+			set: func(c *config, v string) error {
+				c.AdvertisedHost = v
+				c.legacyAddrFlags = append(c.legacyAddrFlags, "--advertised-host")
+				return nil
+			}},
 		{flag: "advertised-port", defText: "the bind port",
 			usage: "port clients are told to connect to",
-			set:   intIn(1, 65535, func(c *config, n int) { c.AdvertisedPort = n })},
+			set: intIn(1, 65535, func(c *config, n int) {
+				c.AdvertisedPort = n
+				c.legacyAddrFlags = append(c.legacyAddrFlags, "--advertised-port")
+			})},
 		{flag: "max-connections", def: "1024",
 			usage: "open client connections; more are refused",
 			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnections = n })},
@@ -281,6 +298,7 @@ func options() []option {
 	}
 	opts = append(opts, saslOptions()...)
 	opts = append(opts, authzOptions()...)
+	opts = append(opts, listenerOptions()...)
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -308,7 +326,7 @@ func (v *optValue) Set(s string) error {
 // IsBoolFlag lets the boolean flags stand alone, like Go bool flags.
 func (v *optValue) IsBoolFlag() bool {
 	switch v.o.flag {
-	case "auto-create-topics", "iggy-tls", "iggy-tls-insecure-skip-verify":
+	case "auto-create-topics", "iggy-tls", "iggy-tls-insecure-skip-verify", "allow-anonymous":
 		return true
 	}
 	return false
@@ -342,6 +360,7 @@ func parseConfig(args, environ []string) (config, error) {
 			}
 		}
 	}
+	c.legacyAddrFlags = nil // the defaults were not given
 
 	// Sorted so the first error is the same on every run.
 	var env []string
@@ -400,6 +419,28 @@ func parseConfig(args, environ []string) (config, error) {
 
 // resolve fills the derived defaults and checks settings against each other.
 func (c *config) resolve() error {
+	if err := c.resolveBindAddr(); err != nil {
+		return err
+	}
+	if c.MaxBufferedPerConn != 0 && c.MaxBufferedPerConn < c.MaxFrameSize {
+		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
+			c.MaxBufferedPerConn, c.MaxFrameSize)
+	}
+	if err := c.resolveAuthz(); err != nil {
+		return err
+	}
+	if err := c.resolveSasl(); err != nil {
+		return err
+	}
+	return c.resolveListeners()
+}
+
+// resolveBindAddr checks --bind-addr and fills the advertised address of
+// the single default listener (unused with --listeners).
+func (c *config) resolveBindAddr() error {
+	if c.listenersSet {
+		return nil
+	}
 	host, portStr, err := net.SplitHostPort(c.BindAddr)
 	if err != nil {
 		return fmt.Errorf("--bind-addr %q: %v", c.BindAddr, err)
@@ -422,14 +463,7 @@ func (c *config) resolve() error {
 		}
 		c.AdvertisedPort = port
 	}
-	if c.MaxBufferedPerConn != 0 && c.MaxBufferedPerConn < c.MaxFrameSize {
-		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
-			c.MaxBufferedPerConn, c.MaxFrameSize)
-	}
-	if err := c.resolveAuthz(); err != nil {
-		return err
-	}
-	return c.resolveSasl()
+	return nil
 }
 
 // usageText is the --help output: every flag with its variable and default.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,12 @@ func TestDefaults(t *testing.T) {
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "text",
 	}
-	if c != want {
+	wantLn := []listenerSpec{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "127.0.0.1:9092", AdvHost: "127.0.0.1", AdvPort: 9092}}
+	if !reflect.DeepEqual(c.Listen.Resolved, wantLn) {
+		t.Fatalf("default listeners %+v, want %+v", c.Listen.Resolved, wantLn)
+	}
+	c.Listen = listenersConfig{}
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
 	}
 }
@@ -125,12 +131,49 @@ func TestParse(t *testing.T) {
 		{name: "wildcard bind needs host", args: []string{"--bind-addr=0.0.0.0:9092"}, wantErr: "--advertised-host"},
 		{name: "wildcard v6 bind needs host", args: []string{"--bind-addr=[::]:9092"}, wantErr: "IGGY_KAFKA_ADVERTISED_HOST"},
 		{name: "empty host bind needs host", args: []string{"--bind-addr=:9092"}, wantErr: "--advertised-host"},
-		{name: "wildcard bind with host", args: []string{"--bind-addr=0.0.0.0:9092", "--advertised-host=gw.example"},
+		{name: "wildcard bind with host", args: []string{"--bind-addr=0.0.0.0:9092", "--advertised-host=gw.example", "--allow-anonymous"},
 			check: func(t *testing.T, c config) {
 				if c.AdvertisedHost != "gw.example" || c.AdvertisedPort != 9092 {
 					t.Errorf("advertise = %q %d", c.AdvertisedHost, c.AdvertisedPort)
 				}
+				want := []listenerSpec{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "0.0.0.0:9092", AdvHost: "gw.example", AdvPort: 9092}}
+				if !reflect.DeepEqual(c.Listen.Resolved, want) {
+					t.Errorf("listeners %+v", c.Listen.Resolved)
+				}
 			}},
+		{name: "wildcard anonymous refused", args: []string{"--bind-addr=0.0.0.0:9092", "--advertised-host=gw.example"}, wantErr: "--allow-anonymous"},
+		{name: "listeners", args: []string{"--listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093,internal://[::1]:9094",
+			"--advertised-listeners=SASL_SSL://gw.example:19093", "--listener-security-protocol-map=INTERNAL:SSL",
+			"--tls-cert-file=c.pem", "--tls-key-file=k.pem", "--sasl-mechanisms=SCRAM-SHA-256", "--sasl-users-file=u"},
+			check: func(t *testing.T, c config) {
+				want := []listenerSpec{
+					{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "127.0.0.1:9092", AdvHost: "127.0.0.1", AdvPort: 9092},
+					{Name: "SASL_SSL", Protocol: "SASL_SSL", Addr: "0.0.0.0:9093", AdvHost: "gw.example", AdvPort: 19093},
+					{Name: "INTERNAL", Protocol: "SSL", Addr: "[::1]:9094", AdvHost: "::1", AdvPort: 9094},
+				}
+				if !reflect.DeepEqual(c.Listen.Resolved, want) {
+					t.Errorf("listeners %+v", c.Listen.Resolved)
+				}
+			}},
+		{name: "sasl flag makes the default listener SASL_PLAINTEXT", args: []string{"--sasl-mechanisms=PLAIN", "--sasl-users-file=u", "--bind-addr=0.0.0.0:9092", "--advertised-host=gw"},
+			check: func(t *testing.T, c config) {
+				if p := c.Listen.Resolved[0].Protocol; p != "SASL_PLAINTEXT" {
+					t.Errorf("protocol %s", p)
+				}
+			}},
+		{name: "listeners and bind-addr", args: []string{"--listeners=PLAINTEXT://127.0.0.1:9092", "--bind-addr=127.0.0.1:9093"}, wantErr: "--bind-addr cannot be combined"},
+		{name: "listeners unknown name", args: []string{"--listeners=EXTERNAL://127.0.0.1:9092"}, wantErr: "--listener-security-protocol-map"},
+		{name: "listeners twice", args: []string{"--listeners=SSL://127.0.0.1:9092,ssl://127.0.0.1:9093", "--tls-cert-file=c", "--tls-key-file=k"}, wantErr: "twice"},
+		{name: "listeners bad", args: []string{"--listeners=127.0.0.1:9092"}, wantErr: "NAME://host:port"},
+		{name: "ssl needs cert", args: []string{"--listeners=SSL://127.0.0.1:9093"}, wantErr: "--tls-cert-file"},
+		{name: "cert without ssl", args: []string{"--tls-cert-file=c", "--tls-key-file=k"}, wantErr: "no listener is SSL"},
+		{name: "sasl listener needs mechanisms", args: []string{"--listeners=SASL_PLAINTEXT://127.0.0.1:9093"}, wantErr: "--sasl-mechanisms"},
+		{name: "mechanisms without sasl listener", args: []string{"--listeners=PLAINTEXT://127.0.0.1:9093", "--sasl-mechanisms=PLAIN", "--sasl-users-file=u"}, wantErr: "no listener is SASL"},
+		{name: "wildcard listener needs advertised", args: []string{"--listeners=SASL_SSL://0.0.0.0:9093", "--tls-cert-file=c", "--tls-key-file=k", "--sasl-mechanisms=PLAIN", "--sasl-users-file=u"}, wantErr: "--advertised-listeners"},
+		{name: "advertised unknown listener", args: []string{"--listeners=PLAINTEXT://127.0.0.1:9093", "--advertised-listeners=SSL://gw:1"}, wantErr: "which --listeners does not"},
+		{name: "anonymous ssl refused", args: []string{"--listeners=SSL://0.0.0.0:9093", "--advertised-listeners=SSL://gw:9093", "--tls-cert-file=c", "--tls-key-file=k"}, wantErr: "--allow-anonymous"},
+		{name: "mtls ssl is authenticated", args: []string{"--listeners=SSL://0.0.0.0:9093", "--advertised-listeners=SSL://gw:9093", "--tls-cert-file=c", "--tls-key-file=k", "--tls-client-ca-file=ca"}},
+		{name: "advertised without listeners", args: []string{"--advertised-listeners=PLAINTEXT://gw:1"}, wantErr: "need --listeners"},
 		{name: "port 0 needs advertised port", args: []string{"--bind-addr=127.0.0.1:0"}, wantErr: "--advertised-port"},
 		{name: "bad bind", args: []string{"--bind-addr=localhost"}, wantErr: "--bind-addr"},
 		{name: "iggy backend", args: []string{"--backend=iggy", "--iggy-addr=127.0.0.1:8091", "--iggy-tls"},

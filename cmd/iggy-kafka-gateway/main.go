@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/tlsfiles"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -24,6 +26,35 @@ func main() {
 		os.Exit(runSaslUser(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// reloadOnHUP re-reads the TLS files on every SIGHUP until the returned
+// function is called; a failed reload keeps the files in use. Without TLS
+// a SIGHUP is logged and ignored (never the default: killing the process).
+func reloadOnHUP(src *tlsfiles.Source, cfg config, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+			case <-done:
+				return
+			}
+			if src == nil {
+				log.Info("SIGHUP: nothing to reload (no TLS listener)")
+				continue
+			}
+			if err := src.Reload(); err != nil {
+				log.Error("SIGHUP: reloading the TLS files failed; the ones loaded before stay in use", "err", err)
+				continue
+			}
+			log.Info("SIGHUP: TLS files reloaded; new handshakes use them", "cert", cfg.Listen.TLSCertFile,
+				"client_ca", cfg.Listen.TLSClientCA)
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // run is main without the process exit, so every path returns its code.
@@ -66,12 +97,19 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		log.Error("SASL", "err", err)
 		return 1
 	}
+	listeners, tlsSrc, err := buildListeners(cfg, log)
+	if err != nil {
+		log.Error("TLS", "err", err)
+		return 1
+	}
 	g := handlers.NewGateway(handlers.Config{
-		Sasl:                 sasl,
-		Authz:                buildAuthz(cfg, log),
-		Stream:               cfg.Stream,
-		AdvertisedHost:       cfg.AdvertisedHost,
-		AdvertisedPort:       int32(cfg.AdvertisedPort),
+		Sasl:   sasl,
+		Authz:  buildAuthz(cfg, log),
+		Stream: cfg.Stream,
+		// Each listener advertises its own address (loop.Listener); this
+		// is the first one's, for callers without a listener.
+		AdvertisedHost:       listeners[0].AdvertisedHost,
+		AdvertisedPort:       listeners[0].AdvertisedPort,
 		NodeID:               cfg.NodeID,
 		ClusterID:            cfg.ClusterID,
 		AutoCreateTopics:     cfg.AutoCreateTopics,
@@ -85,7 +123,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
 	srv := loop.NewServer(loop.Config{
-		Addr:                  cfg.BindAddr,
+		Listeners:             listeners,
 		EventLoops:            cfg.EventLoops,
 		Workers:               cfg.Workers,
 		QueueDepth:            cfg.QueueDepth,
@@ -107,14 +145,19 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	// not lost to the default handler (which would skip the store Close).
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	stopReload := reloadOnHUP(tlsSrc, cfg, log)
+	defer stopReload()
 	if err := srv.Start(); err != nil {
-		log.Error("starting the Kafka listener", "bind_addr", cfg.BindAddr, "err", err)
+		log.Error("starting the Kafka listeners", "err", err)
 		closeStore(5 * time.Second)
 		return 1
 	}
-	log.Info("listening", "addr", srv.Addr(),
-		"advertised", net.JoinHostPort(cfg.AdvertisedHost, fmt.Sprint(cfg.AdvertisedPort)),
-		"backend", cfg.Backend, "store", storeDescription(cfg), "fsync", cfg.Fsync, "stream", cfg.Stream)
+	bound := srv.ListenerAddrs()
+	for _, l := range listeners {
+		log.Info("listening", "listener", l.Name, "protocol", l.Protocol, "addr", bound[l.Name],
+			"advertised", net.JoinHostPort(l.AdvertisedHost, fmt.Sprint(l.AdvertisedPort)))
+	}
+	log.Info("serving", "backend", cfg.Backend, "store", storeDescription(cfg), "fsync", cfg.Fsync, "stream", cfg.Stream)
 
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way

@@ -36,7 +36,7 @@ type saslConfig struct {
 func saslOptions() []option {
 	return []option{
 		{flag: "sasl-mechanisms", defText: "off",
-			usage: "SASL mechanisms the listener requires, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (empty: no authentication); docs/SECURITY.md",
+			usage: "SASL mechanisms of the SASL_PLAINTEXT/SASL_SSL listeners, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; without --listeners it makes the one listener SASL_PLAINTEXT (empty: no authentication); docs/SECURITY.md",
 			set:   func(c *config, v string) error { return c.Sasl.setMechanisms(v) }},
 		{flag: "sasl-users-file", defText: "none",
 			usage: "file of SASL users as salted SCRAM credentials (no passwords), written by `iggy-kafka-gateway sasl-user add`",

@@ -1,0 +1,357 @@
+package e2e
+
+// TLS listeners (SSL, SASL_SSL) with real clients: kcat (librdkafka),
+// franz-go and the Java console tools, server and client certificates
+// made by the test (internal/testcert). docs/SECURITY.md.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/testcert"
+	"github.com/iggy-kafka/gateway/internal/tlsfiles"
+	"github.com/iggy-kafka/gateway/loop"
+)
+
+// tlsSetup is where withTLS put the TLS listeners of a gateway.
+type tlsSetup struct {
+	files        testcert.Files
+	ssl, saslSSL string // host:port of the SSL and SASL_SSL listeners
+}
+
+// withTLS gives the gateway an SSL listener and, when SASL is configured
+// (withSasl must come first), a SASL_SSL one, beside its PLAINTEXT
+// listener; with mtls every TLS client must present a certificate.
+func withTLS(t testing.TB, mtls bool, ts *tlsSetup) gwOption {
+	ts.files = testcert.Write(t, "localhost")
+	ca := ""
+	if mtls {
+		ca = ts.files.CA
+	}
+	src, err := tlsfiles.Load(ts.files.ServerCert, ts.files.ServerKey, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(h *handlers.Config, lc *loop.Config) {
+		_, p, _ := net.SplitHostPort(lc.Addr)
+		port, _ := strconv.Atoi(p)
+		ls := []loop.Listener{{Name: "PLAINTEXT", Protocol: loop.ProtoPlaintext, Addr: lc.Addr,
+			AdvertisedHost: "127.0.0.1", AdvertisedPort: int32(port)}}
+		add := func(proto string) string {
+			port := freePort(t)
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			ls = append(ls, loop.Listener{Name: proto, Protocol: proto, Addr: addr,
+				AdvertisedHost: "127.0.0.1", AdvertisedPort: int32(port), TLS: src.Config})
+			return addr
+		}
+		ts.ssl = add(loop.ProtoSSL)
+		if h.Sasl != nil {
+			ts.saslSSL = add(loop.ProtoSaslSSL)
+		}
+		lc.Listeners = ls
+	}
+}
+
+// kcatTLS is kcat's -b and -X options for the SSL or SASL_SSL listener.
+func kcatTLS(ts *tlsSetup, mech string, clientCert bool) []string {
+	args := []string{"-X", "ssl.ca.location=" + ts.files.CA}
+	if clientCert {
+		args = append(args, "-X", "ssl.certificate.location="+ts.files.ClientCert,
+			"-X", "ssl.key.location="+ts.files.ClientKey)
+	}
+	if mech == "" {
+		return append([]string{"-b", ts.ssl, "-X", "security.protocol=ssl"}, args...)
+	}
+	return append([]string{"-b", ts.saslSSL, "-X", "security.protocol=sasl_ssl", "-X", "sasl.mechanisms=" + mech,
+		"-X", "sasl.username=" + saslUser, "-X", "sasl.password=" + saslPass}, args...)
+}
+
+// kcatRoundTrip produces ten keyed records to topic with args and reads
+// them back.
+func kcatRoundTrip(t *testing.T, kcat, topic string, args []string) {
+	t.Helper()
+	input, _, values := kcatInput(10)
+	_, errOut, err := runCmd(t, 60*time.Second, input, kcat, append(args, "-P", "-t", topic, "-K:")...)
+	if err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, errOut)
+	}
+	out, errOut, err := runCmd(t, 60*time.Second, "", kcat,
+		append(args, "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")...)
+	if err != nil {
+		t.Fatalf("kcat -C: %v\n%s", err, errOut)
+	}
+	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(values, "|") {
+		t.Fatalf("kcat consumed %q, want %q", got, values)
+	}
+}
+
+// kcat over security.protocol=ssl and sasl_ssl (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512): every request after bootstrap goes to the address
+// Metadata advertised for the TLS listener, so a wrong answer fails here.
+func TestTLSKcat(t *testing.T) {
+	kcat := needKcat(t)
+	var ts tlsSetup
+	startGateway(t, withSasl(t), withTLS(t, false, &ts))
+	t.Run("ssl", func(t *testing.T) {
+		m := kcatList(t, kcat, ts.ssl, kcatTLS(&ts, "", false)[2:]...)
+		if len(m.Brokers) != 1 || m.Brokers[0].Name != ts.ssl {
+			t.Fatalf("kcat sees brokers %+v, want %s", m.Brokers, ts.ssl)
+		}
+		kcatRoundTrip(t, kcat, "tls-kcat-ssl", kcatTLS(&ts, "", false))
+	})
+	for _, mech := range allMechs {
+		t.Run("sasl_ssl-"+mech, func(t *testing.T) {
+			kcatRoundTrip(t, kcat, "tls-kcat-"+strings.ToLower(mech), kcatTLS(&ts, mech, false))
+		})
+	}
+	t.Run("wrong ca", func(t *testing.T) {
+		other := testcert.Write(t, "localhost")
+		_, errOut, err := runCmd(t, 30*time.Second, "", kcat, "-b", ts.ssl, "-X", "security.protocol=ssl",
+			"-X", "ssl.ca.location="+other.CA, "-L", "-m", "5")
+		if err == nil {
+			t.Fatal("kcat trusted a certificate of another CA")
+		}
+		if !strings.Contains(errOut, "certificate verify failed") {
+			t.Errorf("want a verification failure, got:\n%s", errOut)
+		}
+	})
+}
+
+// mTLS: kcat and franz-go with a client certificate are served on the SSL
+// listener; without one they are refused.
+func TestTLSMutual(t *testing.T) {
+	kcat := needKcat(t)
+	var ts tlsSetup
+	gw := startGateway(t, withTLS(t, true, &ts))
+	kcatRoundTrip(t, kcat, "mtls-kcat", kcatTLS(&ts, "", true))
+	_, errOut, err := runCmd(t, 30*time.Second, "", kcat, append(kcatTLS(&ts, "", false), "-L", "-m", "5")...)
+	if err == nil {
+		t.Fatalf("kcat without a client certificate was served:\n%s", errOut)
+	}
+
+	cl := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
+	createTopic(t, cl, "mtls-kgo", 2)
+	want := produceAll(t, cl, testRecords("mtls-kgo", 20))
+	got := consumeTLS(t, ts.ssl, "mtls-kgo", len(want), kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
+	sameRecs(t, want, got)
+
+	bare := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, false)), kgo.RequestRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := bare.Ping(ctx); err == nil {
+		t.Fatal("franz-go without a client certificate was served")
+	}
+	if !strings.Contains(gw.Log.String(), "tls_handshake") {
+		t.Errorf("no tls_handshake close in the log")
+	}
+}
+
+func kgoTLS(t testing.TB, ts *tlsSetup, clientCert bool) *tls.Config {
+	cfg := testcert.ClientConfig(t, ts.files, clientCert)
+	cfg.ServerName = "localhost"
+	return cfg
+}
+
+// consumeTLS reads n records of topic from the start with opts.
+func consumeTLS(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []rec {
+	t.Helper()
+	cl := newClient(t, addr, append(opts, kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []rec
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
+	}
+	sortRecs(got)
+	return got
+}
+
+// franz-go over TLS (kgo.DialTLSConfig): SSL, and SASL_SSL with sasl/plain
+// and sasl/scram.
+func TestTLSKgo(t *testing.T) {
+	var ts tlsSetup
+	startGateway(t, withSasl(t), withTLS(t, false, &ts))
+	cases := []struct {
+		name string
+		addr string
+		mech sasl.Mechanism
+	}{
+		{"ssl", ts.ssl, nil},
+		{"sasl_ssl-plain", ts.saslSSL, kgoMech(handlers.MechPlain, saslUser, saslPass)},
+		{"sasl_ssl-scram-sha-256", ts.saslSSL, kgoMech(handlers.MechScramSHA256, saslUser, saslPass)},
+		{"sasl_ssl-scram-sha-512", ts.saslSSL, kgoMech(handlers.MechScramSHA512, saslUser, saslPass)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opts := []kgo.Opt{kgo.DialTLSConfig(kgoTLS(t, &ts, false))}
+			if c.mech != nil {
+				opts = append(opts, kgo.SASL(c.mech))
+			}
+			topic := "tls-kgo-" + c.name
+			cl := newClient(t, c.addr, opts...)
+			createTopic(t, cl, topic, 3)
+			want := produceAll(t, cl, testRecords(topic, 100))
+			sameRecs(t, want, consumeTLS(t, c.addr, topic, len(want), opts...))
+		})
+	}
+	// A SASL_SSL client that does not log in is served nothing.
+	cl := newClient(t, ts.saslSSL, kgo.DialTLSConfig(kgoTLS(t, &ts, false)), kgo.RequestRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err == nil {
+		t.Fatal("Metadata without logging in was answered on SASL_SSL")
+	}
+}
+
+// The Java console producer and consumer over SSL and SASL_SSL
+// (SCRAM-SHA-256), trusting the test CA through a PEM truststore
+// (ssl.truststore.type=PEM, KIP-651), hostname verification on.
+func TestTLSJava(t *testing.T) {
+	needJava(t)
+	var ts tlsSetup
+	startGateway(t, withSasl(t), withTLS(t, false, &ts))
+	trust := fmt.Sprintf("ssl.truststore.type=PEM\nssl.truststore.location=%s\n", ts.files.CA)
+	cases := []struct{ name, addr, props string }{
+		{"SSL", ts.ssl, "security.protocol=SSL\n" + trust},
+		{"SASL_SSL", ts.saslSSL, "security.protocol=SASL_SSL\n" + trust + "sasl.mechanism=SCRAM-SHA-256\n" +
+			fmt.Sprintf("sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"%s\" password=\"%s\";\n",
+				saslUser, javaEscape(saslPass))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			props := filepath.Join(t.TempDir(), "client.properties")
+			writeFile(t, props, c.props)
+			topic := "tls-java-" + strings.ToLower(c.name)
+			const n = 20
+			var in strings.Builder
+			var want []string
+			for i := 0; i < n; i++ {
+				v := fmt.Sprintf("java tls %d", i)
+				in.WriteString(v + "\n")
+				want = append(want, v)
+			}
+			_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
+				"--bootstrap-server", c.addr, "--topic", topic, "--producer.config", props)
+			if err != nil || strings.Contains(errOut, "ERROR") {
+				t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
+			}
+			out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+				"--bootstrap-server", c.addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
+				"--timeout-ms", "30000", "--consumer.config", props)
+			if err != nil {
+				t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
+			}
+			if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
+				t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr: %s", got, strings.Join(want, "\n"), errOut)
+			}
+		})
+	}
+}
+
+// The binary: --listeners with an SSL listener from --tls-cert-file/
+// --tls-key-file serves kcat, and SIGHUP makes new handshakes use the
+// rewritten files while an open connection keeps working.
+func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
+	kcat := needKcat(t)
+	files := testcert.Write(t, "localhost")
+	plainPort, sslPort := freePort(t), freePort(t)
+	plain := net.JoinHostPort("127.0.0.1", strconv.Itoa(plainPort))
+	ssl := net.JoinHostPort("127.0.0.1", strconv.Itoa(sslPort))
+	p := spawnListeners(t, plain,
+		"--listeners=PLAINTEXT://"+plain+",SSL://"+ssl,
+		"--tls-cert-file="+files.ServerCert, "--tls-key-file="+files.ServerKey)
+	ts := tlsSetup{files: files, ssl: ssl}
+	kcatRoundTrip(t, kcat, "tls-binary", kcatTLS(&ts, "", false))
+
+	cn := func() (string, error) {
+		c, err := tls.Dial("tcp", ssl, kgoTLS(t, &ts, false))
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
+	}
+	open := newClient(t, ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, false)))
+	createTopic(t, open, "tls-reload", 1)
+	produceAll(t, open, testRecords("tls-reload", 5))
+
+	cert, key := testcert.Issue(t, files, "server2", pkix.Name{CommonName: "reloaded"}, true)
+	for from, to := range map[string]string{cert: files.ServerCert, key: files.ServerKey} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := cn(); err != nil || got != "localhost" {
+		t.Fatalf("before SIGHUP: CN %q, %v", got, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		got, err := cn()
+		if err != nil || got != "reloaded" {
+			return fmt.Errorf("CN %q, %v", got, err)
+		}
+		return nil
+	})
+	produceAll(t, open, testRecords("tls-reload", 5))
+	if !strings.Contains(p.Log(), "TLS files reloaded") {
+		t.Errorf("no reload line in the log")
+	}
+	p.Stop()
+}
+
+// spawnListeners runs the gateway binary with args (which name its
+// listeners) and waits until waitAddr accepts connections.
+func spawnListeners(t testing.TB, waitAddr string, args ...string) *process {
+	t.Helper()
+	full := append([]string{"--log-level=debug"}, backendArgs(t, t.TempDir())...)
+	cmd := exec.Command(gatewayBinary(t), append(full, args...)...)
+	cmd.Env = childEnv()
+	p := &process{t: t, Addr: waitAddr, cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		if !p.exited() {
+			p.Kill()
+		}
+		if t.Failed() {
+			t.Logf("spawned gateway log:\n%s", tail(p.stderr.String(), 200))
+		}
+	})
+	if !p.waitListening(20 * time.Second) {
+		t.Fatalf("gateway did not listen on %s; log:\n%s", waitAddr, tail(p.stderr.String(), 100))
+	}
+	return p
+}

@@ -10,16 +10,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// adminClient is a plain kgo client for topic administration.
-func adminClient(brokers []string) (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("iggy-kafka-bench-admin"))
+// adminClient is a plain kgo client for topic administration; dial says
+// how to reach the brokers beyond their addresses (TLS).
+func adminClient(brokers []string, dial ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("iggy-kafka-bench-admin")}, dial...)...)
 }
 
 // CreateTopic creates topic with n partitions (replication factor 1) and
 // waits until Metadata lists a leader for every partition. A topic that
 // already exists is not an error.
-func CreateTopic(ctx context.Context, brokers []string, topic string, n int32) error {
-	cl, err := adminClient(brokers)
+func CreateTopic(ctx context.Context, brokers []string, topic string, n int32, dial ...kgo.Opt) error {
+	cl, err := adminClient(brokers, dial...)
 	if err != nil {
 		return err
 	}
@@ -70,8 +71,8 @@ func CreateTopic(ctx context.Context, brokers []string, topic string, n int32) e
 
 // DeleteTopic deletes topic; errors are returned but a missing topic is not
 // one.
-func DeleteTopic(ctx context.Context, brokers []string, topic string) error {
-	cl, err := adminClient(brokers)
+func DeleteTopic(ctx context.Context, brokers []string, topic string, dial ...kgo.Opt) error {
+	cl, err := adminClient(brokers, dial...)
 	if err != nil {
 		return err
 	}
@@ -96,8 +97,8 @@ func DeleteTopic(ctx context.Context, brokers []string, topic string) error {
 
 // EndOffsets returns the sum over the partitions of topic of the high
 // watermark: how many records it holds if it started empty.
-func EndOffsets(ctx context.Context, brokers []string, topic string, partitions int32) (int64, error) {
-	cl, err := adminClient(brokers)
+func EndOffsets(ctx context.Context, brokers []string, topic string, partitions int32, dial ...kgo.Opt) (int64, error) {
+	cl, err := adminClient(brokers, dial...)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Workload is one row group of a comparison.
@@ -260,7 +262,7 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 					human(r.RecPerSec), r.MBPerSec, lat, r.ServerCPU, status)
 				if !native {
 					dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					if err := DeleteTopic(dctx, t.Brokers(), topic); err != nil {
+					if err := DeleteTopic(dctx, t.Brokers(), topic, dialOpts(t)...); err != nil {
 						fmt.Fprintf(o.Log, "%s: %v\n", label, err)
 					}
 					cancel()
@@ -278,8 +280,9 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 
 // runOne runs workload w on t once. Failures are recorded in the Result.
 func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w Workload, topic, label string, rate float64) *Result {
+	dial := dialOpts(t)
 	po := ProduceOptions{
-		Brokers: t.Brokers(), Topic: topic, Records: w.Records, RecordSize: w.RecordSize,
+		Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records, RecordSize: w.RecordSize,
 		Producers: w.Producers, Partitions: max(w.Partitions, 1), CreateTopic: true,
 		Acks: o.Acks, Compression: o.Compression, Idempotent: o.Idempotent, Linger: o.Linger,
 		MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label,
@@ -310,7 +313,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
 			// Count what the target stored, not only what it acknowledged.
 			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			n, err := EndOffsets(hctx, t.Brokers(), topic, po.Partitions)
+			n, err := EndOffsets(hctx, t.Brokers(), topic, po.Partitions, dial...)
 			cancel()
 			want := int64(po.Records + po.Producers) // + one warm-up record each
 			if err != nil || n != want {
@@ -326,7 +329,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 			return fail(fmt.Errorf("preload: %w", err))
 		}
 		s0, c0 := cpu(), selfCPU()
-		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Topic: topic, Records: w.Records,
+		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
 			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
 		if err != nil {
 			return fail(err)
@@ -366,8 +369,10 @@ func targetCPU(t Target) time.Duration {
 // pprofTarget is the target whose gateway serves pprof and is profiled
 // with --profile: "gateway", else "iggy" when the run has no gateway.
 func pprofTarget(targets []string) string {
-	if slices.Contains(targets, "iggy") && !slices.Contains(targets, "gateway") {
-		return "iggy"
+	for _, t := range []string{"gateway", "gateway-tls", "iggy"} {
+		if slices.Contains(targets, t) {
+			return t
+		}
 	}
 	return "gateway"
 }
@@ -381,6 +386,14 @@ func (c *Comparison) halfPeak(name string) float64 {
 		}
 	}
 	return median(xs) / 2
+}
+
+// dialOpts is what clients of t need beyond its addresses (TLS).
+func dialOpts(t Target) []kgo.Opt {
+	if d, ok := t.(interface{ Dial() []kgo.Opt }); ok {
+		return d.Dial()
+	}
+	return nil
 }
 
 func isGateway(name string) bool { return name == "gateway" || name == "gateway-inproc" }
@@ -554,6 +567,20 @@ func (c *Comparison) checks() []Check {
 			GotText: fmt.Sprintf("%.0f%%", 100*share), Pass: share >= 0.8}
 		if !ck.Pass {
 			ck.Shortfall = fmt.Sprintf("%.0f points short", 100*(0.8-share))
+		}
+		out = append(out, ck)
+	}
+	// Issue 13: TLS produce and consume at least 0.7x plaintext at 1 KiB.
+	for _, w := range c.Workloads {
+		g, s := c.row(w.Name, "gateway"), c.row(w.Name, "gateway-tls")
+		if g == nil || s == nil || g.RecPerSec == 0 || w.Kind != "produce" && w.Kind != "consume" {
+			continue
+		}
+		share := s.RecPerSec / g.RecPerSec
+		ck := Check{What: fmt.Sprintf("%s: gateway-tls ÷ gateway", w.Name), Want: ">= 0.7x", Got: share,
+			GotText: fmt.Sprintf("%.2fx", share), Pass: share >= 0.7}
+		if !ck.Pass {
+			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-share/0.7))
 		}
 		out = append(out, ck)
 	}

@@ -15,6 +15,7 @@ import (
 // Topic from the earliest offset.
 type ConsumeOptions struct {
 	Brokers             []string
+	Dial                []kgo.Opt // as ProduceOptions.Dial
 	Topic               string
 	Records             int
 	Group               string // consumer group; empty reads partitions directly
@@ -65,7 +66,7 @@ func runConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
 	if o.FetchMaxPartBytes > 0 {
 		opts = append(opts, kgo.FetchMaxPartitionBytes(o.FetchMaxPartBytes))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, o.Dial...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func RunE2E(ctx context.Context, o E2EOptions) (*Result, error) {
 	p.Warmup = false
 	if p.CreateTopic {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := CreateTopic(cctx, p.Brokers, p.Topic, p.Partitions)
+		err := CreateTopic(cctx, p.Brokers, p.Topic, p.Partitions, p.Dial...)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -47,7 +47,7 @@ func RunE2E(ctx context.Context, o E2EOptions) (*Result, error) {
 	started := make(chan time.Time, 1)
 	go func() {
 		r, err := runConsume(ctx, ConsumeOptions{
-			Brokers: p.Brokers, Topic: p.Topic, Records: p.Records, Group: o.Group,
+			Brokers: p.Brokers, Dial: p.Dial, Topic: p.Topic, Records: p.Records, Group: o.Group,
 			MaxDuration: p.MaxDuration + 10*time.Second,
 			onRecord: func(r *kgo.Record, now time.Time) {
 				if ts := getStamp(r.Value); !ts.IsZero() {

@@ -17,6 +17,7 @@ import (
 // defaults in (*ProduceOptions).defaults.
 type ProduceOptions struct {
 	Brokers     []string
+	Dial        []kgo.Opt // how to reach Brokers beyond their addresses (the gateway-tls target's TLS)
 	Topic       string
 	Records     int           // records in the timed run, over all producers
 	RecordSize  int           // value bytes per record; no key, no headers
@@ -131,7 +132,7 @@ func (o *ProduceOptions) clientOpts() ([]kgo.Opt, error) {
 	if o.MaxBuffered > 0 {
 		opts = append(opts, kgo.MaxBufferedRecords(o.MaxBuffered))
 	}
-	return opts, nil
+	return append(opts, o.Dial...), nil
 }
 
 // Result is what one workload run measured.
@@ -194,7 +195,7 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 	}
 	if o.CreateTopic {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := CreateTopic(cctx, o.Brokers, o.Topic, o.Partitions)
+		err := CreateTopic(cctx, o.Brokers, o.Topic, o.Partitions, o.Dial...)
 		cancel()
 		if err != nil {
 			return nil, nil, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -40,6 +42,7 @@ type Target interface {
 var TargetNames = []string{
 	"gateway",         // the gateway binary built from this tree, embedded store, --fsync never
 	"gateway-always",  // the same with --fsync always (the command's default)
+	"gateway-tls",     // the gateway binary, --fsync never, one SSL listener (TLS 1.3, certificates made by the harness)
 	"gateway-inproc",  // the gateway in this process (handlers.NewGateway + loop.NewServer), SyncNever
 	"kfake",           // franz-go kfake, in-memory storage
 	"kfake-blackhole", // kfake acknowledging produce without storing it
@@ -81,6 +84,8 @@ func NewTarget(name string, c *TargetConfig) (Target, error) {
 		return &procTarget{name: name, c: c, kind: "gateway", fsync: "never"}, nil
 	case "gateway-always":
 		return &procTarget{name: name, c: c, kind: "gateway", fsync: "always"}, nil
+	case "gateway-tls":
+		return &procTarget{name: name, c: c, kind: "gateway", fsync: "never", tls: true}, nil
 	case "gateway-inproc":
 		return &inprocGateway{name: name, sync: embedded.SyncNever}, nil
 	case "kfake", "kfake-blackhole", "kfake-disk":
@@ -116,9 +121,9 @@ func freePort() (int, error) {
 }
 
 // waitReady polls addr with an ApiVersions round trip until it answers.
-func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
+func waitReady(ctx context.Context, addr string, exited <-chan struct{}, dial ...kgo.Opt) error {
 	for {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("iggy-kafka-bench-ready"))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("iggy-kafka-bench-ready")}, dial...)...)
 		if err == nil {
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
 			err = cl.Ping(pctx)
@@ -143,6 +148,8 @@ func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
 type procTarget struct {
 	name, kind, fsync, mode string
 	iggyAddr                string // kind iggy: the server the gateway fronts
+	tls                     bool   // kind gateway: an SSL listener instead of PLAINTEXT
+	tlsClient               *tls.Config
 	c                       *TargetConfig
 	addr                    string
 	dir                     string
@@ -164,6 +171,11 @@ func (t *procTarget) Start(ctx context.Context) error {
 	var err error
 	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
 		return err
+	}
+	if t.tls {
+		if err := t.makeCerts(); err != nil {
+			return err
+		}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -191,6 +203,13 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 		}
 		data := filepath.Join(t.dir, "data")
 		argv = []string{bin, "--bind-addr", t.addr, "--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
+		if t.tls {
+			certs := filepath.Join(t.dir, "certs")
+			argv = []string{bin, "--listeners", "SSL://" + t.addr,
+				"--tls-cert-file", filepath.Join(certs, "server-127.0.0.1.pem"),
+				"--tls-key-file", filepath.Join(certs, "server-127.0.0.1-key.pem"),
+				"--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
+		}
 		if t.c.PprofAddr != "" && (t.c.PprofTarget == t.name || t.c.PprofTarget == "" && t.kind == "gateway") {
 			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
 		}
@@ -232,11 +251,35 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 	}(t.cmd, t.exited)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := waitReady(wctx, t.addr, t.exited); err != nil {
+	if err := waitReady(wctx, t.addr, t.exited, t.Dial()...); err != nil {
 		t.stopProcess()
 		return fmt.Errorf("%s on %s: %w; its log:\n%s", t.name, t.addr, err, t.logTail())
 	}
 	return nil
+}
+
+// makeCerts writes a throwaway CA and a certificate for 127.0.0.1 under
+// the target's dir, and keeps the client configuration that trusts it.
+func (t *procTarget) makeCerts() error {
+	dir := filepath.Join(t.dir, "certs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := testcert.Generate(dir, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	t.tlsClient, err = testcert.LoadClientConfig(f, false)
+	return err
+}
+
+// Dial is what a client needs beyond the address: the TLS configuration
+// of the gateway-tls target, nothing for the others.
+func (t *procTarget) Dial() []kgo.Opt {
+	if t.tlsClient == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.DialTLSConfig(t.tlsClient.Clone())}
 }
 
 func (t *procTarget) logTail() string {

@@ -19,19 +19,35 @@ package loop
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/valyala/bytebufferpool"
 )
 
 // tlsReadChunk is the most one read takes off a TLS connection (a TLS
 // record carries at most 16 KiB of plaintext).
 const tlsReadChunk = 64 << 10
+
+// tlsSmallIn is the inbound buffer a connection keeps of its own; a
+// request larger than that is read into a buffer from tlsLargeIn, sized
+// for the whole frame once its length is known, and given back once the
+// request has been taken. Growing a buffer by appending instead copied a
+// 1 MB Produce again at every doubling, and allocated it afresh for every
+// request: a quarter of the gateway's CPU on a TLS produce of 1 KiB
+// records (docs/PERFORMANCE.md, "TLS").
+const tlsSmallIn = 4 * tlsReadChunk
+
+// tlsLargeIn recycles large inbound buffers across TLS connections. Any
+// goroutine.
+var tlsLargeIn bytebufferpool.Pool
 
 // tlsConn is a TLS connection as the loop sees it. The embedded gnet.Conn
 // is nil: the loop calls only the methods defined here (Peek, Discard,
@@ -51,6 +67,8 @@ type tlsConn struct {
 	ctx any
 	in  []byte // inbound plaintext; in[off:] is unread
 	off int
+	// inLarge, when set, is the pooled buffer in lives in (tlsSmallIn).
+	inLarge *bytebufferpool.ByteBuffer
 
 	mu      sync.Mutex
 	out     []byte // queued by AsyncWritev, not yet taken by the writer
@@ -147,6 +165,7 @@ func (c *tlsConn) readLoop() error {
 		n, err := c.tc.Read(buf)
 		if n > 0 {
 			c.lmu.Lock()
+			c.reserve(n)
 			c.in = append(c.in, buf[:n]...)
 			c.s.OnTraffic(c)
 			c.compact()
@@ -161,13 +180,54 @@ func (c *tlsConn) readLoop() error {
 	}
 }
 
+// reserve makes room in c.in for add more bytes. When the unread bytes
+// begin with a frame's size the room is for that whole frame (at most
+// MaxFrameSize; OnTraffic refuses larger ones), so a large request is
+// copied once. lmu held.
+func (c *tlsConn) reserve(add int) {
+	if len(c.in)+add <= cap(c.in) {
+		return
+	}
+	unread := c.in[c.off:]
+	need := len(unread) + add
+	if len(unread) >= 4 {
+		if size := int64(binary.BigEndian.Uint32(unread)); size <= int64(c.s.cfg.MaxFrameSize) {
+			need = max(need, 4+int(size))
+		}
+	}
+	var large *bytebufferpool.ByteBuffer
+	var nb []byte
+	if need > tlsSmallIn {
+		large = tlsLargeIn.Get()
+		nb = slices.Grow(large.B[:0], need)
+	} else {
+		nb = make([]byte, 0, max(need, tlsReadChunk))
+	}
+	nb = append(nb, unread...)
+	c.releaseIn()
+	c.in, c.off, c.inLarge = nb, 0, large
+}
+
+// releaseIn gives a pooled inbound buffer back; c.in must not be used
+// after it until reassigned. Nothing the loop took from the buffer
+// outlives OnTraffic (frames are copied out). lmu held.
+func (c *tlsConn) releaseIn() {
+	if c.inLarge != nil {
+		c.inLarge.B = c.in[:0]
+		tlsLargeIn.Put(c.inLarge)
+		c.inLarge = nil
+	}
+	c.in, c.off = nil, 0
+}
+
 // compact drops consumed inbound bytes. lmu held.
 func (c *tlsConn) compact() {
 	switch {
 	case c.off == len(c.in):
-		c.in, c.off = c.in[:0], 0
-		if cap(c.in) > 4*tlsReadChunk {
-			c.in = nil // a large request passed: give the memory back
+		if c.inLarge != nil || cap(c.in) > tlsSmallIn {
+			c.releaseIn() // a large request passed: give the memory back
+		} else {
+			c.in, c.off = c.in[:0], 0
 		}
 	case c.off > cap(c.in)/2:
 		n := copy(c.in, c.in[c.off:])
@@ -254,6 +314,7 @@ func (c *tlsConn) teardown(reason CloseReason, err error) {
 	for _, cb := range cbs {
 		_ = cb(c, net.ErrClosed)
 	}
+	c.releaseIn()
 	c.lmu.Unlock()
 	close(c.done)
 	c.s.tlsMu.Lock()

@@ -68,3 +68,24 @@ func realBenchStore(b *testing.B) *Store {
 
 // benchStream is the stream of the store realBenchStore made last.
 var benchStream string
+
+// BenchmarkPartitionReal is one Store.Partition (a GetTopic round trip,
+// plus the log start from memory) against the real server, on a topic
+// holding data: the Fetch and Produce paths ask it once or twice per
+// request.
+func BenchmarkPartitionReal(b *testing.B) {
+	st := realBenchStore(b)
+	batch := benchBatch(b, 967, 1024)
+	ctx := context.Background()
+	for range 20 {
+		if _, err := st.Append(ctx, benchStream, "bench", 0, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := st.Partition(ctx, benchStream, "bench", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

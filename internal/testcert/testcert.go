@@ -1,7 +1,7 @@
 // Package testcert makes a throwaway CA, a server certificate for
 // 127.0.0.1/localhost and client certificates, as PEM files, for tests of
-// the TLS listeners. Test code only; nothing here is fit for production
-// keys.
+// the TLS listeners and for the bench harness's TLS target. Nothing here
+// is fit for production keys.
 package testcert
 
 import (
@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -38,8 +39,21 @@ const ClientSubject = "CN=kafka-client,O=iggy-kafka-e2e"
 // common name serverCN.
 func Write(t testing.TB, serverCN string) Files {
 	t.Helper()
-	dir := t.TempDir()
-	caKey := newKey(t)
+	f, err := Generate(t.TempDir(), serverCN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Generate makes a set in dir (which must exist): a CA valid for a day,
+// a server certificate with common name serverCN and a client
+// certificate with subject ClientSubject.
+func Generate(dir, serverCN string) (Files, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Files{}, err
+	}
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "iggy-kafka test CA"},
@@ -51,15 +65,22 @@ func Write(t testing.TB, serverCN string) Files {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return Files{}, err
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return Files{}, err
+	}
 	f := Files{Dir: dir, CA: filepath.Join(dir, "ca.pem"), CAKey: caKey, CACert: caCert}
-	writePEM(t, f.CA, "CERTIFICATE", caDER)
-	f.ServerCert, f.ServerKey = Issue(t, f, "server-"+serverCN, pkix.Name{CommonName: serverCN}, true)
-	f.ClientCert, f.ClientKey = Issue(t, f, "client",
+	if err := writePEM(f.CA, "CERTIFICATE", caDER); err != nil {
+		return Files{}, err
+	}
+	if f.ServerCert, f.ServerKey, err = issue(f, "server-"+serverCN, pkix.Name{CommonName: serverCN}, true); err != nil {
+		return Files{}, err
+	}
+	f.ClientCert, f.ClientKey, err = issue(f, "client",
 		pkix.Name{CommonName: "kafka-client", Organization: []string{"iggy-kafka-e2e"}}, false)
-	return f
+	return f, err
 }
 
 // Issue signs a new certificate for subject with f's CA and writes it and
@@ -67,8 +88,22 @@ func Write(t testing.TB, serverCN string) Files {
 // 127.0.0.1, ::1 and localhost.
 func Issue(t testing.TB, f Files, name string, subject pkix.Name, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key := newKey(t)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	certFile, keyFile, err := issue(f, name, subject, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+func issue(f Files, name string, subject pkix.Name, server bool) (certFile, keyFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return "", "", err
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      subject,
@@ -85,51 +120,52 @@ func Issue(t testing.TB, f Files, name string, subject pkix.Name, server bool) (
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, f.CACert, &key.PublicKey, f.CAKey)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	certFile = filepath.Join(f.Dir, name+".pem")
 	keyFile = filepath.Join(f.Dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-	return certFile, keyFile
+	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, writePEM(keyFile, "PRIVATE KEY", keyDER)
 }
 
 // ClientConfig is a TLS client configuration trusting f's CA; with
 // clientCert it presents f's client certificate.
 func ClientConfig(t testing.TB, f Files, clientCert bool) *tls.Config {
 	t.Helper()
-	pem, err := os.ReadFile(f.CA)
+	cfg, err := LoadClientConfig(f, clientCert)
 	if err != nil {
 		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	if clientCert {
-		c, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{c}
 	}
 	return cfg
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// LoadClientConfig is ClientConfig for code without a testing.TB.
+func LoadClientConfig(f Files, clientCert bool) (*tls.Config, error) {
+	pem, err := os.ReadFile(f.CA)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return k
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("testcert: no certificate in " + f.CA)
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if clientCert {
+		c, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }

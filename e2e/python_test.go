@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/iggy-kafka/gateway/bridge/iggy"
+)
+
+// debianPython is the interpreter Debian's python3-* packages install
+// into. A pyenv or venv python3 earlier in PATH does not see them, so it is
+// tried first.
+const debianPython = "/usr/bin/python3"
+
+// needPython returns a Python 3 that imports module, or skips saying which
+// Debian package to install.
+func needPython(t testing.TB, module, debPackage string) string {
+	t.Helper()
+	py := debianPython
+	if _, err := os.Stat(py); err != nil {
+		if py, err = exec.LookPath("python3"); err != nil {
+			missing(t, "python3", "apt-get install python3 "+debPackage)
+		}
+	}
+	if out, err := exec.Command(py, "-c", "import "+module).CombinedOutput(); err != nil {
+		missing(t, "the Python module "+module+" for "+py, "apt-get install "+debPackage+" ("+strings.TrimSpace(lastLine(string(out)))+")")
+	}
+	return py
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// runClientCheck runs one of the client scripts (e2e/python/*.py,
+// e2e/js/*.js) with the gateway's address, a topic and a group, and fails
+// unless it exits 0 having printed exactly the wanted "OK ..." lines, in
+// order (each starting with its want). The scripts assert each answer
+// themselves; the lines say which steps ran.
+func runClientCheck(t *testing.T, interpreter, script, addr, topic, group string, want []string) string {
+	t.Helper()
+	src, err := filepath.Abs(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCmd(t, 180*time.Second, "", interpreter, src, addr, topic, group)
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", script, err, out, tail(errOut, 60))
+	}
+	var oks []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "OK ") {
+			oks = append(oks, l)
+		}
+	}
+	if len(oks) != len(want) {
+		t.Errorf("%s printed %d OK lines, want %d:\n%s\nstderr:\n%s", script, len(oks), len(want), out, tail(errOut, 60))
+	}
+	for i, w := range want {
+		if i < len(oks) && !strings.HasPrefix(oks[i], "OK "+w) {
+			t.Errorf("%s step %d: %q, want it to start %q", script, i+1, oks[i], "OK "+w)
+		}
+	}
+	return out
+}
+
+// checkAfterClient reads back, with franz-go, what a client script left:
+// the partition count it grew the topic to, the topic configs it set, and
+// the group's commits. On Iggy retention.ms must also be the Iggy topic's
+// own message expiry.
+func checkAfterClient(t *testing.T, gw *gateway, topic, group string, configs map[string]string, retentionMs int64) {
+	t.Helper()
+	if n := partitionsOf(t, gw.Addr, topic); n != 4 {
+		t.Errorf("%s has %d partitions, want 4", topic, n)
+	}
+	ctx := adminCtx(t)
+	adm := kadm.NewClient(newClient(t, gw.Addr))
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe %s: %v %v", topic, err, rc.Err)
+	}
+	have := map[string]string{}
+	for _, c := range rc.Configs {
+		have[c.Key] = c.MaybeValue()
+	}
+	for k, v := range configs {
+		if have[k] != v {
+			t.Errorf("%s: %s = %q, want %q", topic, k, have[k], v)
+		}
+	}
+	if st, ok := gw.Store.(*iggy.Store); ok {
+		tp, found, err := st.Client().GetTopic(ctx, iggy.Name(gw.Stream), iggy.Name(topic))
+		// Never expiring is 0 (the server default, itself never) or
+		// MaxUint64; a retention is in µs.
+		good := tp.MessageExpiry == 0 || tp.MessageExpiry == math.MaxUint64
+		if retentionMs > 0 {
+			good = tp.MessageExpiry == uint64(retentionMs)*1000
+		}
+		if err != nil || !found || !good {
+			t.Errorf("Iggy topic %s: message_expiry %d µs, want retention.ms %d (found %v, %v)", topic, tp.MessageExpiry, retentionMs, found, err)
+		}
+	} else if iggyBackend() {
+		t.Fatalf("iggy backend but store %T", gw.Store)
+	}
+	for p := int32(0); p < 2; p++ {
+		if o := committedOffset(t, gw.Addr, group, topic, p); o != 20 {
+			t.Errorf("group %s committed %d on %s/%d, want 20", group, o, topic, p)
+		}
+	}
+}
+
+// confluent-kafka-python 1.7.0 (Debian's python3-confluent-kafka, on
+// Debian's librdkafka): e2e/python/confluent_check.py.
+func TestConfluentKafkaPython(t *testing.T) {
+	py := needPython(t, "confluent_kafka", "python3-confluent-kafka")
+	gw := startGateway(t)
+	runClientCheck(t, py, "python/confluent_check.py", gw.Addr, "py-confluent", "py-confluent-group", []string{
+		"metadata broker 1 ",
+		"create_topics 2 partitions; again: TOPIC_ALREADY_EXISTS",
+		"describe_configs retention.ms=3600000 dynamic; cleanup.policy=delete default",
+		"alter_configs segment.ms=600000; retention.ms back to default -1",
+		"alter_configs unknown config refused: INVALID_CONFIG",
+		"create_partitions 4",
+		"produced 40",
+		"consumed 40 in group, committed [20, 20]",
+		"list_groups py-confluent-group Stable 1 member",
+	})
+	checkAfterClient(t, gw, "py-confluent", "py-confluent-group", map[string]string{"segment.ms": "600000", "retention.ms": "-1"}, -1)
+}
+
+// kafka-python 2.0.2 (Debian's python3-kafka):
+// e2e/python/kafka_python_check.py.
+func TestKafkaPython(t *testing.T) {
+	py := needPython(t, "kafka", "python3-kafka")
+	gw := startGateway(t)
+	runClientCheck(t, py, "python/kafka_python_check.py", gw.Addr, "py-kafka", "py-kafka-group", []string{
+		"describe_cluster broker 1 ",
+		"create_topics 2 partitions; again: TOPIC_ALREADY_EXISTS",
+		"describe_configs v2 retention.ms=3600000 dynamic; cleanup.policy=delete default",
+		"alter_configs retention.ms=7200000 segment.ms=600000",
+		"alter_configs unknown config refused: INVALID_CONFIG",
+		"create_partitions 4",
+		"produced 40",
+		"consumed 40 in group",
+		"list_consumer_groups, describe_consumer_groups py-kafka-group Stable 1 member; committed [20, 20]",
+		"offsets [0, 0, 0, 0] to [20, 20, 0, 0]",
+	})
+	checkAfterClient(t, gw, "py-kafka", "py-kafka-group", map[string]string{"segment.ms": "600000", "retention.ms": "7200000"}, 7200000)
+}

@@ -74,6 +74,7 @@ func notKept(cfg TopicConfigs) error {
 var ErrNotSupported = errors.New("bridge: the store does not support this")
 
 var (
+	_ TopicStater     = (*Guarded)(nil)
 	_ PartitionGrower = (*Guarded)(nil)
 	_ RecordDeleter   = (*Guarded)(nil)
 	_ SizeReporter    = (*Guarded)(nil)
@@ -150,4 +151,22 @@ func (g *Guarded) ReadSecurityRecords(ctx context.Context, from uint64, fn func(
 	return run(g, ctx, "read_security", false, nil, func(ctx context.Context) (uint64, error) {
 		return sl.ReadSecurityRecords(ctx, from, fn)
 	})
+}
+
+// TopicState implements TopicStater; ErrNotSupported when the wrapped
+// store lacks it (AsTopicStater says so before a call).
+func (g *Guarded) TopicState(ctx context.Context, stream, topic string) (TopicInfo, []PartitionState, error) {
+	ts, ok := g.inner.(TopicStater)
+	if !ok {
+		return TopicInfo{}, nil, ErrNotSupported
+	}
+	type answer struct {
+		ti     TopicInfo
+		states []PartitionState
+	}
+	a, err := run(g, ctx, "topic_state", false, nil, func(ctx context.Context) (answer, error) {
+		ti, states, err := ts.TopicState(ctx, stream, topic)
+		return answer{ti, states}, err
+	})
+	return a.ti, a.states, err
 }

@@ -251,3 +251,38 @@ func TestGuardAdminNotSupported(t *testing.T) {
 		t.Fatalf("PartitionSizes: %v", err)
 	}
 }
+
+// statingStore is a store with TopicState.
+type statingStore struct {
+	batchStore
+}
+
+func (s *statingStore) TopicState(ctx context.Context, stream, topic string) (TopicInfo, []PartitionState, error) {
+	return TopicInfo{Stream: stream, Name: topic, Partitions: 2}, []PartitionState{{Next: 3}, {Earliest: 1, Next: 5}}, nil
+}
+
+// AsTopicStater sees through the guard: a guarded store without TopicState
+// is not one (Fetch then asks Topic and Partition), one with it is, and
+// the guard forwards the call.
+func TestGuardTopicState(t *testing.T) {
+	ctx := context.Background()
+	bare := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
+	if _, ok := AsTopicStater(bare); ok {
+		t.Fatal("a guarded store without TopicState passes for one")
+	}
+	if _, _, err := bare.TopicState(ctx, "s", "t"); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("TopicState on a bare store: %v", err)
+	}
+	g := Guard(&statingStore{}, GuardOptions{Timeout: time.Second})
+	ts, ok := AsTopicStater(g)
+	if !ok {
+		t.Fatal("a guarded store with TopicState is not seen as one")
+	}
+	ti, states, err := ts.TopicState(ctx, "s", "t")
+	if err != nil || ti.Partitions != 2 || len(states) != 2 || states[1] != (PartitionState{Earliest: 1, Next: 5}) {
+		t.Fatalf("TopicState through the guard: %+v %+v %v", ti, states, err)
+	}
+	if _, ok := AsTopicStater(&statingStore{}); !ok {
+		t.Fatal("an unguarded store with TopicState is not seen as one")
+	}
+}

@@ -70,16 +70,20 @@ func fetchBudgetsFit(req *kmsg.FetchRequest, limit int) bool {
 // own goroutines.
 func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, limit int) (total int, anyErr bool, bufs []*bytebufferpool.ByteBuffer) {
 	g := c.G
-	type topicAnswer struct {
-		ti   bridge.TopicInfo
-		code int16
-	}
-	topics := make([]topicAnswer, len(req.Topics))
+	// A store that reads a topic and all its partitions' states in one
+	// call (Iggy: one GetTopic) is asked once per topic instead of once
+	// for the topic and once per partition.
+	stater, batched := bridge.AsTopicStater(g.Store)
+	topics := make([]fetchTopic, len(req.Topics))
 	var parts []*fetchPart
 	var tasks []func()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		tasks = append(tasks, func() { topics[i].ti, topics[i].code = c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opRead) })
+		if batched {
+			tasks = append(tasks, func() { topics[i] = c.fetchTopicState(stater, rt.Topic) })
+		} else {
+			tasks = append(tasks, func() { topics[i].ti, topics[i].code = c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opRead) })
+		}
 		if !validTopicName(rt.Topic) {
 			continue
 		}
@@ -91,12 +95,18 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 			fp := &fetchPart{t: i, p: j, topic: rt.Topic, partition: rp.Partition, offset: rp.FetchOffset,
 				pmax: min(max(int(rp.PartitionMaxBytes), 0), limit)}
 			parts = append(parts, fp)
-			tasks = append(tasks,
-				func() { fp.state, fp.stateErr = g.Store.Partition(c.Ctx, g.Cfg.Stream, fp.topic, fp.partition) },
-				func() { c.pollPart(fp) })
+			if !batched {
+				tasks = append(tasks, func() { fp.state, fp.stateErr = g.Store.Partition(c.Ctx, g.Cfg.Stream, fp.topic, fp.partition) })
+			}
+			tasks = append(tasks, func() { c.pollPart(fp) })
 		}
 	}
 	runBounded(tasks, g.Cfg.FetchConcurrency)
+	if batched {
+		for _, fp := range parts {
+			fp.state, fp.stateErr = topics[fp.t].partState(fp.partition)
+		}
+	}
 
 	k := 0
 	for i := range req.Topics {
@@ -124,6 +134,42 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 		putBig(fp.buf) // the ones not answered
 	}
 	return total, anyErr, bufs
+}
+
+// fetchTopic is a Fetch's lookup of one topic: the topic, its error code,
+// and, from a TopicStater, its partitions' states.
+type fetchTopic struct {
+	ti       bridge.TopicInfo
+	code     int16
+	states   []bridge.PartitionState
+	stateErr error // the lookup's error when code != 0
+}
+
+// fetchTopicState is authorizedTopic reading the partitions' states in the
+// same store call. Any goroutine.
+func (c *Call) fetchTopicState(stater bridge.TopicStater, name string) fetchTopic {
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name) {
+		return fetchTopic{code: kerr.TopicAuthorizationFailed.Code}
+	}
+	if !validTopicName(name) {
+		return fetchTopic{code: kerr.UnknownTopicOrPartition.Code}
+	}
+	ti, states, err := stater.TopicState(c.Ctx, c.G.Cfg.Stream, name)
+	if err != nil {
+		return fetchTopic{code: errCode(err, opRead), stateErr: err}
+	}
+	return fetchTopic{ti: ti, states: states}
+}
+
+// partState is partition p's state from the topic's lookup.
+func (ft *fetchTopic) partState(p int32) (bridge.PartitionState, error) {
+	switch {
+	case ft.stateErr != nil:
+		return bridge.PartitionState{}, ft.stateErr
+	case p >= 0 && int(p) < len(ft.states):
+		return ft.states[p], nil
+	}
+	return bridge.PartitionState{}, bridge.ErrPartitionNotFound
 }
 
 // pollPart polls one partition into its own buffer, as the first partition

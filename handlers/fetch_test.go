@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +188,34 @@ func testFetchLimits(t *testing.T, mode func(*Config)) {
 
 // pollSpy records what Fetch asks the store for and how many stored bytes
 // it is handed, to show the read is bounded before it happens.
+// stateSpy gives a store TopicState (its Topic and a Partition per
+// partition) and counts the calls, so the concurrent Fetch can be seen to
+// take the partitions' states from it, as it does on Iggy.
+type stateSpy struct {
+	bridge.Store
+	topicStates, partitions atomic.Int32
+}
+
+func (s *stateSpy) TopicState(ctx context.Context, stream, topic string) (bridge.TopicInfo, []bridge.PartitionState, error) {
+	s.topicStates.Add(1)
+	ti, err := s.Store.Topic(ctx, stream, topic)
+	if err != nil {
+		return ti, nil, err
+	}
+	states := make([]bridge.PartitionState, ti.Partitions)
+	for p := range states {
+		if states[p], err = s.Store.Partition(ctx, stream, topic, int32(p)); err != nil {
+			return ti, nil, err
+		}
+	}
+	return ti, states, nil
+}
+
+func (s *stateSpy) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {
+	s.partitions.Add(1)
+	return s.Store.Partition(ctx, stream, topic, partition)
+}
+
 type pollSpy struct {
 	bridge.Store
 	mu     sync.Mutex
@@ -373,13 +402,16 @@ func eachFetchMode(t *testing.T, fn func(t *testing.T, mode func(*Config))) {
 // an unknown partition, an offset out of range and an unknown topic
 // exactly as the sequential path does.
 func TestFetchModesAgree(t *testing.T) {
-	answer := func(mode func(*Config)) []string {
+	answer := func(mode func(*Config), wrap ...func(*Gateway)) []string {
 		g := newGateway(t, mode)
 		createTopic(t, g, "ag", 4)
 		for i := 0; i < 5; i++ {
 			for p := int32(0); p < 3; p++ {
 				produceOne(t, g, produceReq(9, "ag", p, batch(rec{value: fmt.Appendf(nil, "p%d-%d", p, i)}, rec{value: []byte("x")})))
 			}
+		}
+		for _, w := range wrap {
+			w(g)
 		}
 		req := fetchReq(12, "ag", 0, 2)
 		req.MaxBytes = 1 << 20
@@ -421,6 +453,20 @@ func TestFetchModesAgree(t *testing.T) {
 	con := answer(func(c *Config) { c.FetchConcurrency = 8 })
 	if !slices.Equal(seq, con) {
 		t.Fatalf("the paths disagree:\nsequential %q\nconcurrent %q", seq, con)
+	}
+	// With a store that reads a topic's partition states in one call (as
+	// Iggy's does): the same answer, one TopicState per topic and no
+	// Partition call.
+	var spy *stateSpy
+	batched := answer(func(c *Config) { c.FetchConcurrency = 8 }, func(g *Gateway) {
+		spy = &stateSpy{Store: g.Store}
+		g.Store = spy
+	})
+	if !slices.Equal(seq, batched) {
+		t.Fatalf("the paths disagree:\nsequential %q\nbatched    %q", seq, batched)
+	}
+	if ts, ps := spy.topicStates.Load(), spy.partitions.Load(); ts != 2 || ps != 0 {
+		t.Fatalf("TopicState called %d times (want 2: ag and nope), Partition %d (want 0)", ts, ps)
 	}
 	if len(seq) != 7 || !strings.Contains(seq[0], " 2:p0-1") || !strings.Contains(seq[1], " 0:p1-0") {
 		t.Fatalf("unexpected answer %q", seq)

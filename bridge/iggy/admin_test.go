@@ -116,3 +116,49 @@ func TestParseStart(t *testing.T) {
 		}
 	}
 }
+
+func TestTopicState(t *testing.T) { eachServer(t, testTopicState) }
+
+// testTopicState: one TopicState answers what Topic and a Partition per
+// partition answer, log starts (DeleteRecords) included, and a missing
+// topic is ErrTopicNotFound.
+func testTopicState(t *testing.T, e *env) {
+	ctx := context.Background()
+	s := e.store
+	if _, _, err := s.TopicState(ctx, e.stream, "ts-missing"); !errors.Is(err, bridge.ErrTopicNotFound) {
+		t.Fatalf("missing topic: %v", err)
+	}
+	if _, err := s.CreateTopic(ctx, e.stream, "ts", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, e.stream, "ts", 0, testBatch(t, "a", 0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, e.stream, "ts", 2, testBatch(t, "c", 0, 9)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteRecords(ctx, e.stream, "ts", 2, 5); err != nil {
+		t.Fatal(err)
+	}
+	ti, states, err := s.TopicState(ctx, e.stream, "ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Topic(ctx, e.stream, "ts")
+	if err != nil || ti != want {
+		t.Fatalf("topic %+v, Topic says %+v (%v)", ti, want, err)
+	}
+	if len(states) != 3 {
+		t.Fatalf("%d states, want 3", len(states))
+	}
+	for p := range int32(3) {
+		st, err := s.Partition(ctx, e.stream, "ts", p)
+		if err != nil || states[p] != st {
+			t.Fatalf("partition %d: %+v, Partition says %+v (%v)", p, states[p], st, err)
+		}
+	}
+	if states[0] != (bridge.PartitionState{Earliest: 0, Next: 4}) || states[1] != (bridge.PartitionState{}) ||
+		states[2] != (bridge.PartitionState{Earliest: 5, Next: 9}) {
+		t.Fatalf("states %+v", states)
+	}
+}

@@ -211,6 +211,38 @@ func (s *Store) baseFromState(ctx context.Context, stream, topic string, partiti
 	return st.Next - uint64(v.Count), nil
 }
 
+// TopicState implements bridge.TopicStater: one GetTopic for the topic and
+// all its partitions' states (log starts from the state stream applied, as
+// Partition does).
+func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.TopicInfo, []bridge.PartitionState, error) {
+	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	if err != nil {
+		return bridge.TopicInfo{}, nil, err
+	}
+	if !ok {
+		return bridge.TopicInfo{}, nil, bridge.ErrTopicNotFound
+	}
+	ti := topicInfo(stream, &t)
+	states := make([]bridge.PartitionState, ti.Partitions)
+	for _, p := range t.Partitions {
+		if int64(p.ID) >= int64(len(states)) {
+			continue
+		}
+		st := p.State()
+		start, err := s.logStart(ctx, startKey{stream: stream, topic: topic, id: ti.ID, partition: int32(p.ID)})
+		if err != nil {
+			return bridge.TopicInfo{}, nil, err
+		}
+		if start > st.Earliest {
+			st.Earliest = min(start, st.Next)
+		}
+		states[p.ID] = st
+	}
+	return ti, states, nil
+}
+
+var _ bridge.TopicStater = (*Store)(nil)
+
 // Partition reads the partition's offsets from GetTopic; Earliest is
 // raised to the log start DeleteRecords stored, if that is higher.
 func (s *Store) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {

@@ -23,6 +23,11 @@ var (
 	ErrInvalidBatch      = errors.New("bridge: invalid iggy batch")
 	ErrUnavailable       = errors.New("bridge: store unavailable")
 	ErrClosed            = errors.New("bridge: store closed")
+	// ErrNotPermitted: the store's own access control refused the call
+	// (on Iggy: status 41, the gateway's Iggy user lacks the permission).
+	// Kafka clients get the authorization error of the resource asked
+	// for, never a generic error.
+	ErrNotPermitted = errors.New("bridge: the store does not permit this")
 	// ErrStorage: the store's storage failed (disk full, an I/O error, a
 	// fatal engine error). Produce and Fetch answer KAFKA_STORAGE_ERROR,
 	// which clients retry. Errors wrapping it also match ErrUnavailable.

@@ -4,12 +4,16 @@ package group
 // Coordinator's interface as the handlers drive it (grouptest.Runner).
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/group/grouptest"
 )
 
@@ -349,5 +353,27 @@ func TestCloseStopsTimers(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if code := grouptest.HeartbeatCode(t, g, a, "", j.Generation); code != 0 {
 		t.Fatalf("heartbeat after Close: %d (a session timer fired)", code)
+	}
+}
+
+// A store's refusal of the gateway's own user (Iggy permissions) reaches a
+// committing or fetching client as TOPIC_AUTHORIZATION_FAILED, the other
+// store failures as the codes clients retry or report.
+func TestOffsetErrCode(t *testing.T) {
+	cases := []struct {
+		err  error
+		code int16
+	}{
+		{nil, 0},
+		{fmt.Errorf("iggy: %w", bridge.ErrNotPermitted), kerr.TopicAuthorizationFailed.Code},
+		{bridge.ErrTopicNotFound, kerr.UnknownTopicOrPartition.Code},
+		{bridge.ErrUnavailable, kerr.CoordinatorNotAvailable.Code},
+		{context.DeadlineExceeded, kerr.RequestTimedOut.Code},
+		{errors.New("other"), kerr.UnknownServerError.Code},
+	}
+	for _, c := range cases {
+		if got := offsetErrCode(c.err); got != c.code {
+			t.Errorf("offsetErrCode(%v) = %d, want %d", c.err, got, c.code)
+		}
 	}
 }

@@ -347,6 +347,9 @@ func offsetErrCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrOffsetNotStorable):
 		return kerr.InvalidCommitOffsetSize.Code
+	case errors.Is(err, bridge.ErrNotPermitted):
+		// Iggy refused the gateway's user the topic's consumer offset.
+		return kerr.TopicAuthorizationFailed.Code
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, bridge.ErrUnavailable), errors.Is(err, bridge.ErrClosed):

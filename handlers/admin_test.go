@@ -429,6 +429,8 @@ func TestErrCode(t *testing.T) {
 		{bridge.ErrTopicNotFound, opRead, kerr.UnknownTopicOrPartition.Code},
 		{fmt.Errorf("x: %w", bridge.ErrPartitionNotFound), opWrite, kerr.UnknownTopicOrPartition.Code},
 		{bridge.ErrTopicExists, opAdmin, kerr.TopicAlreadyExists.Code},
+		{fmt.Errorf("iggy: %w", bridge.ErrNotPermitted), opWrite, kerr.TopicAuthorizationFailed.Code},
+		{bridge.ErrNotPermitted, opAdmin, kerr.TopicAuthorizationFailed.Code},
 		{bridge.ErrRecordTooLarge, opWrite, kerr.MessageTooLarge.Code},
 		{codec.ErrBudget, opWrite, kerr.MessageTooLarge.Code},
 		{codec.ErrBatchCRC, opWrite, kerr.CorruptMessage.Code},

@@ -54,6 +54,10 @@ func errCode(err error, o op) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrTopicExists):
 		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, bridge.ErrNotPermitted):
+		// The store refused the gateway's own user (Iggy permissions):
+		// the topic is what every op here was acting on.
+		return kerr.TopicAuthorizationFailed.Code
 	case errors.Is(err, bridge.ErrConfigRefused):
 		return kerr.InvalidConfig.Code // the message names the config
 	case errors.Is(err, bridge.ErrRecordTooLarge), errors.Is(err, codec.ErrBudget):

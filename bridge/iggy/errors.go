@@ -79,7 +79,7 @@ func codeTargets(code uint32) []error {
 	case wire.StatusUnauthenticated:
 		return []error{ErrUnauthenticated, bridge.ErrUnavailable}
 	case wire.StatusUnauthorized:
-		return []error{ErrUnauthorized}
+		return []error{ErrUnauthorized, bridge.ErrNotPermitted}
 	case wire.StatusInvalidCredentials:
 		return []error{ErrInvalidCredentials}
 	case wire.StatusStaleClient:

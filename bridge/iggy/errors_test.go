@@ -22,6 +22,7 @@ func TestErrorMapping(t *testing.T) {
 		{&Error{Code: 57}, []error{ErrTransient, bridge.ErrUnavailable}, nil},
 		{&Error{Code: 58}, []error{ErrTransient, bridge.ErrUnavailable}, nil},
 		{&Error{Code: 40}, []error{ErrUnauthenticated, bridge.ErrUnavailable}, nil},
+		{&Error{Code: 41}, []error{ErrUnauthorized, bridge.ErrNotPermitted}, []error{bridge.ErrUnavailable}},
 		{&Error{Code: 4100}, []error{ErrInvalidOffset}, []error{bridge.ErrUnavailable}},
 		{&Error{Code: 99999}, nil, []error{ErrNotFound, bridge.ErrUnavailable}},
 		{&EvictionError{Reason: 9}, []error{ErrInvalidCredentials, bridge.ErrUnavailable}, nil},

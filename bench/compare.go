@@ -133,6 +133,9 @@ type Row struct {
 	Latency   *Latency `json:"latency,omitempty"`
 	ServerCPU float64  `json:"server_cpu_s,omitempty"`
 	ClientCPU float64  `json:"client_cpu_s,omitempty"`
+	// GatewayUsPerRec is the gateway's part of ServerUsPerRec (µs, median)
+	// for a target of several processes (iggy).
+	GatewayUsPerRec float64 `json:"gateway_cpu_us_per_record,omitempty"`
 	// CPU per record (µs, medians over the runs): on a machine the client
 	// and the servers share, throughput follows their sum.
 	ServerUsPerRec float64 `json:"server_cpu_us_per_record,omitempty"`
@@ -304,12 +307,12 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 			po.Rate = rate
 			po.Records = min(w.Records, int(rate*w.Seconds))
 		}
-		s0, c0 := cpu(), selfCPU()
+		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
 		r, err = RunProduce(ctx, po)
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU, r.ClientCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds()
+		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
 			// Count what the target stored, not only what it acknowledged.
 			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -328,13 +331,13 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		if _, err := RunProduce(ctx, pre); err != nil {
 			return fail(fmt.Errorf("preload: %w", err))
 		}
-		s0, c0 := cpu(), selfCPU()
+		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
 		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
 			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU, r.ClientCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds()
+		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
 	case "e2e":
 		po.Rate = w.Rate
 		po.Records = min(w.Records, int(w.Rate*w.Seconds))
@@ -364,6 +367,16 @@ func targetCPU(t Target) time.Duration {
 		return d
 	}
 	return procCPU(t.PID())
+}
+
+// gatewayCPU is the CPU time of the gateway process of a target with
+// several processes (iggy), 0 for the others (their server CPU is the
+// gateway's, or not a gateway's).
+func gatewayCPU(t Target) time.Duration {
+	if _, ok := t.(interface{ PIDs() []int }); ok {
+		return procCPU(t.PID())
+	}
+	return 0
 }
 
 // pprofTarget is the target whose gateway serves pprof and is profiled
@@ -444,7 +457,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, ccpu, sper, cper, p50, p99, p999, pmax, ratios []float64
+			var rec, mb, cpu, ccpu, sper, cper, gper, p50, p99, p999, pmax, ratios []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -460,6 +473,9 @@ func (c *Comparison) summarise() {
 				if r.Counted > 0 {
 					sper = append(sper, r.ServerCPU*1e6/float64(r.Counted))
 					cper = append(cper, r.ClientCPU*1e6/float64(r.Counted))
+					if r.GatewayCPU > 0 {
+						gper = append(gper, r.GatewayCPU*1e6/float64(r.Counted))
+					}
 				}
 				l := r.Latency
 				if r.E2ELatency != nil {
@@ -475,6 +491,7 @@ func (c *Comparison) summarise() {
 			if len(rec) > 0 {
 				row.RecPerSec, row.MBPerSec, row.ServerCPU = median(rec), median(mb), median(cpu)
 				row.ClientCPU, row.ServerUsPerRec, row.ClientUsPerRec = median(ccpu), median(sper), median(cper)
+				row.GatewayUsPerRec = median(gper)
 				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
 				row.PairedX = median(ratios)
 			}

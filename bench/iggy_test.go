@@ -90,6 +90,11 @@ func TestSmokeCompareIggy(t *testing.T) {
 		if n.Runs != 1 || c.Runs[0].Counted == 0 {
 			t.Fatalf("%s: %+v", w, n)
 		}
+		// The gateway's own CPU is reported, as a part of the iggy row's
+		// server CPU (gateway plus iggy-server); iggy-native has none.
+		if g.GatewayUsPerRec <= 0 || g.GatewayUsPerRec >= g.ServerUsPerRec || n.GatewayUsPerRec != 0 {
+			t.Fatalf("%s: gateway %.3f of server %.3f µs/record; native gateway %.3f", w, g.GatewayUsPerRec, g.ServerUsPerRec, n.GatewayUsPerRec)
+		}
 	}
 	found := 0
 	for _, ck := range c.Checks {

@@ -152,8 +152,11 @@ type Result struct {
 	E2ELatency *Latency `json:"e2e_latency,omitempty"` // e2e: scheduled send to receipt
 	ServerCPU  float64  `json:"server_cpu_s,omitempty"`
 	ClientCPU  float64  `json:"client_cpu_s,omitempty"`
-	Complete   bool     `json:"complete"` // every record counted, no error, within the bounds
-	Err        string   `json:"error,omitempty"`
+	// GatewayCPU is the gateway's part of ServerCPU when the target runs
+	// more than one process (iggy: the gateway and its Iggy server).
+	GatewayCPU float64 `json:"gateway_cpu_s,omitempty"`
+	Complete   bool    `json:"complete"` // every record counted, no error, within the bounds
+	Err        string  `json:"error,omitempty"`
 }
 
 func (r *Result) finish(elapsed time.Duration) {

@@ -116,12 +116,16 @@ func (c *Comparison) Markdown() string {
 		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
 			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
 		b.WriteString("\nCPU per record (µs, medians; client: the harness's franz-go process, or iggy-bench; " +
-			"server: the target's processes). On a machine they share, throughput follows the sum.\n\n" +
-			"| workload | target | client | server | sum |\n|---|---|---:|---:|---:|\n")
+			"server: the target's processes, of which the gateway's for iggy). On a machine they share, throughput follows the sum.\n\n" +
+			"| workload | target | client | server | of which gateway | sum |\n|---|---|---:|---:|---:|---:|\n")
 		for _, r := range c.Rows {
 			if r.OK > 0 && r.ClientUsPerRec+r.ServerUsPerRec > 0 {
-				fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %.3f |\n", r.Workload, r.Target,
-					r.ClientUsPerRec, r.ServerUsPerRec, r.ClientUsPerRec+r.ServerUsPerRec)
+				gw := "–"
+				if r.GatewayUsPerRec > 0 {
+					gw = fmt.Sprintf("%.3f", r.GatewayUsPerRec)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %s | %.3f |\n", r.Workload, r.Target,
+					r.ClientUsPerRec, r.ServerUsPerRec, gw, r.ClientUsPerRec+r.ServerUsPerRec)
 			}
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // Workload is one row group of a comparison.
 type Workload struct {
 	Name       string `json:"name"`
-	Kind       string `json:"kind"` // produce, consume, latency (produce at half the gateway's peak), e2e
+	Kind       string `json:"kind"` // produce, consume, latency (produce at half the gateway's peak), e2e, idle (Records connections held open; RSS per connection)
 	RecordSize int    `json:"record_size"`
 	Records    int    `json:"records"`
 	Partitions int32  `json:"partitions"`
@@ -43,6 +43,7 @@ func DefaultWorkloads(quick bool) []Workload {
 			{Name: "produce-1KiB", Kind: "produce", RecordSize: 1024, Records: 200_000, Partitions: 1, Producers: 1},
 			{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 200_000, Partitions: 1},
 			{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 3_000_000, Partitions: 1, Producers: 1, Seconds: 3, PeakOf: "produce-100B", Linger: -1},
+			{Name: "idle-1000", Kind: "idle", Records: 1000},
 		}
 	}
 	return []Workload{
@@ -53,6 +54,7 @@ func DefaultWorkloads(quick bool) []Workload {
 		{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 5_000_000, Partitions: 1, Producers: 1, Seconds: 5, PeakOf: "produce-100B", Linger: -1},
 		{Name: "latency-100B-50k", Kind: "latency", RecordSize: 100, Records: 150_000, Partitions: 1, Producers: 1, Seconds: 3, Rate: 50_000, Linger: -1},
 		{Name: "e2e-100B-50k", Kind: "e2e", RecordSize: 100, Records: 150_000, Partitions: 1, Producers: 1, Seconds: 3, Rate: 50_000, Linger: -1},
+		{Name: "idle-1000", Kind: "idle", Records: 1000},
 	}
 }
 
@@ -136,6 +138,7 @@ type Row struct {
 	// GatewayUsPerRec is the gateway's part of ServerUsPerRec (µs, median)
 	// for a target of several processes (iggy).
 	GatewayUsPerRec float64 `json:"gateway_cpu_us_per_record,omitempty"`
+	RSSPerConn      float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
 	// CPU per record (µs, medians over the runs): on a machine the client
 	// and the servers share, throughput follows their sum.
 	ServerUsPerRec float64 `json:"server_cpu_us_per_record,omitempty"`
@@ -338,6 +341,11 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 			return fail(err)
 		}
 		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
+	case "idle":
+		r, err = runIdle(ctx, t, w.Records)
+		if err != nil {
+			return fail(err)
+		}
 	case "e2e":
 		po.Rate = w.Rate
 		po.Records = min(w.Records, int(w.Rate*w.Seconds))
@@ -457,7 +465,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, ccpu, sper, cper, gper, p50, p99, p999, pmax, ratios []float64
+			var rec, mb, cpu, ccpu, sper, cper, gper, rss, p50, p99, p999, pmax, ratios []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -467,6 +475,7 @@ func (c *Comparison) summarise() {
 				}
 				row.OK++
 				rec = append(rec, r.RecPerSec)
+				rss = append(rss, r.RSSPerConn)
 				mb = append(mb, r.MBPerSec)
 				cpu = append(cpu, r.ServerCPU)
 				ccpu = append(ccpu, r.ClientCPU)
@@ -491,7 +500,7 @@ func (c *Comparison) summarise() {
 			if len(rec) > 0 {
 				row.RecPerSec, row.MBPerSec, row.ServerCPU = median(rec), median(mb), median(cpu)
 				row.ClientCPU, row.ServerUsPerRec, row.ClientUsPerRec = median(ccpu), median(sper), median(cper)
-				row.GatewayUsPerRec = median(gper)
+				row.GatewayUsPerRec, row.RSSPerConn = median(gper), median(rss)
 				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
 				row.PairedX = median(ratios)
 			}
@@ -600,6 +609,25 @@ func (c *Comparison) checks() []Check {
 			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-share/0.7))
 		}
 		out = append(out, ck)
+	}
+	// Issue 11: under 64 KiB of resident memory per idle connection.
+	for _, w := range c.Workloads {
+		if w.Kind != "idle" {
+			continue
+		}
+		for _, t := range []string{"gateway", "gateway-tls"} {
+			r := c.row(w.Name, t)
+			if r == nil || r.RSSPerConn == 0 {
+				continue
+			}
+			kib := r.RSSPerConn / 1024
+			ck := Check{What: fmt.Sprintf("%s: %s RSS per connection", w.Name, t), Want: "<= 64 KiB", Got: kib,
+				GotText: fmt.Sprintf("%.1f KiB", kib), Pass: kib <= 64}
+			if !ck.Pass {
+				ck.Shortfall = fmt.Sprintf("%.1fx over", kib/64)
+			}
+			out = append(out, ck)
+		}
 	}
 	abs("produce 100 B records/s", "produce-100B", 1e6, "rec/s", func(r *Row) float64 { return r.RecPerSec }, false)
 	abs("consume-1KiB throughput", "consume-1KiB", 800, "MB/s", func(r *Row) float64 { return r.MBPerSec }, false)

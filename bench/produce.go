@@ -155,6 +155,9 @@ type Result struct {
 	// GatewayCPU is the gateway's part of ServerCPU when the target runs
 	// more than one process (iggy: the gateway and its Iggy server).
 	GatewayCPU float64 `json:"gateway_cpu_s,omitempty"`
+	// RSSPerConn is the idle workload's growth of the target's resident
+	// memory per open connection, in bytes.
+	RSSPerConn float64 `json:"rss_per_conn_bytes,omitempty"`
 	Complete   bool    `json:"complete"` // every record counted, no error, within the bounds
 	Err        string  `json:"error,omitempty"`
 }

@@ -87,6 +87,9 @@ func (c *Comparison) Markdown() string {
 	b.WriteString("| workload | target | ok/runs | records/s | range | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | gateway ÷ target | paired |\n")
 	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range c.Rows {
+		if c.kindOf(r.Workload) == "idle" {
+			continue // its own table below
+		}
 		name := r.Workload
 		if r.Rate > 0 {
 			name = fmt.Sprintf("%s @ %s/s", r.Workload, human(r.Rate))
@@ -112,6 +115,7 @@ func (c *Comparison) Markdown() string {
 			latCell(r.Latency, func(l *Latency) float64 { return l.P999 }), latCell(r.Latency, func(l *Latency) float64 { return l.Max }),
 			cpu, ratio, paired)
 	}
+	c.idleTable(&b)
 	if slices.Contains(c.Targets, "iggy-native") {
 		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
 			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
@@ -199,4 +203,44 @@ func LoadComparison(path string) (*Comparison, error) {
 	c.summarise() // rows and checks follow the runs, as this version computes them
 	c.Checks = c.checks()
 	return c, nil
+}
+
+// kindOf is the kind of the workload named name.
+func (c *Comparison) kindOf(name string) string {
+	for _, w := range c.Workloads {
+		if w.Name == name {
+			return w.Kind
+		}
+	}
+	return ""
+}
+
+// idleTable renders the idle workloads' rows: resident memory per open
+// connection.
+func (c *Comparison) idleTable(b *strings.Builder) {
+	var rows []Row
+	for _, r := range c.Rows {
+		if c.kindOf(r.Workload) == "idle" {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\nIdle connections: the target's resident memory (VmRSS) grown per connection held open, each after " +
+		"one ApiVersions round trip (on gateway-tls after its TLS handshake); medians. \"–\": the target runs in the " +
+		"harness's process, where its memory is not separable.\n\n" +
+		"| workload | target | ok/runs | connections | RSS per connection |\n|---|---|---:|---:|---:|\n")
+	for _, r := range rows {
+		conns, rss := 0, "–"
+		for _, w := range c.Workloads {
+			if w.Name == r.Workload {
+				conns = w.Records
+			}
+		}
+		if r.RSSPerConn != 0 {
+			rss = fmt.Sprintf("%.1f KiB", r.RSSPerConn/1024)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d/%d | %d | %s |\n", r.Workload, r.Target, r.OK, r.Runs, conns, rss)
+	}
 }

@@ -203,12 +203,16 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 		}
 		data := filepath.Join(t.dir, "data")
 		argv = []string{bin, "--bind-addr", t.addr, "--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
+		// Every bench client connects from 127.0.0.1: raise the per-address
+		// cap (256) so the idle workload's 1000 connections are admitted.
+		argv = append(argv, "--max-connections", "4096", "--max-connections-per-addr", "4096")
 		if t.tls {
 			certs := filepath.Join(t.dir, "certs")
 			argv = []string{bin, "--listeners", "SSL://" + t.addr,
 				"--tls-cert-file", filepath.Join(certs, "server-127.0.0.1.pem"),
 				"--tls-key-file", filepath.Join(certs, "server-127.0.0.1-key.pem"),
-				"--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
+				"--data-dir", data, "--fsync", t.fsync, "--log-level", "warn",
+				"--max-connections", "4096", "--max-connections-per-addr", "4096"}
 		}
 		if t.c.PprofAddr != "" && (t.c.PprofTarget == t.name || t.c.PprofTarget == "" && t.kind == "gateway") {
 			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
@@ -272,6 +276,10 @@ func (t *procTarget) makeCerts() error {
 	t.tlsClient, err = testcert.LoadClientConfig(f, false)
 	return err
 }
+
+// TLSClient is the TLS configuration that trusts the gateway-tls
+// target's certificate; nil for the others.
+func (t *procTarget) TLSClient() *tls.Config { return t.tlsClient }
 
 // Dial is what a client needs beyond the address: the TLS configuration
 // of the gateway-tls target, nothing for the others.

@@ -139,6 +139,9 @@ type Row struct {
 	// for a target of several processes (iggy).
 	GatewayUsPerRec float64 `json:"gateway_cpu_us_per_record,omitempty"`
 	RSSPerConn      float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
+	// ServerSPerGB is the target's CPU seconds per GB of record values it
+	// carried (median of runs): issue 11's cost of moving data.
+	ServerSPerGB float64 `json:"server_cpu_s_per_gb,omitempty"`
 	// CPU per record (µs, medians over the runs): on a machine the client
 	// and the servers share, throughput follows their sum.
 	ServerUsPerRec float64 `json:"server_cpu_us_per_record,omitempty"`
@@ -465,7 +468,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, ccpu, sper, cper, gper, rss, p50, p99, p999, pmax, ratios []float64
+			var rec, mb, cpu, ccpu, sper, cper, gper, rss, pergb, p50, p99, p999, pmax, ratios []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -485,6 +488,9 @@ func (c *Comparison) summarise() {
 					if r.GatewayCPU > 0 {
 						gper = append(gper, r.GatewayCPU*1e6/float64(r.Counted))
 					}
+					if bytes := float64(r.Counted) * float64(r.RecordSize); bytes > 0 && r.ServerCPU > 0 {
+						pergb = append(pergb, r.ServerCPU/(bytes/1e9))
+					}
 				}
 				l := r.Latency
 				if r.E2ELatency != nil {
@@ -500,7 +506,7 @@ func (c *Comparison) summarise() {
 			if len(rec) > 0 {
 				row.RecPerSec, row.MBPerSec, row.ServerCPU = median(rec), median(mb), median(cpu)
 				row.ClientCPU, row.ServerUsPerRec, row.ClientUsPerRec = median(ccpu), median(sper), median(cper)
-				row.GatewayUsPerRec, row.RSSPerConn = median(gper), median(rss)
+				row.GatewayUsPerRec, row.RSSPerConn, row.ServerSPerGB = median(gper), median(rss), median(pergb)
 				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
 				row.PairedX = median(ratios)
 			}
@@ -607,6 +613,23 @@ func (c *Comparison) checks() []Check {
 			GotText: fmt.Sprintf("%.2fx", share), Pass: share >= 0.7}
 		if !ck.Pass {
 			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-share/0.7))
+		}
+		out = append(out, ck)
+	}
+	// Issue 11: server CPU per GB moved at most half of Kafka's.
+	for _, w := range c.Workloads {
+		if w.Kind != "produce" && w.Kind != "consume" {
+			continue
+		}
+		g, k := c.row(w.Name, "gateway"), c.row(w.Name, "kafka")
+		if g == nil || k == nil || g.ServerSPerGB == 0 || k.ServerSPerGB == 0 {
+			continue
+		}
+		share := g.ServerSPerGB / k.ServerSPerGB
+		ck := Check{What: fmt.Sprintf("%s: gateway CPU s/GB ÷ kafka's", w.Name), Want: "<= 0.5x", Got: share,
+			GotText: fmt.Sprintf("%.2fx (%.2f vs %.2f s/GB)", share, g.ServerSPerGB, k.ServerSPerGB), Pass: share <= 0.5}
+		if !ck.Pass {
+			ck.Shortfall = fmt.Sprintf("%.1fx over", share/0.5)
 		}
 		out = append(out, ck)
 	}

@@ -84,8 +84,8 @@ func (c *Comparison) Markdown() string {
 	fmt.Fprintf(&b, "- runs: %d per workload and target, interleaved (every target once, then again); medians; "+
 		"records/s range is min–max; \"gateway ÷ target\" is the gateway's median records/s over the target's, "+
 		"\"paired\" the median of the ratios of runs made back to back\n\n", c.Reps)
-	b.WriteString("| workload | target | ok/runs | records/s | range | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | gateway ÷ target | paired |\n")
-	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| workload | target | ok/runs | records/s | range | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | CPU s/GB | gateway ÷ target | paired |\n")
+	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range c.Rows {
 		if c.kindOf(r.Workload) == "idle" {
 			continue // its own table below
@@ -109,11 +109,15 @@ func (c *Comparison) Markdown() string {
 		if r.OK > 0 {
 			rng = human(r.MinRec) + "–" + human(r.MaxRec)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s |\n",
+		pergb := "–"
+		if r.ServerSPerGB > 0 {
+			pergb = fmt.Sprintf("%.2f", r.ServerSPerGB)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			name, r.Target, r.OK, r.Runs, human(r.RecPerSec), rng, r.MBPerSec,
 			latCell(r.Latency, func(l *Latency) float64 { return l.P50 }), latCell(r.Latency, func(l *Latency) float64 { return l.P99 }),
 			latCell(r.Latency, func(l *Latency) float64 { return l.P999 }), latCell(r.Latency, func(l *Latency) float64 { return l.Max }),
-			cpu, ratio, paired)
+			cpu, pergb, ratio, paired)
 	}
 	c.idleTable(&b)
 	if slices.Contains(c.Targets, "iggy-native") {

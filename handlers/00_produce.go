@@ -19,7 +19,8 @@
 //     lookup with auto-creation when Cfg.AutoCreateTopics (Kafka auto-creates
 //     on Produce too; the Rust gateway does not; capped and paced as in
 //     Metadata, LEADER_NOT_AVAILABLE past the limits, INVALID_TOPIC_EXCEPTION
-//     for a name colliding with an existing topic), partition range
+//     for a name colliding with an existing topic; Kafka's internal names
+//     such as __consumer_offsets are never auto-created), partition range
 //     (UNKNOWN_TOPIC_OR_PARTITION), then the records: exactly one v2 batch
 //     (none, a second batch or trailing bytes is INVALID_RECORD;
 //     magic 0/1 is INVALID_RECORD; a bad length or CRC is CORRUPT_MESSAGE),

@@ -22,6 +22,11 @@
 //     (Cfg.AutoCreatePerSec); a topic past either is LEADER_NOT_AVAILABLE,
 //     which clients retry. A name that equals an existing topic's once '.'
 //     and '_' are equated is not created: INVALID_TOPIC_EXCEPTION.
+//   - No internal topics: is_internal is always false, and Kafka's
+//     internal names (__consumer_offsets, __transaction_state,
+//     __share_group_state) are never auto-created (committed offsets live
+//     in the store, not in a topic), so asking for them is
+//     UNKNOWN_TOPIC_OR_PARTITION.
 //   - v10+ topic ids are derived from stream, name and the store's topic id
 //     (see topicID): stable across restarts, new for a recreated topic.
 //     v12+ lookups by id list the stream and compare; an unknown id is

@@ -6,7 +6,9 @@
 //     and creates nothing.
 //   - Checks per topic, first failure wins: a name given twice in one
 //     request is INVALID_REQUEST for every entry of it; a bad name
-//     INVALID_TOPIC_EXCEPTION; manual assignments together with a partition
+//     INVALID_TOPIC_EXCEPTION; one of Kafka's internal topic names
+//     (__consumer_offsets, __transaction_state, __share_group_state)
+//     INVALID_REQUEST, as the gateway has no internal topics; manual assignments together with a partition
 //     count or replication factor other than -1 INVALID_REQUEST; partitions
 //     -1 means Cfg.DefaultPartitions, while 0, below -1 or above 1000 is
 //     INVALID_PARTITIONS; replication factor must be -1 or 1 (one logical
@@ -165,6 +167,9 @@ func (c *Call) checkCreateTopic(rt *kmsg.CreateTopicsRequestTopic, dup bool) (in
 		return 0, kerr.InvalidRequest.Code, "topic named more than once in the request"
 	case !validTopicName(rt.Topic):
 		return 0, kerr.InvalidTopicException.Code, "topic names are 1 to 249 characters of [A-Za-z0-9._-], not . or .."
+	case kafkaInternalTopic(rt.Topic):
+		return 0, kerr.InvalidRequest.Code, "Creation of internal topic " + rt.Topic +
+			" is prohibited: this gateway has no internal topics (committed offsets live in the store, not in a topic)"
 	}
 	var n int32
 	if len(rt.ReplicaAssignment) > 0 {

@@ -179,6 +179,23 @@ func TestMetadataAutoCreate(t *testing.T) {
 	if resp := do(t, g, metadataReq(9, "..")).(*kmsg.MetadataResponse); resp.Topics[0].ErrorCode != kerr.InvalidTopicException.Code {
 		t.Fatalf("..: %d", resp.Topics[0].ErrorCode)
 	}
+	// Kafka's internal topic names are never made into ordinary topics,
+	// whatever the request allows; CreateTopics refuses them too.
+	for _, name := range []string{"__consumer_offsets", "__transaction_state", "__share_group_state"} {
+		if resp := do(t, g, metadataReq(3, name)).(*kmsg.MetadataResponse); resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("Metadata %s: code %d, want UNKNOWN_TOPIC_OR_PARTITION", name, resp.Topics[0].ErrorCode)
+		}
+		cresp := do(t, g, createReq(7, ct(name, 1, 1))).(*kmsg.CreateTopicsResponse)
+		if cresp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("CreateTopics %s: code %d, want INVALID_REQUEST", name, cresp.Topics[0].ErrorCode)
+		}
+		if _, err := g.Store.Topic(context.Background(), "kafka", name); err == nil {
+			t.Errorf("%s was created", name)
+		}
+	}
+	if resp := do(t, g, metadataReq(3, "__consumer_offsets_not")).(*kmsg.MetadataResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Errorf("a name merely starting like an internal one: code %d", resp.Topics[0].ErrorCode)
+	}
 	// Config off: never.
 	g = newGateway(t, noAutoCreate)
 	if resp := do(t, g, metadataReq(3, "z")).(*kmsg.MetadataResponse); resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {

@@ -40,8 +40,9 @@ func (c *Call) topic(name string, create bool) (bridge.TopicInfo, error) {
 	if err == nil || !errors.Is(err, bridge.ErrTopicNotFound) || !create || !g.Cfg.AutoCreateTopics {
 		return ti, err
 	}
-	if !c.mayCreateTopic(name) {
+	if !c.mayCreateTopic(name) || kafkaInternalTopic(name) {
 		// Kafka: no CREATE, no auto-creation; the topic stays unknown.
+		// Kafka's internal names are never made into ordinary topics.
 		return ti, err
 	}
 	if c.autoCreated >= g.Cfg.autoCreatePerRequest() || !g.autoCreate.take(time.Now(), g.Cfg.autoCreatePerSec(), g.Cfg.autoCreatePerRequest()) {
@@ -57,6 +58,23 @@ func (c *Call) topic(name string, create bool) (bridge.TopicInfo, error) {
 		g.Log.Info("auto-created topic", "topic", name, "partitions", ti.Partitions)
 	}
 	return ti, err
+}
+
+// kafkaInternalTopic reports one of the names Kafka keeps for its own
+// internal topics (Topic.INTERNAL_TOPICS: committed offsets, transaction
+// state, share-group state). This gateway has no internal topics: it keeps
+// committed offsets in the store (Iggy consumer offsets, or the embedded
+// catalog), and has no transactions or share groups. A client asking
+// Metadata for __consumer_offsets must not get an ordinary, empty topic of
+// that name made for it (a regex subscription would then consume it and
+// admin tools would list it as a user topic), so these names are never
+// auto-created, and CreateTopics refuses them.
+func kafkaInternalTopic(name string) bool {
+	switch name {
+	case "__consumer_offsets", "__transaction_state", "__share_group_state":
+		return true
+	}
+	return false
 }
 
 // createTopic creates name unless it collides with an existing topic once

@@ -212,8 +212,7 @@ func (s *Store) baseFromState(ctx context.Context, stream, topic string, partiti
 }
 
 // TopicState implements bridge.TopicStater: one GetTopic for the topic and
-// all its partitions' states (log starts from the state stream applied, as
-// Partition does).
+// all its partitions' states, each as Partition gives it.
 func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.TopicInfo, []bridge.PartitionState, error) {
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
 	if err != nil {
@@ -224,27 +223,21 @@ func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.To
 	}
 	ti := topicInfo(stream, &t)
 	states := make([]bridge.PartitionState, ti.Partitions)
-	for _, p := range t.Partitions {
+	for i := range t.Partitions {
+		p := &t.Partitions[i]
 		if int64(p.ID) >= int64(len(states)) {
 			continue
 		}
-		st := p.State()
-		start, err := s.logStart(ctx, startKey{stream: stream, topic: topic, id: ti.ID, partition: int32(p.ID)})
-		if err != nil {
+		if states[p.ID], err = s.partitionState(ctx, stream, topic, ti.ID, p); err != nil {
 			return bridge.TopicInfo{}, nil, err
 		}
-		if start > st.Earliest {
-			st.Earliest = min(start, st.Next)
-		}
-		states[p.ID] = st
 	}
 	return ti, states, nil
 }
 
 var _ bridge.TopicStater = (*Store)(nil)
 
-// Partition reads the partition's offsets from GetTopic; Earliest is
-// raised to the log start DeleteRecords stored, if that is higher.
+// Partition reads the partition's offsets from GetTopic (partitionState).
 func (s *Store) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
 	if err != nil {
@@ -253,18 +246,25 @@ func (s *Store) Partition(ctx context.Context, stream, topic string, partition i
 	if !ok {
 		return bridge.PartitionState{}, bridge.ErrTopicNotFound
 	}
-	for _, p := range t.Partitions {
-		if int64(p.ID) == int64(partition) {
-			st := p.State()
-			start, err := s.logStart(ctx, startKey{stream: stream, topic: topic, id: topicInfo(stream, &t).ID, partition: partition})
-			if err != nil {
-				return bridge.PartitionState{}, err
-			}
-			if start > st.Earliest {
-				st.Earliest = min(start, st.Next)
-			}
-			return st, nil
+	for i := range t.Partitions {
+		if p := &t.Partitions[i]; int64(p.ID) == int64(partition) {
+			return s.partitionState(ctx, stream, topic, topicInfo(stream, &t).ID, p)
 		}
 	}
 	return bridge.PartitionState{}, bridge.ErrPartitionNotFound
+}
+
+// partitionState is p's offsets as GetTopic reported them, Earliest raised
+// to the log start DeleteRecords stored, if that is higher (keyed, as
+// DeleteRecords keys it, by the name asked for and the derived topic id).
+func (s *Store) partitionState(ctx context.Context, stream, topic string, id uint32, p *Partition) (bridge.PartitionState, error) {
+	st := p.State()
+	start, err := s.logStart(ctx, startKey{stream: stream, topic: topic, id: id, partition: int32(p.ID)})
+	if err != nil {
+		return bridge.PartitionState{}, err
+	}
+	if start > st.Earliest {
+		st.Earliest = min(start, st.Next)
+	}
+	return st, nil
 }

@@ -19,7 +19,6 @@ package loop
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -30,6 +29,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/codec"
 )
 
 // tlsReadChunk is the most one read takes off a TLS connection:
@@ -192,10 +193,8 @@ func (c *tlsConn) reserve(add int) {
 	}
 	unread := c.in[c.off:]
 	need := len(unread) + add
-	if len(unread) >= 4 {
-		if size := int64(binary.BigEndian.Uint32(unread)); size <= int64(c.s.cfg.MaxFrameSize) {
-			need = max(need, 4+int(size))
-		}
+	if size, ok, err := codec.FrameSize(unread, c.s.cfg.MaxFrameSize); ok && err == nil {
+		need = max(need, 4+int(size))
 	}
 	var large *bytebufferpool.ByteBuffer
 	var nb []byte

@@ -1,17 +1,15 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/procfs"
 )
 
 // The idle workload (issue 11: "1000 idle connections, RSS per connection
@@ -41,7 +39,7 @@ func runIdle(ctx context.Context, t Target, n int) (*Result, error) {
 	if tt, ok := t.(interface{ TLSClient() *tls.Config }); ok {
 		cfg = tt.TLSClient()
 	}
-	before, err := processRSS(pid)
+	before, err := procfs.RSS(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +65,7 @@ func runIdle(ctx context.Context, t Target, n int) (*Result, error) {
 		return nil, ctx.Err()
 	case <-time.After(idleSettle):
 	}
-	after, err := processRSS(pid)
+	after, err := procfs.RSS(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -128,27 +126,4 @@ func dialIdle(ctx context.Context, addr string, cfg *tls.Config, corr int32) (ne
 	}
 	_ = c.SetDeadline(time.Time{})
 	return c, nil
-}
-
-// processRSS is VmRSS of /proc/PID/status in bytes.
-func processRSS(pid int) (int64, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("VmRSS: %w", err)
-			}
-			return kb << 10, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }

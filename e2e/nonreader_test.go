@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -15,22 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// vmRSS is a process's resident set in bytes, from /proc/PID/status.
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
+	"github.com/iggy-kafka/gateway/internal/procfs"
+)
 
 // Issue 10 part 2: clients that send thousands of Fetches and never read
 // the answers. Each Fetch alone would return 1 MiB; before the write cap the
@@ -94,7 +80,7 @@ func TestNonReaderRSSBounded(t *testing.T) {
 			t.Fatalf("warm-up fetch returned %d bytes", n)
 		}
 	}
-	base, err := vmRSS(pid)
+	base, err := procfs.RSS(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +130,7 @@ func TestNonReaderRSSBounded(t *testing.T) {
 	peak := base
 	deadline := time.Now().Add(stallSecs*time.Second + 2*time.Second)
 	for time.Now().Before(deadline) {
-		rss, err := vmRSS(pid)
+		rss, err := procfs.RSS(pid)
 		if err != nil {
 			t.Fatalf("reading RSS: %v", err)
 		}

@@ -13,29 +13,12 @@ alters with AlterConfigs and lists and describes groups with list_groups
 (ListGroups + DescribeGroups).
 """
 
-import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic
 
-BOOTSTRAP, TOPIC, GROUP = sys.argv[1], sys.argv[2], sys.argv[3]
-HOST, PORT = BOOTSTRAP.rsplit(":", 1)
-N = 20  # records produced to each of partitions 0 and 1
-
-
-def fail(msg):
-    print("FAIL " + msg, flush=True)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-def ok(msg):
-    print("OK " + msg, flush=True)
+from checks import BOOTSTRAP, GROUP, HOST, N, PORT, TOPIC, check, fail, ok  # e2e/python/checks.py, beside this file
 
 
 def wait(futures):

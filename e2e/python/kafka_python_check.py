@@ -12,33 +12,16 @@ alters with AlterConfigs. Its describe_configs
 returns the raw DescribeConfigs responses.
 """
 
-import sys
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import InvalidConfigurationError, TopicAlreadyExistsError
 
-BOOTSTRAP, TOPIC, GROUP = sys.argv[1], sys.argv[2], sys.argv[3]
-HOST, PORT = BOOTSTRAP.rsplit(":", 1)
-N = 20  # records produced to each of partitions 0 and 1
+from checks import BOOTSTRAP, GROUP, HOST, N, PORT, TOPIC, check, fail, ok  # e2e/python/checks.py, beside this file
 
 # DescribeConfigs v1+ config_source values (KIP-226).
 DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
-
-
-def fail(msg):
-    print("FAIL " + msg, flush=True)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
-def ok(msg):
-    print("OK " + msg, flush=True)
 
 
 def describe(admin):

@@ -546,17 +546,17 @@ func (c *Comparison) row(w, t string) *Row {
 // checks evaluates the issue's targets against the rows that exist.
 func (c *Comparison) checks() []Check {
 	var out []Check
-	ratio := func(w, t string, want float64) {
-		r := c.row(w, t)
-		if r == nil || r.GatewayX == 0 {
-			return
-		}
-		ck := Check{What: fmt.Sprintf("%s: gateway ÷ %s", w, t), Want: fmt.Sprintf(">= %.1fx", want),
-			Got: r.GatewayX, GotText: fmt.Sprintf("%.2fx", r.GatewayX), Pass: r.GatewayX >= want}
+	atLeastX := func(what string, got, want float64) {
+		ck := Check{What: what, Want: fmt.Sprintf(">= %.1fx", want), Got: got, GotText: fmt.Sprintf("%.2fx", got), Pass: got >= want}
 		if !ck.Pass {
-			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-r.GatewayX/want))
+			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-got/want))
 		}
 		out = append(out, ck)
+	}
+	ratio := func(w, t string, want float64) {
+		if r := c.row(w, t); r != nil && r.GatewayX != 0 {
+			atLeastX(fmt.Sprintf("%s: gateway ÷ %s", w, t), r.GatewayX, want)
+		}
 	}
 	abs := func(what, w string, want float64, unit string, get func(*Row) float64, atMost bool) {
 		var r *Row
@@ -608,13 +608,7 @@ func (c *Comparison) checks() []Check {
 		if g == nil || s == nil || g.RecPerSec == 0 || w.Kind != "produce" && w.Kind != "consume" {
 			continue
 		}
-		share := s.RecPerSec / g.RecPerSec
-		ck := Check{What: fmt.Sprintf("%s: gateway-tls ÷ gateway", w.Name), Want: ">= 0.7x", Got: share,
-			GotText: fmt.Sprintf("%.2fx", share), Pass: share >= 0.7}
-		if !ck.Pass {
-			ck.Shortfall = fmt.Sprintf("%.0f%% short", 100*(1-share/0.7))
-		}
-		out = append(out, ck)
+		atLeastX(fmt.Sprintf("%s: gateway-tls ÷ gateway", w.Name), s.RecPerSec/g.RecPerSec, 0.7)
 	}
 	// Issue 11: server CPU per GB moved at most half of Kafka's.
 	for _, w := range c.Workloads {

@@ -202,18 +202,18 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 			return err
 		}
 		data := filepath.Join(t.dir, "data")
-		argv = []string{bin, "--bind-addr", t.addr, "--data-dir", data, "--fsync", t.fsync, "--log-level", "warn"}
-		// Every bench client connects from 127.0.0.1: raise the per-address
-		// cap (256) so the idle workload's 1000 connections are admitted.
-		argv = append(argv, "--max-connections", "4096", "--max-connections-per-addr", "4096")
+		listen := []string{"--bind-addr", t.addr}
 		if t.tls {
 			certs := filepath.Join(t.dir, "certs")
-			argv = []string{bin, "--listeners", "SSL://" + t.addr,
+			listen = []string{"--listeners", "SSL://" + t.addr,
 				"--tls-cert-file", filepath.Join(certs, "server-127.0.0.1.pem"),
-				"--tls-key-file", filepath.Join(certs, "server-127.0.0.1-key.pem"),
-				"--data-dir", data, "--fsync", t.fsync, "--log-level", "warn",
-				"--max-connections", "4096", "--max-connections-per-addr", "4096"}
+				"--tls-key-file", filepath.Join(certs, "server-127.0.0.1-key.pem")}
 		}
+		argv = append(append([]string{bin}, listen...), "--data-dir", data, "--fsync", t.fsync, "--log-level", "warn",
+			// Every bench client connects from 127.0.0.1: raise the
+			// per-address cap (256) so the idle workload's 1000
+			// connections are admitted.
+			"--max-connections", "4096", "--max-connections-per-addr", "4096")
 		if t.c.PprofAddr != "" && (t.c.PprofTarget == t.name || t.c.PprofTarget == "" && t.kind == "gateway") {
 			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
 		}

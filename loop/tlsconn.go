@@ -225,7 +225,9 @@ func (c *tlsConn) releaseIn() {
 func (c *tlsConn) compact() {
 	switch {
 	case c.off == len(c.in):
-		if c.inLarge != nil || cap(c.in) > tlsSmallIn {
+		// reserve gives a connection's own buffer at most tlsSmallIn;
+		// anything larger is pooled.
+		if c.inLarge != nil {
 			c.releaseIn() // a large request passed: give the memory back
 		} else {
 			c.in, c.off = c.in[:0], 0

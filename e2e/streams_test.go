@@ -236,6 +236,32 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	wc := javaStart(t, "WordCount", src, gw.Addr, app, in, out, t.TempDir())
 	wc.waitOutput(t, "RUNNING", 3*time.Minute)
 	checkFor(t, 2*time.Minute, time.Second, countsMatch)
+
+	// Streams purges what it consumed from its repartition topic through
+	// DeleteRecords, but only on a commit that had something to commit and
+	// came more than repartition.purge.interval.ms (1 s in WordCount) after
+	// the stream thread started; a clean close commits without purging. An
+	// app that counted the first lines within that second would never
+	// purge while idle, so each wait below feeds it one more line.
+	repart := app + "-words-repartition"
+	next := 200
+	checkFor(t, time.Minute, time.Second, func() error {
+		produceLines(next, next+1)
+		next++
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, repart)
+		if err != nil {
+			return err
+		}
+		var purged int64
+		starts.Each(func(o kadm.ListedOffset) { purged += o.Offset })
+		if purged == 0 {
+			return fmt.Errorf("log starts of %s: %v, want some records purged", repart, starts)
+		}
+		return nil
+	})
+	checkFor(t, 2*time.Minute, time.Second, countsMatch)
 	wc.stop(t, time.Minute)
 
 	// The internal topics Streams created through CreateTopics: the
@@ -246,27 +272,11 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 		t.Fatalf("cleanup.policy of %s: %q, want compact", changelog, policy)
 	}
 	// The repartition topic: delete, kept for ever until Streams purges.
-	repart := app + "-words-repartition"
 	if p, r := topicConfig(t, cl, repart, "cleanup.policy"), topicConfig(t, cl, repart, "retention.ms"); p != "delete" || r != "-1" {
 		t.Fatalf("%s: cleanup.policy %q, retention.ms %q; want delete, -1", repart, p, r)
 	}
 
-	// Streams purged what it consumed from its repartition topic
-	// (WordCount sets repartition.purge.interval.ms to 1 s) through
-	// DeleteRecords.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, repart)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var purged int64
-	starts.Each(func(o kadm.ListedOffset) { purged += o.Offset })
-	if purged == 0 {
-		t.Fatalf("log starts of %s after the run: %v, want some records purged", repart, starts)
-	}
-
-	produceLines(200, 300)
+	produceLines(next, next+100)
 	wc = javaStart(t, "WordCount (restarted)", src, gw.Addr, app, in, out, t.TempDir())
 	wc.waitOutput(t, "RUNNING", 3*time.Minute)
 	checkFor(t, 2*time.Minute, time.Second, countsMatch)

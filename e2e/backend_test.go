@@ -170,6 +170,25 @@ func backendArgs(t testing.TB, dataDir string) []string {
 	if !iggyBackend() {
 		return []string{"--data-dir=" + dataDir}
 	}
+	return iggytestArgs(t, dataDir)
+}
+
+// iggyArgs are the flags of a gateway binary on an Iggy server whatever the
+// e2e backend: the real server under iggy-server, else the imitation over
+// an embedded store in dataDir (one per dataDir, shared by the gateways
+// spawned on it).
+func iggyArgs(t testing.TB, dataDir string) []string {
+	t.Helper()
+	if realIggyBackend() {
+		return backendArgs(t, dataDir)
+	}
+	return iggytestArgs(t, dataDir)
+}
+
+// iggytestArgs starts (once per dataDir) an imitation Iggy server and
+// returns the flags of a gateway on it.
+func iggytestArgs(t testing.TB, dataDir string) []string {
+	t.Helper()
 	iggyServersMu.Lock()
 	defer iggyServersMu.Unlock()
 	if srv := iggyServers[dataDir]; srv != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -306,7 +307,10 @@ func spawnGateway(t testing.TB, dataDir string, args ...string) *process {
 	for attempt := 0; attempt < 3; attempt++ {
 		port := freePort(t)
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		full := append([]string{"--bind-addr=" + addr, "--log-level=debug"}, backendArgs(t, dataDir)...)
+		full := []string{"--bind-addr=" + addr, "--log-level=debug"}
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--backend=") }) {
+			full = append(full, backendArgs(t, dataDir)...)
+		}
 		full = append(full, args...)
 		cmd := exec.Command(bin, full...)
 		cmd.Env = childEnv()

@@ -27,6 +27,10 @@ func (co *Coordinator) Describe(ctx context.Context, req *kmsg.DescribeGroupsReq
 			rg.ErrorCode = kerr.InvalidGroupID.Code
 			continue
 		}
+		if code := co.placed(name); code != 0 {
+			rg.ErrorCode = code
+			continue
+		}
 		if v, ok := co.view(name); ok && v.consumer {
 			// Kafka 4 describes only classic groups here; the admin
 			// client uses ConsumerGroupDescribe for the others.
@@ -82,7 +86,9 @@ func (co *Coordinator) List(ctx context.Context, req *kmsg.ListGroupsRequest) *k
 	seen := map[string]bool{}
 	add := func(name, state, ptype, gtype string) {
 		seen[name] = true
-		if !want(state, gtype) {
+		// Each coordinator lists its own groups; admin clients ask every
+		// broker and merge, as with Kafka.
+		if !want(state, gtype) || co.placed(name) == kerr.NotCoordinator.Code {
 			return
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
@@ -122,6 +128,10 @@ func (co *Coordinator) Delete(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		rg.Group = name
 		if !validGroupID(name) {
 			rg.ErrorCode = kerr.InvalidGroupID.Code
+			continue
+		}
+		if code := co.placed(name); code != 0 {
+			rg.ErrorCode = code
 			continue
 		}
 		if v, live := co.view(name); live && len(v.members) > 0 {

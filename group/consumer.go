@@ -219,6 +219,8 @@ func (co *Coordinator) decodeHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, 
 		return invalid("GroupId can't be empty.")
 	case !validGroupID(req.Group):
 		return nil, kerr.InvalidGroupID.Code, fmt.Sprintf("group ids are at most %d bytes on this gateway", MaxGroupIDLen)
+	case co.placed(req.Group) != 0:
+		return nil, co.placed(req.Group), "this gateway does not coordinate the group now"
 	case req.InstanceID != nil && *req.InstanceID == "":
 		return invalid("InstanceId can't be empty.")
 	case req.RackID != nil && *req.RackID == "":

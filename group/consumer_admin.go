@@ -32,6 +32,8 @@ func (co *Coordinator) ConsumerDescribe(req *kmsg.ConsumerGroupDescribeRequest) 
 		switch {
 		case !validGroupID(name):
 			rg.ErrorCode = kerr.InvalidGroupID.Code
+		case co.placed(name) != 0:
+			rg.ErrorCode = co.placed(name)
 		case g == nil:
 			rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr(fmt.Sprintf("Group %s not found.", name))
 		case g.consumer == nil:

@@ -39,17 +39,24 @@ type Options struct {
 	// Clock drives the consumer protocol's session and rebalance timers.
 	// Nil: the wall clock.
 	Clock Clock
+	// Placement says whether this gateway coordinates a group (cluster
+	// mode, package cluster): 0, or the error every operation on the group
+	// answers here (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+	// COORDINATOR_NOT_AVAILABLE). Called without co.mu; must not block.
+	// Nil: every group is coordinated here.
+	Placement func(group string) int16
 }
 
 // Coordinator is the group coordinator of this gateway. Safe for
 // concurrent use; see the package comment for what runs where.
 type Coordinator struct {
-	cfg     Config
-	store   bridge.Store
-	offsets bridge.GroupOffsets // nil: the store keeps no offsets
-	stream  string
-	wake    func(Ticket) bool
-	log     *slog.Logger
+	cfg       Config
+	store     bridge.Store
+	offsets   bridge.GroupOffsets // nil: the store keeps no offsets
+	stream    string
+	wake      func(Ticket) bool
+	log       *slog.Logger
+	placement func(string) int16
 
 	mu      sync.Mutex
 	closed  bool
@@ -83,17 +90,28 @@ func New(o Options) *Coordinator {
 	}
 	offs, _ := o.Store.(bridge.GroupOffsets)
 	return &Coordinator{
-		cfg:     o.Config.withDefaults(),
-		store:   o.Store,
-		offsets: offs,
-		stream:  o.Stream,
-		wake:    o.Wake,
-		log:     o.Log,
-		groups:  make(map[string]*group),
-		results: make(map[Ticket]kmsg.Response),
-		clock:   o.Clock,
-		topicID: o.TopicID,
+		cfg:       o.Config.withDefaults(),
+		store:     o.Store,
+		offsets:   offs,
+		stream:    o.Stream,
+		wake:      o.Wake,
+		log:       o.Log,
+		groups:    make(map[string]*group),
+		results:   make(map[Ticket]kmsg.Response),
+		clock:     o.Clock,
+		topicID:   o.TopicID,
+		placement: o.Placement,
 	}
+}
+
+// placed is the error an operation on group answers because another
+// gateway coordinates it (Options.Placement), or 0. Any goroutine; co.mu
+// need not be held.
+func (co *Coordinator) placed(group string) int16 {
+	if co.placement == nil {
+		return 0
+	}
+	return co.placement(group)
 }
 
 // standInTopicID is the topic id of Options without TopicID: stable per

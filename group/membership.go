@@ -87,6 +87,10 @@ func (co *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResp
 // member or instance id at v3+.
 func (co *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if code := co.placed(req.Group); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	if req.Version < 3 {
 		who := []leaveOne{{memberID: req.MemberID}}
 		co.leave(req.Group, who)
@@ -166,6 +170,9 @@ func (co *Coordinator) runJoin(a *joinArgs) (kmsg.Response, Ticket, time.Time) {
 	ver := a.ver
 	if !validGroupID(a.group) {
 		return joinError(ver, kerr.InvalidGroupID.Code, a.memberID), 0, time.Time{}
+	}
+	if code := co.placed(a.group); code != 0 {
+		return joinError(ver, code, a.memberID), 0, time.Time{}
 	}
 	if a.session < co.cfg.MinSessionTimeout || a.session > co.cfg.MaxSessionTimeout {
 		return joinError(ver, kerr.InvalidSessionTimeout.Code, a.memberID), 0, time.Time{}
@@ -481,6 +488,9 @@ func (co *Coordinator) runSync(a *syncArgs) (kmsg.Response, Ticket, time.Time) {
 
 func (co *Coordinator) sync(a *syncArgs, wake *[]Ticket) (kmsg.Response, Ticket, time.Time) {
 	ver := a.ver
+	if code := co.placed(a.group); code != 0 {
+		return syncError(ver, code), 0, time.Time{}
+	}
 	g := co.groups[a.group]
 	if g == nil {
 		return syncError(ver, kerr.UnknownMemberID.Code), 0, time.Time{}
@@ -544,6 +554,9 @@ func (g *group) allSynced() bool {
 
 // heartbeat answers a heartbeat's error code.
 func (co *Coordinator) heartbeat(group, memberID, instance string, generation int32) int16 {
+	if code := co.placed(group); code != 0 {
+		return code
+	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	g := co.groups[group]

@@ -33,6 +33,8 @@ func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommit
 	switch {
 	case !validGroupID(req.Group):
 		code = kerr.InvalidGroupID.Code
+	case co.placed(req.Group) != 0:
+		code = co.placed(req.Group)
 	case st == nil:
 		code = kerr.CoordinatorNotAvailable.Code
 	default:
@@ -221,6 +223,8 @@ func (co *Coordinator) fetchGroupOffsets(ctx context.Context, name string, topic
 	switch {
 	case !validGroupID(name):
 		code = kerr.InvalidGroupID.Code
+	case co.placed(name) != 0:
+		code = co.placed(name)
 	case st == nil:
 		code = kerr.CoordinatorNotAvailable.Code
 	}
@@ -278,6 +282,10 @@ func (co *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDelete
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	if !validGroupID(req.Group) {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	if code := co.placed(req.Group); code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
 	st := co.offsets

@@ -583,6 +583,42 @@ func (co *Coordinator) Close() {
 	}
 }
 
+// Forget drops the membership state of every group drop reports true for
+// (cluster mode: groups another gateway coordinates now). Parked joins
+// and syncs are answered NOT_COORDINATOR, timers stop; committed offsets
+// stay in the store, where the new coordinator reads them. The members
+// find the new coordinator and join it. Any goroutine.
+func (co *Coordinator) Forget(drop func(group string) bool) int {
+	var wake []Ticket
+	co.mu.Lock()
+	n := 0
+	for name, g := range co.groups {
+		if !drop(name) {
+			continue
+		}
+		g.stopTimer()
+		for _, m := range g.members {
+			co.endMember(m, kerr.NotCoordinator.Code, m.id, &wake)
+			co.members--
+		}
+		for _, t := range g.pending {
+			t.Stop()
+			co.members--
+		}
+		if g.consumer != nil {
+			for _, m := range g.consumer.members {
+				co.stopTimers(m)
+				co.members--
+			}
+		}
+		delete(co.groups, name)
+		n++
+	}
+	co.mu.Unlock()
+	co.wakeAll(wake)
+	return n
+}
+
 // groupView is a snapshot of a group for DescribeGroups and friends.
 type groupView struct {
 	consumer     bool // a consumer-protocol group (KIP-848)

@@ -225,11 +225,12 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			sp := &st.Partitions[len(st.Partitions)-1]
 			sp.Partition = rp.Partition
 			if pcode == 0 && !repeated {
-				if rp.Partition < 0 || rp.Partition >= ti.Partitions {
+				switch {
+				case rp.Partition < 0 || rp.Partition >= ti.Partitions:
 					pcode = kerr.UnknownTopicOrPartition.Code
-				} else {
+				default:
 					var base uint64
-					base, pcode, pmsg = c.producePartition(req.Version, &ti, rp.Partition, rp.Records, &budget)
+					base, pcode, pmsg = c.produceLed(req.Version, &ti, rp.Partition, rp.Records, &budget)
 					sp.BaseOffset = int64(base)
 				}
 			}
@@ -260,6 +261,19 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// produceLed is producePartition while this gateway leads the partition
+// (cluster mode; always in a one-node cluster). Otherwise, or while its
+// session is not known live, NOT_LEADER_OR_FOLLOWER: the client refreshes
+// its metadata and sends to the leader.
+func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int) (uint64, int16, *string) {
+	cl := c.G.Cfg.Cluster
+	if !cl.BeginWrite(ti.Name, partition) {
+		return 0, kerr.NotLeaderForPartition.Code, nil
+	}
+	defer cl.EndWrite()
+	return c.producePartition(version, ti, partition, records, budget)
 }
 
 // producePartition stores one partition's records and returns the base

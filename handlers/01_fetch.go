@@ -177,6 +177,9 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 			if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
 				code = kerr.UnknownTopicOrPartition.Code
 			}
+			if code == 0 && !g.Cfg.Cluster.Leads(rt.Topic, rp.Partition) {
+				code = kerr.NotLeaderForPartition.Code
+			}
 			var state bridge.PartitionState
 			if code == 0 {
 				var err error

@@ -78,6 +78,9 @@ func listOffsets(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
 				code = kerr.UnknownTopicOrPartition.Code
 			}
+			if code == 0 && !c.G.Cfg.Cluster.Leads(rt.Topic, rp.Partition) {
+				code = kerr.NotLeaderForPartition.Code
+			}
 			if code == 0 {
 				var err error
 				sp.Offset, sp.Timestamp, err = c.offsetFor(rt.Topic, rp.Partition, rp.Timestamp)

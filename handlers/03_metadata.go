@@ -64,6 +64,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/cluster"
 )
 
 func init() {
@@ -75,12 +76,17 @@ func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	cfg := &c.G.Cfg
 
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID = cfg.NodeID
-	b.Host, b.Port = c.advertised()
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	if cfg.Cluster == nil {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = cfg.NodeID
+		b.Host, b.Port = c.advertised()
+		resp.Brokers = []kmsg.MetadataResponseBroker{b}
+		resp.ControllerID = cfg.NodeID
+	} else {
+		c.metaView = c.clusterView()
+		c.metadataBrokers(c.metaView, resp)
+	}
 	resp.ClusterID = strp(cfg.ClusterID)
-	resp.ControllerID = cfg.NodeID
 
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
@@ -189,6 +195,9 @@ func metadataErr(name string, id [16]byte, code int16) kmsg.MetadataResponseTopi
 
 // metadataTopic describes ti: every partition led by this node.
 func (c *Call) metadataTopic(name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
+	if c.metaView != nil {
+		return c.metadataTopicIn(c.metaView, name, ti)
+	}
 	node := c.G.Cfg.NodeID
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = strp(name)
@@ -205,6 +214,39 @@ func (c *Call) metadataTopic(name string, ti bridge.TopicInfo) kmsg.MetadataResp
 		mp.LeaderEpoch = 0
 		mp.Replicas = nodes
 		mp.ISR = nodes
+		mp.OfflineReplicas = []int32{}
+	}
+	return t
+}
+
+// metadataTopicIn describes ti in cluster mode: each partition led by its
+// leader in v, with v's epoch as leader epoch (it grows on every move).
+func (c *Call) metadataTopicIn(v *cluster.View, name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic = strp(name)
+	t.TopicID = topicID(ti)
+	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, ti.Partitions)
+	// One backing array of one-node lists, one per member, shared
+	// read-only by the partitions each leads.
+	nodes := make([]int32, len(v.Members))
+	for i, m := range v.Members {
+		nodes[i] = m.ID
+	}
+	epoch := v.Epoch()
+	for p := range t.Partitions {
+		mp := &t.Partitions[p]
+		mp.Default()
+		mp.Partition = int32(p)
+		leader := v.Leader(name, int32(p))
+		mp.Leader = leader
+		mp.LeaderEpoch = epoch
+		i := sort.Search(len(nodes), func(i int) bool { return nodes[i] >= leader })
+		if i < len(nodes) && nodes[i] == leader {
+			mp.Replicas = nodes[i : i+1 : i+1]
+		} else {
+			mp.Replicas = []int32{leader}
+		}
+		mp.ISR = mp.Replicas
 		mp.OfflineReplicas = []int32{}
 	}
 	return t

@@ -51,6 +51,13 @@ func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			code = kerr.InvalidGroupID.Code
 		case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
 			code = kerr.GroupAuthorizationFailed.Code
+		case cfg.Cluster != nil:
+			v := c.clusterView()
+			id := v.Coordinator(key)
+			if host, port, ok := c.endpointOf(v, id); ok {
+				return 0, id, host, port
+			}
+			code = kerr.CoordinatorNotAvailable.Code
 		default:
 			host, port := c.advertised()
 			return 0, cfg.NodeID, host, port

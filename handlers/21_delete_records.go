@@ -75,8 +75,11 @@ func deleteRecords(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case deleter == nil:
 				sp.ErrorCode = kerr.UnknownServerError.Code
+			case !c.G.Cfg.Cluster.BeginWrite(rt.Topic, rp.Partition):
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				sp.LowWatermark, sp.ErrorCode = c.deletePartitionRecords(deleter, rt.Topic, rp.Partition, rp.Offset)
+				c.G.Cfg.Cluster.EndWrite()
 			}
 		}
 	}

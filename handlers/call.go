@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/group"
 )
@@ -35,6 +36,9 @@ type Config struct {
 	Sasl *SaslConfig
 	// Authz turns Kafka ACL authorization on (authz.go); zero: off.
 	Authz AuthzConfig
+	// Cluster is this gateway's membership of a cluster of gateways over
+	// one Iggy (cluster.go, docs/CLUSTER.md); nil: a one-node cluster.
+	Cluster *cluster.Node
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -113,6 +117,9 @@ type Call struct {
 	// told the broker is at (Metadata, FindCoordinator), as Kafka answers
 	// per listener name; nil: Cfg.AdvertisedHost/AdvertisedPort.
 	Advertised *Endpoint
+	// Listener is the name of the connection's listener (cluster mode
+	// tells its clients the other gateways' addresses on the same one).
+	Listener string
 	// TLSPrincipal is the subject of the client certificate verified on
 	// a TLS listener with client authentication (mTLS), as Kafka's
 	// default principal builder names it ("CN=app,O=org"); "" without
@@ -128,6 +135,8 @@ type Call struct {
 	gwait *groupWait
 	// autoCreated counts topics this request auto-created (topics.go).
 	autoCreated int
+	// metaView is the cluster view one Metadata answer is built from.
+	metaView *cluster.View
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),

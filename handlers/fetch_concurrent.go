@@ -189,6 +189,9 @@ func (c *Call) assemblePart(sp *kmsg.FetchResponseTopicPartition, rp *kmsg.Fetch
 	if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
 		code = kerr.UnknownTopicOrPartition.Code
 	}
+	if code == 0 && !c.G.Cfg.Cluster.Leads(ti.Name, rp.Partition) {
+		code = kerr.NotLeaderForPartition.Code
+	}
 	if code != 0 {
 		return 0, code
 	}

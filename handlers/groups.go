@@ -20,7 +20,11 @@ import (
 // newCoordinator builds the coordinator of a gateway: over its store and
 // stream, waking parked calls through w.
 func newCoordinator(cfg Config, store bridge.Store, w *Watchers, log *slog.Logger) *group.Coordinator {
-	return group.New(group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log, TopicID: topicID})
+	o := group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log, TopicID: topicID}
+	if cfg.Cluster != nil {
+		o.Placement = cfg.Cluster.GroupCode
+	}
+	return group.New(o)
 }
 
 // groupWait is what a parked JoinGroup or SyncGroup re-runs with.

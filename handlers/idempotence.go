@@ -517,3 +517,18 @@ func (id *Idempotence) bumpEpoch(pid int64, epoch int16) (newEpoch int16, fresh,
 
 // epochBump is the last bump of one producer id.
 type epochBump struct{ prev, cur int16 }
+
+// Forget drops the producer state of every partition drop reports true
+// for (cluster mode: partitions led elsewhere now). If one comes back its
+// state is rebuilt from the store, as after a restart, so what the other
+// leader stored meanwhile is seen. The writes of a moved partition ended
+// before this runs (cluster.Node's write gate). Any goroutine.
+func (id *Idempotence) Forget(drop func(topic string, partition int32) bool) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	for k := range id.parts {
+		if drop(k.topic, k.partition) {
+			delete(id.parts, k)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package handlers
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // Watchers lets parked Fetch calls wait for new data on partitions without
 // holding a worker: Produce signals a partition after its append, which runs
@@ -92,5 +95,23 @@ func (w *Watchers) Signal(k PartitionKey) {
 	w.mu.Unlock()
 	for _, fn := range m {
 		fn()
+	}
+}
+
+// SignalWhere signals every partition key with a waiter for which moved
+// reports true (cluster mode: partitions another gateway leads now, so
+// their parked fetches re-run and answer NOT_LEADER_OR_FOLLOWER). Group
+// wait keys are left alone. Any goroutine.
+func (w *Watchers) SignalWhere(moved func(PartitionKey) bool) {
+	w.mu.Lock()
+	var keys []PartitionKey
+	for k := range w.byPK {
+		if !strings.HasPrefix(k.Topic, "\x00") && moved(k) {
+			keys = append(keys, k)
+		}
+	}
+	w.mu.Unlock()
+	for _, k := range keys {
+		w.Signal(k)
 	}
 }

@@ -62,6 +62,7 @@ type config struct {
 	AutoCreatePerReq   int
 	AutoCreatePerSec   int
 	NodeID             int32
+	Cluster            clusterConfig
 	ClusterID          string
 	MaxFetchWait       time.Duration
 	FetchConcurrency   int // 0: by backend (fetchConcurrency)
@@ -299,6 +300,7 @@ func options() []option {
 	opts = append(opts, saslOptions()...)
 	opts = append(opts, authzOptions()...)
 	opts = append(opts, listenerOptions()...)
+	opts = append(opts, clusterOptions()...)
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -427,6 +429,9 @@ func (c *config) resolve() error {
 			c.MaxBufferedPerConn, c.MaxFrameSize)
 	}
 	if err := c.resolveAuthz(); err != nil {
+		return err
+	}
+	if err := c.resolveCluster(); err != nil {
 		return err
 	}
 	if err := c.resolveSasl(); err != nil {

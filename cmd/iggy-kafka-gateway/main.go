@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,10 +103,19 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		log.Error("TLS", "err", err)
 		return 1
 	}
+	var gwRef atomic.Pointer[handlers.Gateway]
+	node, err := startCluster(cfg, listeners, &gwRef, log)
+	if err != nil {
+		log.Error("joining the cluster", "err", err)
+		closeStore(5 * time.Second)
+		return 1
+	}
+	defer node.Close()
 	g := handlers.NewGateway(handlers.Config{
-		Sasl:   sasl,
-		Authz:  buildAuthz(cfg, log),
-		Stream: cfg.Stream,
+		Cluster: node,
+		Sasl:    sasl,
+		Authz:   buildAuthz(cfg, log),
+		Stream:  cfg.Stream,
 		// Each listener advertises its own address (loop.Listener); this
 		// is the first one's, for callers without a listener.
 		AdvertisedHost:       listeners[0].AdvertisedHost,
@@ -122,6 +132,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		FetchConcurrency:     cfg.fetchConcurrency(),
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
+	gwRef.Store(g)
+	if v := node.View(); v != nil {
+		// Views applied before the gateway existed had nothing to drop.
+		g.ClusterChanged(v, v)
+	}
 	srv := loop.NewServer(loop.Config{
 		Listeners:             listeners,
 		EventLoops:            cfg.EventLoops,

@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/cluster/clustertest"
+)
+
+// clusterGateways spawns gateway binaries 1..n in one cluster over one
+// Iggy (the real server under the iggy-server backend, else the
+// imitation over an embedded store) and an in-process etcd.
+type clusterGateways struct {
+	t       *testing.T
+	dataDir string
+	etcd    *clustertest.Etcd
+	id      string // --cluster-id
+	procs   map[int]*process
+}
+
+func newClusterGateways(t *testing.T) *clusterGateways {
+	if os.Getenv(backendEnv) == "iggy" {
+		// The default pass runs it on the same imitation server.
+		t.Skip("cluster mode runs on the default and iggy-server passes")
+	}
+	return &clusterGateways{t: t, dataDir: t.TempDir(), etcd: clustertest.StartEtcd(t),
+		id: fmt.Sprintf("e2e-%d", time.Now().UnixNano()), procs: map[int]*process{}}
+}
+
+// start spawns gateway id (again, after a kill).
+func (cg *clusterGateways) start(id int) *process {
+	cg.t.Helper()
+	args := append(iggyArgs(cg.t, cg.dataDir),
+		"--cluster-etcd-endpoints="+cg.etcd.Endpoint, "--cluster-id="+cg.id,
+		"--instance-id="+strconv.Itoa(id), "--cluster-session-ttl-secs=3",
+		"--default-partitions=12")
+	p := spawnGateway(cg.t, cg.dataDir, args...)
+	cg.procs[id] = p
+	return p
+}
+
+func (cg *clusterGateways) seeds() []string {
+	var out []string
+	for _, p := range cg.procs {
+		if !p.exited() {
+			out = append(out, p.Addr)
+		}
+	}
+	return out
+}
+
+// brokers is what a Metadata request to cl's seed answers now (kadm's
+// metadata calls may be served from the client's cache).
+func (cg *clusterGateways) brokers(ctx context.Context, cl *kgo.Client) ([]int32, error) {
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, b := range resp.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Three gateways in front of one Iggy: Metadata lists all three and
+// spreads the partitions' leaders over them; an idempotent producer and a
+// three-member group carry on while one gateway is killed with SIGKILL,
+// restarted, and a fourth is added; in the end every acknowledged record
+// is in the log exactly once and in order per partition, and the group
+// consumed each at least once.
+func TestClusterThreeGatewaysFailover(t *testing.T) {
+	cg := newClusterGateways(t)
+	for id := 1; id <= 3; id++ {
+		cg.start(id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := newClient(t, cg.procs[1].Addr)
+	const topic = "cluster-orders"
+	createTopic(t, admin, topic, 12)
+
+	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
+		bs, err := cg.brokers(ctx, admin)
+		if err != nil {
+			return err
+		}
+		if len(bs) != 3 {
+			return fmt.Errorf("brokers %v, want 3", bs)
+		}
+		return nil
+	})
+	leaders := map[int32]int{}
+	td, err := kadm.NewClient(admin).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range td[topic].Partitions {
+		leaders[p.Leader]++
+	}
+	if len(leaders) < 2 {
+		t.Fatalf("12 partitions led by %v: not spread", leaders)
+	}
+
+	// The group: three members, consuming throughout.
+	var mu sync.Mutex
+	consumed := map[string]int{}
+	groupCtx, stopGroup := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		cl := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumerGroup("cluster-group"),
+			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxWait(500*time.Millisecond))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for groupCtx.Err() == nil {
+				fs := cl.PollFetches(groupCtx)
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					consumed[string(r.Value)]++
+					mu.Unlock()
+				})
+			}
+		}()
+	}
+
+	// The producer: idempotent (kgo's default), acks=all.
+	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
+		kgo.RetryTimeout(time.Minute))
+	var acked []string
+	var ackMu sync.Mutex
+	seq := 0
+	produceFor := func(d time.Duration) {
+		end := time.Now().Add(d)
+		for time.Now().Before(end) {
+			var batch sync.WaitGroup
+			for j := 0; j < 50; j++ {
+				v := fmt.Sprintf("r%06d", seq)
+				seq++
+				batch.Add(1)
+				prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+					defer batch.Done()
+					if err == nil {
+						ackMu.Lock()
+						acked = append(acked, v)
+						ackMu.Unlock()
+					}
+				})
+			}
+			batch.Wait()
+		}
+	}
+
+	produceFor(2 * time.Second)
+	cg.procs[2].Kill() // SIGKILL: its lease expires after the TTL
+	produceFor(6 * time.Second)
+	cg.start(2)
+	produceFor(3 * time.Second)
+	cg.start(4)
+	produceFor(3 * time.Second)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(acked) < 1000 {
+		t.Fatalf("only %d records acknowledged", len(acked))
+	}
+
+	// The log: every acknowledged record exactly once, in produce order
+	// per partition (values grow within a partition).
+	reader := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	inLog := map[string]int{}
+	last := map[int32]string{}
+	total := 0
+	readCtx, readCancel := context.WithTimeout(ctx, time.Minute)
+	defer readCancel()
+	for total < len(acked) && readCtx.Err() == nil {
+		fs := reader.PollFetches(readCtx)
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			inLog[v]++
+			total++
+			if v <= last[r.Partition] {
+				t.Errorf("partition %d: %s after %s", r.Partition, v, last[r.Partition])
+			}
+			last[r.Partition] = v
+		})
+	}
+	for _, v := range acked {
+		if inLog[v] != 1 {
+			t.Fatalf("acknowledged %s is in the log %d times", v, inLog[v])
+		}
+	}
+
+	// The group saw every acknowledged record.
+	checkFor(t, time.Minute, 500*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range acked {
+			if consumed[v] == 0 {
+				return fmt.Errorf("the group has not consumed %s (of %d acked)", v, len(acked))
+			}
+		}
+		return nil
+	})
+	stopGroup()
+	wg.Wait()
+	again := 0
+	for _, n := range consumed {
+		if n > 1 {
+			again++
+		}
+	}
+	t.Logf("%d records acknowledged, each once in the log; the group consumed %d of them more than once (rebalances)", len(acked), again)
+
+	// The fourth gateway joined: Metadata lists four brokers.
+	bs, err := cg.brokers(ctx, admin)
+	if err != nil || len(bs) != 4 {
+		t.Fatalf("brokers after adding a fourth: %v %v", bs, err)
+	}
+}

@@ -1,0 +1,71 @@
+package handlers
+
+// Cluster mode (docs/CLUSTER.md, package cluster): several gateways over
+// one Iggy, each leading a share of the partitions and coordinating a
+// share of the groups. Without Cfg.Cluster every function here answers
+// as the one-node cluster, at no cost.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/cluster"
+)
+
+// clusterView is the membership Metadata and FindCoordinator answer
+// from: the cluster's current view, or this gateway alone.
+func (c *Call) clusterView() *cluster.View {
+	if v := c.G.Cfg.Cluster.View(); v != nil {
+		return v
+	}
+	host, port := c.advertised()
+	return cluster.Single(cluster.Member{ID: c.G.Cfg.NodeID, Listeners: map[string]cluster.Endpoint{c.Listener: {Host: host, Port: port}}})
+}
+
+// endpointOf is where the clients of this call's listener reach member id;
+// false when that member has no such listener (it is then left out, as
+// Kafka leaves out brokers without the listener).
+func (c *Call) endpointOf(v *cluster.View, id int32) (string, int32, bool) {
+	if c.G.Cfg.Cluster == nil || id == v.Self {
+		h, p := c.advertised()
+		return h, p, true
+	}
+	m, ok := v.Member(id)
+	if !ok {
+		return "", 0, false
+	}
+	e, ok := m.Listeners[c.Listener]
+	return e.Host, e.Port, ok
+}
+
+// metadataBrokers fills the broker list and controller from v.
+func (c *Call) metadataBrokers(v *cluster.View, resp *kmsg.MetadataResponse) {
+	resp.Brokers = make([]kmsg.MetadataResponseBroker, 0, len(v.Members))
+	for _, m := range v.Members {
+		host, port, ok := c.endpointOf(v, m.ID)
+		if !ok {
+			continue
+		}
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = m.ID, host, port
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	resp.ControllerID = v.Controller()
+}
+
+// ClusterChanged is the cluster's Changed hook: state of partitions and
+// groups that moved away is dropped (a partition's idempotence state is
+// rebuilt from the store if it comes back, a group's members rejoin its
+// new coordinator) and parked fetches of moved partitions re-run. It runs
+// on the cluster's watch goroutine after the new view is in place.
+func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
+	lost := func(topic string, partition int32) bool { return cur.Leader(topic, partition) != cur.Self }
+	g.Idem.Forget(lost)
+	if g.Groups != nil {
+		if n := g.Groups.Forget(func(name string) bool { return cur.Coordinator(name) != cur.Self }); n > 0 {
+			g.Log.Info("cluster: groups moved to other gateways", "groups", n)
+		}
+	}
+	if g.Watch != nil {
+		g.Watch.SignalWhere(func(k PartitionKey) bool { return lost(k.Topic, k.Partition) })
+	}
+}

@@ -8,6 +8,11 @@
 //     partition before anything is stored; so does a batch with the
 //     transactional or control bit. Transactions are not supported.
 //   - acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS on every partition.
+//   - Cluster mode (docs/CLUSTER.md): a partition another gateway leads,
+//     or any partition while this gateway's session is not known live, is
+//     NOT_LEADER_OR_FOLLOWER; the write runs inside the cluster's write
+//     gate, so a membership change waits for it before handing the
+//     partition on.
 //   - A partition named more than once in one request (clients never do;
 //     Kafka keeps only the last entry and answers it once, silently dropping
 //     the others) is answered once, with INVALID_REQUEST, and nothing of it

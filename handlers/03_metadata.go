@@ -6,6 +6,11 @@
 //     It is the controller and leads every partition with leader epoch 0;
 //     replicas and ISR are [NodeID], no offline replicas. Cluster id is
 //     Cfg.ClusterID.
+//   - Cluster mode (Cfg.Cluster, docs/CLUSTER.md): every live gateway of
+//     the view, at its address on the caller's listener (a gateway without
+//     that listener is left out); each partition led by its rendezvous
+//     leader with the view's revision as leader epoch, replicas = ISR =
+//     [leader]; controller = the lowest live id.
 //   - All topics (a null list at v1+, an empty list at v0) lists the Iggy
 //     topics of Cfg.Stream sorted by name; a failed listing closes the
 //     connection (Metadata has no top-level error before v13, and clients

@@ -3,7 +3,9 @@
 // Behavior:
 //   - Every group has this gateway as its coordinator: the answer is the node
 //     id and advertised host/port Metadata reports. Answered inline (no store
-//     call).
+//     call). In cluster mode (docs/CLUSTER.md) the coordinator is the
+//     group's rendezvous gateway in the current view, at its address on the
+//     caller's listener (COORDINATOR_NOT_AVAILABLE if it has none).
 //   - Key type 1 (transaction) is refused with
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java client and
 //     librdkafka treat as fatal, so no transactional producer gets past

@@ -44,6 +44,7 @@ func TestDefaults(t *testing.T) {
 		AutoCreatePerReq:   20,
 		AutoCreatePerSec:   10,
 		NodeID:             1,
+		Cluster:            clusterConfig{TTL: 10 * time.Second},
 		ClusterID:          "iggy-kafka-gateway",
 		MaxFetchWait:       10 * time.Second,
 		Backend:            "embedded",
@@ -97,6 +98,15 @@ func TestParse(t *testing.T) {
 					t.Error("auto-create still on")
 				}
 			}},
+		{name: "cluster mode", args: []string{"--backend=iggy", "--cluster-etcd-endpoints=http://127.0.0.1:2379, http://127.0.0.2:2379", "--instance-id=3", "--cluster-session-ttl-secs=4"},
+			check: func(t *testing.T, c config) {
+				if len(c.Cluster.Endpoints) != 2 || c.Cluster.Endpoints[1] != "http://127.0.0.2:2379" || c.Cluster.TTL != 4*time.Second || c.NodeID != 3 {
+					t.Errorf("got %+v node %d", c.Cluster, c.NodeID)
+				}
+			}},
+		{name: "cluster needs iggy", args: []string{"--cluster-etcd-endpoints=http://127.0.0.1:2379", "--instance-id=3"}, wantErr: "needs --backend iggy"},
+		{name: "cluster needs an instance id", args: []string{"--backend=iggy", "--cluster-etcd-endpoints=http://127.0.0.1:2379"}, wantErr: "needs --instance-id"},
+		{name: "cluster ttl floor", args: []string{"--cluster-session-ttl-secs=1"}, wantErr: "cluster-session-ttl-secs"},
 		{name: "other env ignored", env: []string{"PATH=/bin", "KAFKA_X=1", "IGGY_KAFKA_E2E_REQUIRED=1"}},
 		{name: "unknown env", env: []string{"IGGY_KAFKA_MAX_CONECTIONS=9"}, wantErr: "unknown environment variable IGGY_KAFKA_MAX_CONECTIONS"},
 		{name: "flag name is not the env of stream", env: []string{"IGGY_KAFKA_STREAM=x"}, wantErr: "IGGY_KAFKA_STREAM"},

@@ -81,8 +81,10 @@ func (cg *clusterGateways) brokers(ctx context.Context, cl *kgo.Client) ([]int32
 // three-member group carry on while one gateway is killed with SIGKILL,
 // restarted, and a fourth is added; in the end every acknowledged record
 // is in the log exactly once and in order per partition, and the group
-// consumed each at least once.
+// consumed each at least once. Then the Java console producer and a Java
+// console consumer group work against the four.
 func TestClusterThreeGatewaysFailover(t *testing.T) {
+	needJava(t)
 	cg := newClusterGateways(t)
 	for id := 1; id <= 3; id++ {
 		cg.start(id)
@@ -232,6 +234,38 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	bs, err := cg.brokers(ctx, admin)
 	if err != nil || len(bs) != 4 {
 		t.Fatalf("brokers after adding a fourth: %v %v", bs, err)
+	}
+
+	// The Java client finds the leaders and the coordinator among the four
+	// too: its console producer adds records and its console consumer, a
+	// group member, reads every record of the topic once.
+	var in strings.Builder
+	for i := 0; i < 200; i++ {
+		v := fmt.Sprintf("j%06d", i)
+		fmt.Fprintln(&in, v)
+		inLog[v] = 1
+	}
+	bootstrap := strings.Join(cg.seeds(), ",")
+	if _, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
+		"--bootstrap-server", bootstrap, "--topic", topic, "--producer-property", "acks=all"); err != nil || strings.Contains(errOut, "ERROR") {
+		t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
+	}
+	want := len(acked) + 200
+	out, errOut, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+		"--bootstrap-server", bootstrap, "--topic", topic, "--group", "cluster-java",
+		"--from-beginning", "--max-messages", strconv.Itoa(want), "--timeout-ms", "60000")
+	if err != nil {
+		t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, tail(errOut, 40))
+	}
+	seen := map[string]bool{}
+	for _, v := range strings.Fields(out) {
+		if seen[v] || inLog[v] != 1 {
+			t.Fatalf("the Java consumer read %q twice or a record not produced", v)
+		}
+		seen[v] = true
+	}
+	if len(seen) != want {
+		t.Fatalf("the Java consumer read %d records, want %d", len(seen), want)
 	}
 }
 

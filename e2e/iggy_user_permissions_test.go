@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +149,17 @@ func TestIggyUserPermissions(t *testing.T) {
 	// root's two, the sender's two (franz-go, kcat) and the reader's.
 	if n := endOffset(t, rootCl, "perm-b"); n != 2 {
 		t.Fatalf("perm-b ends at %d, want 2", n)
+	}
+
+	// A gateway whose own Iggy user may not read users cannot keep
+	// permissions fresh: it does not start (rather than refuse every
+	// PLAIN client a TTL later). The reader has no read_users.
+	cmd := exec.Command(gatewayBinary(t), append(iggyArgs, "--iggy-username="+reader, "--iggy-password="+pass,
+		"--sasl-mechanisms=PLAIN", "--bind-addr=127.0.0.1:"+strconv.Itoa(freePort(t)))...)
+	cmd.Env = childEnv()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "read_users") {
+		t.Fatalf("gateway as %s: err %v, output:\n%s\nwant exit 1 naming read_users", reader, err, out)
 	}
 }

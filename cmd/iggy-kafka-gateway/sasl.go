@@ -154,6 +154,17 @@ func buildSasl(cfg config, log *slog.Logger, store *bridge.Guarded) (*handlers.S
 	if cfg.Backend == "iggy" {
 		p := newIggyPlain(cfg)
 		if st, ok := guardedIggy(store); ok && s.PermissionsTTL > 0 && slices.Contains(s.list(), handlers.MechPlain) {
+			// Re-reading a user's permissions needs read_users: find out
+			// now rather than refuse every PLAIN client a TTL after start.
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.Iggy.CallTimeout)
+			_, _, err := st.Client().GetUser(ctx, iggy.ID(0))
+			cancel()
+			if errors.Is(err, iggy.ErrUnauthorized) {
+				return nil, fmt.Errorf("--iggy-permissions-ttl: the gateway's Iggy user %q may not read users (give it read_users, or set --iggy-permissions-ttl=0 for ACLs only)", cfg.Iggy.Username)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("--iggy-permissions-ttl: reading a user from Iggy: %w", err)
+			}
 			p.perms = iggy.NewPermissionCache(st.Client(), s.PermissionsTTL, log)
 			sc.Permissions = p.perms
 			log.Info("Iggy permissions of PLAIN users on", "ttl", s.PermissionsTTL)

@@ -235,3 +235,25 @@ func ParseSecurityRecord(rec []byte) (out SecurityRecord, ok bool) {
 	}
 	return out, true
 }
+
+// Act is what a client asks to do with a topic, in the terms Iggy's
+// permissions are written in (docs/SECURITY.md, "ACLs and Iggy
+// permissions").
+type Act uint8
+
+const (
+	ActDescribe Act = iota // see the topic: Metadata, ListOffsets, DescribeConfigs
+	ActPoll                // read its messages and the group offsets on it
+	ActSend                // append to it
+	ActCreate              // create a topic in the stream
+	ActManage              // delete, alter, add partitions, delete records
+)
+
+// PrincipalPermissions decides by the store's own permissions of a user
+// (the Iggy backend: the Iggy user a PLAIN client logged in as), beside the
+// Kafka ACLs. Allow reports whether user may do act on topic of stream;
+// it fails closed (false) when the permissions cannot be read. Worker
+// goroutines only: on a cache miss it waits for the store, within ctx.
+type PrincipalPermissions interface {
+	Allow(ctx context.Context, user string, act Act, stream, topic string) bool
+}

@@ -52,7 +52,7 @@ func TestSaslIggyPlain(t *testing.T) {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	user, pass := "kafka-sasl-"+hex.EncodeToString(rnd[:]), "pw-"+hex.EncodeToString(rnd[:])
-	cli.run("", "user", "create", user, pass)
+	cli.run("", "user", "create", "-g", "manage_topics", user, pass) // manage_topics: create, send, poll (Iggy permissions apply)
 	t.Cleanup(func() { cli.run("", "user", "delete", user) })
 
 	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+rb.addr, "--stream="+rb.stream,

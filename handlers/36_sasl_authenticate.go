@@ -199,6 +199,7 @@ func (s *SaslConn) succeed(c *Call, resp *kmsg.SASLAuthenticateResponse, user st
 	if resp.SASLAuthBytes == nil {
 		resp.SASLAuthBytes = []byte{}
 	}
+	s.iggyUser.Store(s.mech == MechPlain && sc.Plain != nil && sc.Permissions != nil)
 	s.authenticated.Store(true)
 	s.raw.Store(false)
 	c.G.Log.Debug("SASL login", "remote", c.ClientHost, "mechanism", s.mech, "principal", principal)

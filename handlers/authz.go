@@ -76,11 +76,50 @@ func (c *Call) clientIP() string { return strings.TrimPrefix(c.ClientHost, "/") 
 // resource (rt, name). Always true with authorization off. Any goroutine;
 // never blocks.
 func (c *Call) Authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if c.Sasl != nil && c.Sasl.iggyUser.Load() && !c.iggyAllows(op, rt, name) {
+		return false
+	}
 	s := c.G.Sec
 	if s == nil || !s.cfg.Enabled {
 		return true
 	}
 	return s.Authorized(c.Principal(), c.clientIP(), op, rt, name)
+}
+
+// iggyAllows is the Iggy half of Authorized for a client logged in (PLAIN)
+// as an Iggy user: Iggy's permissions of that user for what op does to a
+// topic (docs/SECURITY.md, "ACLs and Iggy permissions"). Operations on
+// groups, transactional ids and the cluster other than CREATE have no
+// Iggy counterpart and pass. The keys that run on the event loop
+// (FindCoordinator, InitProducerId, DescribeTransactions) ask only those,
+// so the Iggy wait on a cache miss happens on workers only.
+func (c *Call) iggyAllows(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	var act bridge.Act
+	switch rt {
+	case kmsg.ACLResourceTypeTopic:
+		switch op {
+		case kmsg.ACLOperationRead:
+			act = bridge.ActPoll
+		case kmsg.ACLOperationWrite:
+			act = bridge.ActSend
+		case kmsg.ACLOperationDescribe, kmsg.ACLOperationDescribeConfigs:
+			act = bridge.ActDescribe
+		case kmsg.ACLOperationCreate:
+			act = bridge.ActCreate
+		default: // DELETE, ALTER, ALTER_CONFIGS, ALL
+			act = bridge.ActManage
+		}
+	case kmsg.ACLResourceTypeCluster:
+		if op != kmsg.ACLOperationCreate {
+			return true
+		}
+		act, name = bridge.ActCreate, ""
+	default:
+		return true
+	}
+	sc := c.G.Cfg.Sasl
+	user := strings.TrimPrefix(c.Sasl.Principal(), "User:")
+	return sc.Permissions.Allow(c.Ctx, user, act, c.G.Cfg.Stream, name)
 }
 
 // mayCreateTopic: CREATE on the cluster or on the topic, as Kafka asks

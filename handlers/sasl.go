@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/internal/scram"
 )
 
@@ -60,6 +61,11 @@ type SaslConfig struct {
 	// Plain, when set, checks PLAIN instead of Users (the Iggy backend:
 	// a login to Iggy as that user).
 	Plain PlainChecker
+	// Permissions, when set with Plain (the Iggy backend), are the Iggy
+	// permissions of the user a PLAIN client logged in as: they bound what
+	// that client may do to topics beside the ACLs (authz.go). SCRAM and
+	// certificate principals are not Iggy users: ACLs only.
+	Permissions bridge.PrincipalPermissions
 	// PlainTimeout bounds one Plain call; default 5s.
 	PlainTimeout time.Duration
 	// Secret keys the fake salts of unknown users; random when empty.
@@ -170,6 +176,9 @@ type SaslConn struct {
 	raw           atomic.Bool  // after a v0 SaslHandshake: the next frames are bare tokens
 	failedFlag    atomic.Bool  // a login failed: the next request closes the connection
 	expires       atomic.Int64 // unix nanos the session ends; 0: never
+	// iggyUser: the login was PLAIN checked by Plain with Permissions
+	// set, so the principal is an Iggy user (authz.go).
+	iggyUser atomic.Bool
 
 	// One goroutine at a time (see the file comment).
 	mech      string

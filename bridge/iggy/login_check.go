@@ -3,7 +3,10 @@ package iggy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
 )
 
 // CheckLogin reports whether the Iggy server that o points at accepts user
@@ -14,6 +17,12 @@ import (
 // made (server unreachable, ctx's deadline). Any goroutine; it holds no
 // pooled connection, so a slow login never delays data traffic.
 func CheckLogin(ctx context.Context, o Options, user, password string) (ok bool, err error) {
+	return checkLogin(ctx, o, user, password, nil)
+}
+
+// checkLogin is CheckLogin, reading the user's record into self when it is
+// not nil.
+func checkLogin(ctx context.Context, o Options, user, password string, self *User) (ok bool, err error) {
 	d := o.withDefaults()
 	tcfg, err := d.tlsConfig()
 	if err != nil {
@@ -35,6 +44,36 @@ func CheckLogin(ctx context.Context, o Options, user, password string) (ok bool,
 		}
 		return false, err
 	}
+	if self != nil {
+		*self, err = readSelf(ctx, c)
+	}
 	_ = c.close()
-	return true, nil
+	return err == nil, err
+}
+
+// CheckLoginUser is CheckLogin that, on an accepted login, also reads the
+// user's own record (GetUser by its id, on the same connection: Iggy lets
+// a user read itself without read_users), so the caller learns the
+// user's permissions at the cost of one more round trip. Any goroutine.
+func CheckLoginUser(ctx context.Context, o Options, user, password string) (u User, ok bool, err error) {
+	ok, err = checkLogin(ctx, o, user, password, &u)
+	return u, ok, err
+}
+
+// readSelf sends GetUser for the connection's own user id.
+func readSelf(ctx context.Context, c *conn) (User, error) {
+	frame := appendIdentifier(c.begin(), ID(c.login.UserID))
+	rep, err := c.roundTrip(ctx, wire.OpNonReplicated, wire.CodeGetUser, frame, nil)
+	if err != nil {
+		return User{}, err
+	}
+	p, err := rep.payload()
+	if err != nil {
+		return User{}, err
+	}
+	u, ok, err := decodeUser(p)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: GetUser of the logged-in user %d found nothing", ErrProtocol, c.login.UserID)
+	}
+	return u, err
 }

@@ -49,6 +49,7 @@ func TestDefaults(t *testing.T) {
 		MaxFetchWait:       10 * time.Second,
 		Backend:            "embedded",
 		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
+		Sasl:               saslConfig{PermissionsTTL: 5 * time.Second},
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "text",
 	}

@@ -93,7 +93,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer stopHTTP()
 
-	sasl, err := buildSasl(cfg, log)
+	sasl, err := buildSasl(cfg, log, store)
 	if err != nil {
 		log.Error("SASL", "err", err)
 		return 1

@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/scram"
@@ -31,6 +33,9 @@ type saslConfig struct {
 	Mechanisms      string
 	UsersFile       string
 	SessionLifetime time.Duration
+	// PermissionsTTL bounds how stale the Iggy permissions of a PLAIN
+	// user may get on the Iggy backend; 0 turns them off (ACLs only).
+	PermissionsTTL time.Duration
 }
 
 func saslOptions() []option {
@@ -52,6 +57,19 @@ func saslOptions() []option {
 					return errors.New("want at least 1s (or 0: never expires)")
 				}
 				c.Sasl.SessionLifetime = d
+				return nil
+			}},
+		{flag: "iggy-permissions-ttl", def: "5s",
+			usage: "--backend iggy with SASL PLAIN: a PLAIN client is the Iggy user it logged in as, and that user's Iggy permissions bound what it may do beside the ACLs; this is how soon a change in Iggy applies (the gateway's Iggy user needs read_users). 0: off, ACLs only",
+			set: func(c *config, v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil || d < 0 {
+					return errors.New("want a duration like 5s, or 0 (off)")
+				}
+				if d != 0 && d < 100*time.Millisecond {
+					return errors.New("want at least 100ms (or 0: off)")
+				}
+				c.Sasl.PermissionsTTL = d
 				return nil
 			}},
 	}
@@ -117,7 +135,7 @@ func (c *config) resolveSasl() error {
 
 // buildSasl returns the handlers' SASL configuration, or nil when SASL is
 // off. The users file is read once, here: a change needs a restart.
-func buildSasl(cfg config, log *slog.Logger) (*handlers.SaslConfig, error) {
+func buildSasl(cfg config, log *slog.Logger, store *bridge.Guarded) (*handlers.SaslConfig, error) {
 	s := cfg.Sasl
 	if s.Mechanisms == "" {
 		return nil, nil
@@ -134,11 +152,37 @@ func buildSasl(cfg config, log *slog.Logger) (*handlers.SaslConfig, error) {
 		sc.Users = u
 	}
 	if cfg.Backend == "iggy" {
-		sc.Plain = newIggyPlain(cfg).check
+		p := newIggyPlain(cfg)
+		if st, ok := guardedIggy(store); ok && s.PermissionsTTL > 0 && slices.Contains(s.list(), handlers.MechPlain) {
+			// Re-reading a user's permissions needs read_users: find out
+			// now rather than refuse every PLAIN client a TTL after start.
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.Iggy.CallTimeout)
+			_, _, err := st.Client().GetUser(ctx, iggy.ID(0))
+			cancel()
+			if errors.Is(err, iggy.ErrUnauthorized) {
+				return nil, fmt.Errorf("--iggy-permissions-ttl: the gateway's Iggy user %q may not read users (give it read_users, or set --iggy-permissions-ttl=0 for ACLs only)", cfg.Iggy.Username)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("--iggy-permissions-ttl: reading a user from Iggy: %w", err)
+			}
+			p.perms = iggy.NewPermissionCache(st.Client(), s.PermissionsTTL, log)
+			sc.Permissions = p.perms
+			log.Info("Iggy permissions of PLAIN users on", "ttl", s.PermissionsTTL)
+		}
+		sc.Plain = p.check
 	}
 	log.Info("SASL on", "mechanisms", s.Mechanisms, "users_file", s.UsersFile,
 		"session_lifetime", s.SessionLifetime)
 	return sc, nil
+}
+
+// guardedIggy returns the Iggy store under g, if that is the backend.
+func guardedIggy(g *bridge.Guarded) (*iggy.Store, bool) {
+	if g == nil {
+		return nil, false
+	}
+	st, ok := g.Inner().(*iggy.Store)
+	return st, ok
 }
 
 // iggyPlain checks PLAIN by logging in to Iggy as that user on a fresh
@@ -149,6 +193,9 @@ func buildSasl(cfg config, log *slog.Logger) (*handlers.SaslConfig, error) {
 type iggyPlain struct {
 	opts iggy.Options
 	key  [32]byte
+	// perms, when set, learns each checked user's permissions from its
+	// own login (the login connection reads the user itself).
+	perms *iggy.PermissionCache
 
 	mu    sync.Mutex
 	cache map[string]plainEntry
@@ -195,7 +242,16 @@ func (p *iggyPlain) check(ctx context.Context, user, password string) (bool, err
 	if hit && now.Before(e.expires) && hmac.Equal(e.mac[:], m[:]) {
 		return true, nil
 	}
-	ok, err := iggy.CheckLogin(ctx, p.opts, user, password)
+	var ok bool
+	var err error
+	if p.perms != nil {
+		var u iggy.User
+		if u, ok, err = iggy.CheckLoginUser(ctx, p.opts, user, password); ok && err == nil {
+			p.perms.Learn(u)
+		}
+	} else {
+		ok, err = iggy.CheckLogin(ctx, p.opts, user, password)
+	}
 	if err != nil || !ok {
 		if hit {
 			p.mu.Lock()

@@ -97,6 +97,7 @@ const (
 	CodeGetStream            = 200
 	CodeGetTopic             = 300
 	CodeGetTopics            = 301
+	CodeGetUser              = 31
 )
 
 // Status and result codes (PROTOCOL.md 9) the gateway meets.

@@ -73,8 +73,11 @@ func (c *Call) Principal() string {
 func (c *Call) clientIP() string { return strings.TrimPrefix(c.ClientHost, "/") }
 
 // Authorized reports whether the call's principal may do op on the
-// resource (rt, name). Always true with authorization off. Any goroutine;
-// never blocks.
+// resource (rt, name): the ACLs (always true with authorization off) and,
+// for a client logged in as an Iggy user, Iggy's permissions. Any
+// goroutine; blocks only for an Iggy user whose cached permissions are
+// stale (one GetUser), which only topic operations ask, never the keys
+// answered on the event loop.
 func (c *Call) Authorized(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if c.Sasl != nil && c.Sasl.iggyUser.Load() && !c.iggyAllows(op, rt, name) {
 		return false

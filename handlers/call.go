@@ -35,6 +35,10 @@ type Config struct {
 	Sasl *SaslConfig
 	// Authz turns Kafka ACL authorization on (authz.go); zero: off.
 	Authz AuthzConfig
+	// FetchSessionSlots caps the incremental fetch sessions (KIP-227)
+	// the gateway keeps (fetch_sessions.go); 0: DefaultFetchSessionSlots,
+	// < 0: none (every Fetch is answered sessionless).
+	FetchSessionSlots int
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -56,6 +60,9 @@ type Gateway struct {
 	createMu   sync.Mutex
 	// fetchRatios sizes Fetch's store reads (fetch_ratio.go).
 	fetchRatios fetchRatios
+	// fetchSessions is the incremental fetch session cache
+	// (fetch_sessions.go).
+	fetchSessions *fetchSessions
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -128,6 +135,9 @@ type Call struct {
 	gwait *groupWait
 	// autoCreated counts topics this request auto-created (topics.go).
 	autoCreated int
+	// fetchPlan is a Fetch's session resolution, kept across re-runs of a
+	// parked call (fetch_sessions.go).
+	fetchPlan *fetchPlan
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),
@@ -206,5 +216,7 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 		Watch:     watch,
 		Groups:    newCoordinator(cfg, store, watch, log),
 		Log:       log,
+
+		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/metrics"
 	"github.com/iggy-kafka/gateway/internal/tlsfiles"
 	"github.com/iggy-kafka/gateway/loop"
 )
@@ -120,8 +121,14 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxFrameSize:         int32(cfg.MaxFrameSize),
 		MaxFetchWait:         cfg.MaxFetchWait,
 		FetchConcurrency:     cfg.fetchConcurrency(),
+		FetchSessionSlots:    fetchSessionSlots(cfg.FetchSessionSlots),
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
+	m.FetchSessions(func() metrics.FetchSessionCounts {
+		st := g.FetchSessionStats()
+		return metrics.FetchSessionCounts{Open: st.Open, Created: st.Created, Evicted: st.Evicted,
+			Refused: st.Refused, Incremental: st.Incremental}
+	})
 	srv := loop.NewServer(loop.Config{
 		Listeners:             listeners,
 		EventLoops:            cfg.EventLoops,

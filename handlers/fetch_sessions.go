@@ -214,17 +214,25 @@ func nextFetchEpoch(e int32) int32 {
 // copy lets it go.
 func sessionRequest(req *kmsg.FetchRequest, parts []sessPart) *kmsg.FetchRequest {
 	eff := *req
-	eff.Topics = nil
 	eff.ForgottenTopics = nil
+	topics := 0
+	for i := range parts {
+		if i == 0 || parts[i-1].key.Topic != parts[i].key.Topic {
+			topics++
+		}
+	}
+	eff.Topics = make([]kmsg.FetchRequestTopic, 0, topics)
+	all := make([]kmsg.FetchRequestTopicPartition, len(parts)) // one backing array, cut per topic
 	for i := range parts {
 		p := &parts[i]
-		if n := len(eff.Topics); n == 0 || eff.Topics[n-1].Topic != p.key.Topic {
-			eff.Topics = append(eff.Topics, kmsg.FetchRequestTopic{Topic: p.key.Topic})
+		if i == 0 || parts[i-1].key.Topic != p.key.Topic {
+			eff.Topics = append(eff.Topics, kmsg.FetchRequestTopic{Topic: p.key.Topic, Partitions: all[i:i:len(all)]})
 		}
 		t := &eff.Topics[len(eff.Topics)-1]
-		rp := kmsg.NewFetchRequestTopicPartition()
+		rp := &all[i]
+		rp.Default()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p.key.Partition, p.offset, p.maxBytes
-		t.Partitions = append(t.Partitions, rp)
+		t.Partitions = t.Partitions[:len(t.Partitions)+1]
 	}
 	return &eff
 }
@@ -248,17 +256,17 @@ func (fs *fetchSessions) finish(p *fetchPlan, resp *kmsg.FetchResponse) {
 			// learns it on its next request; send everything read.
 			return
 		}
+		// The epoch is unchanged, so no request changed the session since
+		// planFetch: resp lists s.parts in order (sessionRequest), and the
+		// k-th partition of resp is s.parts[k], no lookup needed.
 		var moved []sessPart
+		at := 0
 		for i := range resp.Topics {
 			rt := &resp.Topics[i]
 			kept := rt.Partitions[:0]
 			for _, rp := range rt.Partitions {
-				at, ok := s.index[PartitionKey{Topic: rt.Topic, Partition: rp.Partition}]
-				if !ok {
-					kept = append(kept, rp)
-					continue
-				}
 				sp := &s.parts[at]
+				at++
 				must := len(rp.RecordBatches) > 0 || rp.ErrorCode != 0 ||
 					sp.hwm != rp.HighWatermark || sp.logStart != rp.LogStartOffset
 				sp.hwm, sp.logStart = rp.HighWatermark, rp.LogStartOffset

@@ -32,14 +32,17 @@ const (
 	// any new session may take its slot (Kafka's
 	// MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS, 120 s).
 	fetchSessionEvictAge = 2 * time.Minute
-	// maxSessionPartitions caps one session, so the cache holds at most
-	// slots x this many partitions (about 100 bytes each: 1000 slots of
-	// 10000 partitions is ~1 GB at worst; a real consumer group's sessions
-	// hold what the group consumes). A full request over it is answered
+	// maxSessionPartitions caps one session (a cached partition is about
+	// 100 bytes). A full request over it is answered
 	// sessionless; an incremental one that would grow a session past it
 	// closes the session (FETCH_SESSION_ID_NOT_FOUND, so the client starts
 	// over with a full request, which then runs sessionless).
 	maxSessionPartitions = 10000
+	// maxCachedPartitions caps the partitions of all sessions together
+	// (~100 MB): a full request that would pass it is answered
+	// sessionless, an incremental one that would grow a session past it
+	// closes that session, as over maxSessionPartitions.
+	maxCachedPartitions = 1 << 20
 )
 
 // sessPart is one partition of a session: what the client last asked for
@@ -79,6 +82,7 @@ type fetchSessions struct {
 	mu    sync.Mutex
 	slots int                     // 0: sessions off
 	byID  map[int32]*fetchSession // at most slots entries
+	parts int                     // partitions of all sessions in byID
 	now   func() time.Time        // time.Now; tests replace it
 
 	created, evicted, refused, incremental atomic.Uint64
@@ -97,6 +101,7 @@ func newFetchSessions(slots int) *fetchSessions {
 // FetchSessionStats are the session cache's counts, for metrics.
 type FetchSessionStats struct {
 	Open        int    // sessions in the cache
+	Partitions  int    // partitions of those sessions
 	Created     uint64 // sessions made
 	Evicted     uint64 // sessions dropped to make room for another
 	Refused     uint64 // full requests answered sessionless for want of a slot
@@ -107,9 +112,9 @@ type FetchSessionStats struct {
 func (g *Gateway) FetchSessionStats() FetchSessionStats {
 	fs := g.fetchSessions
 	fs.mu.Lock()
-	n := len(fs.byID)
+	n, parts := len(fs.byID), fs.parts
 	fs.mu.Unlock()
-	return FetchSessionStats{Open: n, Created: fs.created.Load(), Evicted: fs.evicted.Load(),
+	return FetchSessionStats{Open: n, Partitions: parts, Created: fs.created.Load(), Evicted: fs.evicted.Load(),
 		Refused: fs.refused.Load(), Incremental: fs.incremental.Load()}
 }
 
@@ -134,7 +139,7 @@ func (fs *fetchSessions) planFetch(req *kmsg.FetchRequest) *fetchPlan {
 		if req.SessionID != 0 {
 			// A full request naming a session closes it, as on Kafka.
 			fs.mu.Lock()
-			delete(fs.byID, req.SessionID)
+			fs.drop(fs.byID[req.SessionID])
 			fs.mu.Unlock()
 		}
 		return &fetchPlan{req: req, create: req.SessionEpoch == 0 && fs.slots > 0}
@@ -159,10 +164,11 @@ func (fs *fetchSessions) planFetch(req *kmsg.FetchRequest) *fetchPlan {
 				s.parts[at].offset, s.parts[at].maxBytes = rp.FetchOffset, rp.PartitionMaxBytes
 				continue
 			}
-			if len(s.parts) >= maxSessionPartitions {
-				delete(fs.byID, s.id)
+			if len(s.parts) >= maxSessionPartitions || fs.parts >= maxCachedPartitions {
+				fs.drop(s)
 				return &fetchPlan{errCode: kerr.FetchSessionIDNotFound.Code}
 			}
+			fs.parts++
 			s.index[k] = len(s.parts)
 			s.parts = append(s.parts, sessPart{key: k, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, hwm: -1, logStart: -1})
 		}
@@ -185,12 +191,13 @@ func (fs *fetchSessions) planFetch(req *kmsg.FetchRequest) *fetchPlan {
 			}
 		}
 		clear(s.parts[len(kept):])
+		fs.parts -= len(s.parts) - len(kept)
 		s.parts = kept
 		s.reindex()
 	}
 	if len(s.parts) == 0 {
 		// Nothing left: Kafka drops the session and answers sessionless.
-		delete(fs.byID, s.id)
+		fs.drop(s)
 		eff := *req
 		eff.Topics = nil
 		return &fetchPlan{req: &eff}
@@ -320,7 +327,7 @@ func (fs *fetchSessions) create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	now := fs.now()
-	if len(fs.byID) >= fs.slots && !fs.evictFor(n, now) {
+	if fs.parts+n > maxCachedPartitions || len(fs.byID) >= fs.slots && !fs.evictFor(n, now) {
 		fs.refused.Add(1)
 		return
 	}
@@ -355,6 +362,7 @@ func (fs *fetchSessions) create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 		}
 	}
 	fs.byID[s.id] = s
+	fs.parts += len(s.parts)
 	fs.created.Add(1)
 	resp.SessionID = s.id
 }
@@ -386,7 +394,16 @@ func (fs *fetchSessions) evictFor(n int, now time.Time) bool {
 	if victim == nil {
 		return false
 	}
-	delete(fs.byID, victim.id)
+	fs.drop(victim)
 	fs.evicted.Add(1)
 	return true
+}
+
+// drop removes s (nil: nothing) from the cache. Caller holds fs.mu.
+func (fs *fetchSessions) drop(s *fetchSession) {
+	if s == nil || fs.byID[s.id] != s {
+		return
+	}
+	delete(fs.byID, s.id)
+	fs.parts -= len(s.parts)
 }

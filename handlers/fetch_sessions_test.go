@@ -44,7 +44,7 @@ func TestFetchSessionLifecycle(t *testing.T) {
 	if id == 0 || resp.ErrorCode != 0 || len(replyParts(resp)) != 3 {
 		t.Fatalf("full: id %d err %d parts %v", id, resp.ErrorCode, replyParts(resp))
 	}
-	if st := g.FetchSessionStats(); st.Open != 1 || st.Created != 1 {
+	if st := g.FetchSessionStats(); st.Open != 1 || st.Created != 1 || st.Partitions != 3 {
 		t.Fatalf("stats %+v", st)
 	}
 
@@ -121,7 +121,7 @@ func TestFetchSessionLifecycle(t *testing.T) {
 	if resp = do(t, g, sessFetch("s", []int64{0}, id, 7)).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("closed session still served: %d", resp.ErrorCode)
 	}
-	if st := g.FetchSessionStats(); st.Open != 0 || st.Incremental != 6 {
+	if st := g.FetchSessionStats(); st.Open != 0 || st.Incremental != 6 || st.Partitions != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -233,7 +233,7 @@ func TestFetchSessionEviction(t *testing.T) {
 	if open(3) == 0 {
 		t.Fatal("bigger session refused")
 	}
-	if st := g.FetchSessionStats(); st.Evicted != 2 || st.Open != 2 {
+	if st := g.FetchSessionStats(); st.Evicted != 2 || st.Open != 2 || st.Partitions != 1+3 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -244,5 +244,41 @@ func TestFetchSessionsOff(t *testing.T) {
 	createTopic(t, g, "o", 1)
 	if r := do(t, g, sessFetch("o", []int64{0}, 0, 0)).(*kmsg.FetchResponse); r.SessionID != 0 || r.ErrorCode != 0 {
 		t.Fatalf("off: %+v", r)
+	}
+}
+
+// A session that would grow past maxSessionPartitions is closed (the
+// client starts over with a full request, which then runs sessionless),
+// and its partitions leave the cache's count.
+func TestFetchSessionPartitionCap(t *testing.T) {
+	fs := newFetchSessions(0)
+	full := kmsg.NewPtrFetchRequest()
+	full.Version, full.SessionEpoch = 12, 0
+	tp := kmsg.NewFetchRequestTopic()
+	tp.Topic = "cap"
+	for p := range int32(maxSessionPartitions) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p
+		tp.Partitions = append(tp.Partitions, rp)
+	}
+	full.Topics = append(full.Topics, tp)
+	resp := full.ResponseKind().(*kmsg.FetchResponse)
+	fs.finish(fs.planFetch(full), resp)
+	if resp.SessionID == 0 || fs.parts != maxSessionPartitions {
+		t.Fatalf("session of the cap refused: id %d, %d partitions", resp.SessionID, fs.parts)
+	}
+	inc := sessFetch("cap", []int64{0}, resp.SessionID, 1)
+	inc.Topics[0].Partitions[0].Partition = maxSessionPartitions
+	if p := fs.planFetch(inc); p.errCode != kerr.FetchSessionIDNotFound.Code || fs.parts != 0 || len(fs.byID) != 0 {
+		t.Fatalf("grown past the cap: code %d, %d partitions, %d sessions", p.errCode, fs.parts, len(fs.byID))
+	}
+	// One more than the cap in a full request: sessionless.
+	more := kmsg.NewFetchRequestTopicPartition()
+	more.Partition = maxSessionPartitions
+	full.Topics[0].Partitions = append(full.Topics[0].Partitions, more)
+	resp = full.ResponseKind().(*kmsg.FetchResponse)
+	fs.finish(fs.planFetch(full), resp)
+	if resp.SessionID != 0 {
+		t.Fatal("a full request over the cap got a session")
 	}
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -280,5 +281,40 @@ func TestFetchSessionPartitionCap(t *testing.T) {
 	fs.finish(fs.planFetch(full), resp)
 	if resp.SessionID != 0 {
 		t.Fatal("a full request over the cap got a session")
+	}
+}
+
+// Many consumers at once on a cache smaller than they are: sessions are
+// made, refused, used and closed from several goroutines (run with -race),
+// and every answer is a valid one.
+func TestFetchSessionsConcurrent(t *testing.T) {
+	g := newGateway(t, func(c *Config) { c.FetchSessionSlots = 3 })
+	createTopic(t, g, "c", 4)
+	produceOne(t, g, produceReq(9, "c", 0, valueBatch(2)))
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				resp := do(t, g, sessFetch("c", []int64{0, 0, 0, 0}[:1+w%4], 0, 0)).(*kmsg.FetchResponse)
+				id := resp.SessionID
+				if id == 0 {
+					continue // refused: the cache is full
+				}
+				for e := int32(1); e <= 3; e++ {
+					r := do(t, g, sessFetch("c", []int64{2}, id, e)).(*kmsg.FetchResponse)
+					if r.ErrorCode != 0 && r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+						t.Errorf("session %d epoch %d: %d", id, e, r.ErrorCode)
+						return
+					}
+				}
+				do(t, g, sessFetch("c", []int64{2}, id, -1))
+			}
+		}()
+	}
+	wg.Wait()
+	if st := g.FetchSessionStats(); st.Open != 0 || st.Partitions != 0 || st.Created == 0 {
+		t.Fatalf("after every session closed: %+v", st)
 	}
 }

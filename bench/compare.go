@@ -21,6 +21,13 @@ type Workload struct {
 	Records    int    `json:"records"`
 	Partitions int32  `json:"partitions"`
 	Producers  int    `json:"producers"`
+	// Topics spreads the workload over this many topics of Partitions
+	// each (0 or 1: one topic).
+	Topics int `json:"topics,omitempty"`
+	// Consumers is how many consumer clients read at once, each assigned
+	// the partitions p with p % Consumers == its index (no group);
+	// 0 or 1: one client reading every partition.
+	Consumers int `json:"consumers,omitempty"`
 	// Seconds is how long a latency or e2e run lasts; Records is then
 	// rate x Seconds, capped by Records.
 	Seconds float64 `json:"seconds,omitempty"`
@@ -56,6 +63,30 @@ func DefaultWorkloads(quick bool) []Workload {
 		{Name: "e2e-100B-50k", Kind: "e2e", RecordSize: 100, Records: 150_000, Partitions: 1, Producers: 1, Seconds: 3, Rate: 50_000, Linger: -1},
 		{Name: "idle-1000", Kind: "idle", Records: 1000},
 	}
+}
+
+// ScalingWorkloads are the scaling rows of issue 11: produce over 1, 4, 16
+// and 64 producer connections (16 partitions, so only the connections
+// vary), 100 topics x 16 partitions produced and consumed, and consume
+// with 1, 8 and 64 consumers on 64 partitions (assigned partitions, no
+// group: a group's rebalance would time the coordinator, not the reads).
+// Small record counts: the 2-core box runs each row in seconds.
+func ScalingWorkloads(quick bool) []Workload {
+	n := 200_000
+	if quick {
+		n = 100_000
+	}
+	var ws []Workload
+	for _, c := range []int{1, 4, 16, 64} {
+		ws = append(ws, Workload{Name: fmt.Sprintf("produce-100B-%dconn", c), Kind: "produce", RecordSize: 100, Records: n, Partitions: 16, Producers: c})
+	}
+	ws = append(ws,
+		Workload{Name: "produce-100B-100x16", Kind: "produce", RecordSize: 100, Records: n, Partitions: 16, Topics: 100, Producers: 4},
+		Workload{Name: "consume-100B-100x16", Kind: "consume", RecordSize: 100, Records: n, Partitions: 16, Topics: 100, Producers: 4})
+	for _, c := range []int{1, 8, 64} {
+		ws = append(ws, Workload{Name: fmt.Sprintf("consume-100B-%dcons", c), Kind: "consume", RecordSize: 100, Records: n, Partitions: 64, Producers: 4, Consumers: c})
+	}
+	return ws
 }
 
 // IggyWorkloads is the comparison of issue 9 (gateway over a real Iggy
@@ -292,7 +323,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 	dial := dialOpts(t)
 	po := ProduceOptions{
 		Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records, RecordSize: w.RecordSize,
-		Producers: w.Producers, Partitions: max(w.Partitions, 1), CreateTopic: true,
+		Producers: w.Producers, Partitions: max(w.Partitions, 1), Topics: w.Topics, CreateTopic: true,
 		Acks: o.Acks, Compression: o.Compression, Idempotent: o.Idempotent, Linger: o.Linger,
 		MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label,
 	}
@@ -322,7 +353,11 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
 			// Count what the target stored, not only what it acknowledged.
 			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			n, err := EndOffsets(hctx, t.Brokers(), topic, po.Partitions, dial...)
+			var n int64
+			for _, tn := range topicNames(topic, po.Topics) {
+				m, e := EndOffsets(hctx, t.Brokers(), tn, po.Partitions, dial...)
+				n, err = n+m, errors.Join(err, e)
+			}
 			cancel()
 			want := int64(po.Records + po.Producers) // + one warm-up record each
 			if err != nil || n != want {
@@ -339,6 +374,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		}
 		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
 		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
+			Topics: w.Topics, Partitions: max(w.Partitions, 1), Consumers: w.Consumers,
 			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
 		if err != nil {
 			return fail(err)

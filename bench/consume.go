@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +20,9 @@ type ConsumeOptions struct {
 	Dial                []kgo.Opt // as ProduceOptions.Dial
 	Topic               string
 	Records             int
+	Topics              int    // > 1: read topicNames(Topic, Topics)
+	Partitions          int32  // partitions per topic; needed with Consumers > 1
+	Consumers           int    // > 1: this many clients, client i assigned partitions p % Consumers == i
 	Group               string // consumer group; empty reads partitions directly
 	FetchMaxBytes       int32  // kgo FetchMaxBytes; 0 keeps kgo's 50 MiB
 	FetchMaxPartBytes   int32  // kgo FetchMaxPartitionBytes; 0 keeps kgo's 1 MiB
@@ -51,10 +56,13 @@ func RunConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
 }
 
 func runConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
+	if o.Consumers > 1 {
+		return runConsumers(ctx, o)
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
 		kgo.ClientID("iggy-kafka-bench"),
-		kgo.ConsumeTopics(o.Topic),
+		kgo.ConsumeTopics(topicNames(o.Topic, o.Topics)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}
 	if o.Group != "" {
@@ -124,6 +132,111 @@ func runConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
 		res.Err = fmt.Sprintf("cut after %s with %d of %d records read", o.MaxDuration, res.Counted, res.Records)
 	}
 	res.finish(elapsed)
+	return res, nil
+}
+
+// runConsumers is runConsume with o.Consumers clients at once, client i
+// assigned partition p of every topic when p % Consumers == i, all
+// counting into one total; the clock runs from the first records any
+// client got to the last one counted.
+func runConsumers(ctx context.Context, o ConsumeOptions) (*Result, error) {
+	names := topicNames(o.Topic, o.Topics)
+	clients := make([]*kgo.Client, o.Consumers)
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		assign := make(map[string]map[int32]kgo.Offset, len(names))
+		for _, tn := range names {
+			ps := map[int32]kgo.Offset{}
+			for p := int32(i); p < max(o.Partitions, 1); p += int32(o.Consumers) {
+				ps[p] = kgo.NewOffset().AtStart()
+			}
+			if len(ps) > 0 {
+				assign[tn] = ps
+			}
+		}
+		if len(assign) == 0 {
+			continue // more consumers than partitions: this one idles
+		}
+		opts := []kgo.Opt{kgo.SeedBrokers(o.Brokers...), kgo.ClientID("iggy-kafka-bench"), kgo.ConsumePartitions(assign)}
+		if o.FetchMaxBytes > 0 {
+			opts = append(opts, kgo.FetchMaxBytes(o.FetchMaxBytes))
+		}
+		if o.FetchMaxPartBytes > 0 {
+			opts = append(opts, kgo.FetchMaxPartitionBytes(o.FetchMaxPartBytes))
+		}
+		var err error
+		if clients[i], err = kgo.NewClient(append(opts, o.Dial...)...); err != nil {
+			return nil, err
+		}
+	}
+
+	res := &Result{Workload: "consume", Records: int64(o.Records)}
+	var got, bytes atomic.Int64
+	var first atomic.Int64 // unix ns of the first records, 0 before
+	rctx, cancel := context.WithTimeout(ctx, o.MaxDuration)
+	defer cancel()
+	prog := startProgress(o.Progress, o.Label, int64(o.Records), &got, &bytes)
+	defer prog.stop()
+	var mu sync.Mutex
+	var fetchErr error
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		if cl == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(cl *kgo.Client) {
+			defer wg.Done()
+			for got.Load() < res.Records && rctx.Err() == nil {
+				fs := cl.PollFetches(rctx)
+				if fs.NumRecords() > 0 {
+					first.CompareAndSwap(0, time.Now().UnixNano())
+				}
+				var ferr error
+				fs.EachError(func(t string, p int32, err error) {
+					if rctx.Err() == nil && ferr == nil {
+						ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+					}
+				})
+				if ferr != nil {
+					mu.Lock()
+					fetchErr = cmp.Or(fetchErr, ferr)
+					mu.Unlock()
+					cancel()
+					return
+				}
+				var b int64
+				fs.EachRecord(func(r *kgo.Record) { b += int64(len(r.Value)) })
+				bytes.Add(b)
+				got.Add(int64(fs.NumRecords()))
+			}
+			cancel() // the total is reached: stop the others' polls
+		}(cl)
+	}
+	wg.Wait()
+	end := time.Now()
+	prog.stop()
+	start := end
+	if f := first.Load(); f != 0 {
+		start = time.Unix(0, f)
+	}
+	res.Counted, res.Bytes = min(got.Load(), res.Records), bytes.Load()
+	if n := got.Load(); n > 0 {
+		res.RecordSize = int(res.Bytes / n)
+	}
+	switch {
+	case fetchErr != nil:
+		res.Err = fetchErr.Error()
+	case res.Counted < res.Records:
+		res.Err = fmt.Sprintf("cut after %s with %d of %d records read", o.MaxDuration, res.Counted, res.Records)
+	}
+	res.finish(end.Sub(start))
 	return res, nil
 }
 

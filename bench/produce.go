@@ -23,6 +23,7 @@ type ProduceOptions struct {
 	RecordSize  int           // value bytes per record; no key, no headers
 	Producers   int           // kgo clients, each producing Records/Producers
 	Partitions  int32         // partitions of the topic if it is created
+	Topics      int           // > 1: records go round-robin to topicNames(Topic, Topics)
 	CreateTopic bool          // create Topic first (otherwise it must exist or be auto-created)
 	Acks        string        // all (-1, the default), leader (1) or none (0)
 	Compression string        // none, snappy, lz4, zstd, gzip
@@ -96,7 +97,7 @@ func (o *ProduceOptions) clientOpts() ([]kgo.Opt, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
 		kgo.ClientID("iggy-kafka-bench"),
-		kgo.DefaultProduceTopic(o.Topic),
+		kgo.DefaultProduceTopic(topicNames(o.Topic, o.Topics)[0]),
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProduceRequestTimeout(30 * time.Second),
 	}
@@ -199,9 +200,14 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 	if err != nil {
 		return nil, nil, err
 	}
+	names := topicNames(o.Topic, o.Topics)
 	if o.CreateTopic {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := CreateTopic(cctx, o.Brokers, o.Topic, o.Partitions, o.Dial...)
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second+time.Duration(len(names))*time.Second)
+		for _, tn := range names {
+			if err = CreateTopic(cctx, o.Brokers, tn, o.Partitions, o.Dial...); err != nil {
+				break
+			}
+		}
 		cancel()
 		if err != nil {
 			return nil, nil, err
@@ -300,6 +306,9 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 				} else {
 					tr.rec.Value = payload.value(j)
 				}
+				if len(names) > 1 {
+					tr.rec.Topic = names[(i+j)%len(names)]
+				}
 				cl.Produce(rctx, &tr.rec, promise)
 			}
 		}(i, cl, n)
@@ -322,4 +331,17 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 	res.Latency = lat.summary()
 	res.finish(elapsed)
 	return res, lat, nil
+}
+
+// topicNames is the topics of a workload over n topics: base alone for n
+// <= 1, else base-000, base-001, ...
+func topicNames(base string, n int) []string {
+	if n <= 1 {
+		return []string{base}
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%03d", base, i)
+	}
+	return out
 }

@@ -64,6 +64,7 @@ type TargetConfig struct {
 	// $IGGY_KAFKA_IGGY_SERVER_DIR, else ModuleDir/../shared/iggy/server.
 	IggyServerDir string
 	IggyArgs      []string // extra gateway flags for the iggy target (credentials, transport)
+	GatewayArgs   []string // extra flags for every target running the gateway binary
 	SelfExe       string   // this harness's binary, re-run as `serve-kfake`; empty runs kfake in this process
 	PprofAddr     string   // if set, the gateway binary serves pprof here
 	// PprofTarget names the one target whose gateway gets --pprof-addr
@@ -217,6 +218,7 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 		if t.c.PprofAddr != "" && (t.c.PprofTarget == t.name || t.c.PprofTarget == "" && t.kind == "gateway") {
 			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
 		}
+		argv = append(argv, t.c.GatewayArgs...)
 		if t.kind == "iggy" {
 			argv = append(argv, "--backend", "iggy", "--iggy-addr", t.iggyAddr)
 			argv = append(argv, t.c.IggyArgs...)

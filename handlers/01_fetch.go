@@ -1,10 +1,19 @@
 // Fetch: v4-12
 //
 // Behavior:
-//   - No fetch sessions (KIP-227): the response SessionID is always 0, which
-//     tells clients to send full requests; a request naming a session
-//     (SessionID != 0) gets FETCH_SESSION_ID_NOT_FOUND at the top level.
-//     ForgottenTopics, rack, replica id/state and epochs are ignored.
+//   - Incremental fetch sessions (KIP-227) as on Kafka (fetch_sessions.go):
+//     a full request with epoch 0 gets a session (SessionID != 0) when the
+//     cache (Cfg.FetchSessionSlots, Kafka's
+//     max.incremental.fetch.session.cache.slots) has or can free a slot,
+//     else a sessionless reply; an incremental request adds or updates
+//     its partitions, drops ForgottenTopics, reads every partition of the
+//     session and answers only those with records, an error, or a changed
+//     HWM or log start; partitions that returned records move to the back
+//     so the budget rotates. Wrong epoch: INVALID_FETCH_SESSION_EPOCH;
+//     unknown id: FETCH_SESSION_ID_NOT_FOUND (top level, no partitions).
+//     Epoch -1 closes the session named and is answered sessionless. Any
+//     connection may use any session, as on Kafka. Rack, replica id/state
+//     and leader epochs are ignored.
 //   - Per partition: unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
 //     (no auto-creation on Fetch); a fetch offset below the earliest stored
 //     offset or above the high watermark is OFFSET_OUT_OF_RANGE, as on Kafka
@@ -54,11 +63,12 @@
 //
 // Version notes:
 //   - v4 adds isolation level and LSO (KIP-98); v5 log start offset
-//     (KIP-107); v7 fetch sessions (KIP-227, answered sessionless); v9
+//     (KIP-107); v7 fetch sessions (KIP-227); v9
 //     current leader epoch (KIP-320, not checked); v11 rack and preferred read
 //     replica (KIP-392); v12 is flexible with last fetched epoch and
 //     diverging epoch (KIP-595), which we never set. v13+ address topics by
-//     id only and are not served. v0-3 (message format v0/v1) are not served.
+//     id only and are not served (so FETCH_SESSION_TOPIC_ID_ERROR, which
+//     only v13+ sessions can get, is never sent). v0-3 (message format v0/v1) are not served.
 
 package handlers
 
@@ -80,11 +90,18 @@ func init() {
 func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	g := c.G
+	// The session is resolved once per call: a parked call re-run by the
+	// loop reads the same partitions and does not advance the epoch again.
+	if c.fetchPlan == nil {
+		c.fetchPlan = g.fetchSessions.planFetch(req)
+	}
+	plan := c.fetchPlan
+	if plan.errCode != 0 {
+		resp.ErrorCode = plan.errCode
 		return resp, nil
 	}
-	g := c.G
+	req = plan.req
 
 	limit := max(int(req.MaxBytes), 0)
 	if m := int(g.Cfg.MaxFrameSize); m > 0 && limit > m {
@@ -144,6 +161,7 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		c.ParkSince(keys, time.Now().Add(wait), since)
 		return nil, nil
 	}
+	g.fetchSessions.finish(plan, resp)
 	if len(bufs) > 0 {
 		c.Defer(func() {
 			for _, b := range bufs {

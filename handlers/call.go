@@ -39,6 +39,10 @@ type Config struct {
 	// Cluster is this gateway's membership of a cluster of gateways over
 	// one Iggy (cluster.go, docs/CLUSTER.md); nil: a one-node cluster.
 	Cluster *cluster.Node
+	// FetchSessionSlots caps the incremental fetch sessions (KIP-227)
+	// the gateway keeps (fetch_sessions.go); 0: DefaultFetchSessionSlots,
+	// < 0: none (every Fetch is answered sessionless).
+	FetchSessionSlots int
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -60,6 +64,9 @@ type Gateway struct {
 	createMu   sync.Mutex
 	// fetchRatios sizes Fetch's store reads (fetch_ratio.go).
 	fetchRatios fetchRatios
+	// fetchSessions is the incremental fetch session cache
+	// (fetch_sessions.go).
+	fetchSessions *fetchSessions
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -137,6 +144,9 @@ type Call struct {
 	autoCreated int
 	// metaView is the cluster view one Metadata answer is built from.
 	metaView *cluster.View
+	// fetchPlan is a Fetch's session resolution, kept across re-runs of a
+	// parked call (fetch_sessions.go).
+	fetchPlan *fetchPlan
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),
@@ -215,5 +225,7 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 		Watch:     watch,
 		Groups:    newCoordinator(cfg, store, watch, log),
 		Log:       log,
+
+		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
 	}
 }

@@ -24,7 +24,7 @@ func testFetchErrors(t *testing.T, mode func(*Config)) {
 	produceOne(t, g, produceReq(9, "f", 0, valueBatch(3)))
 
 	req := fetchReq(12, "f", 0, 0)
-	req.SessionID = 5
+	req.SessionID, req.SessionEpoch = 5, 1
 	if resp := do(t, g, req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Errorf("session: %d", resp.ErrorCode)
 	}

@@ -54,6 +54,8 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 		Watch:     watch,
 		Groups:    newCoordinator(cfg, st, watch, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+
+		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
 	}
 }
 

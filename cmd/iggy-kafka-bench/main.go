@@ -185,6 +185,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy and iggy-native targets (default: each starts its own from ../shared/iggy/server)")
 	var iggyArgs multiFlag
 	fs.Var(&iggyArgs, "iggy-arg", "extra gateway flag for the iggy target, repeatable (e.g. --iggy-arg=--iggy-username=iggy)")
+	scaling := fs.Bool("scaling", false, "the scaling workloads instead (producer connections 1/4/16/64, 100 topics x 16 partitions produce and consume, consumers 1/8/64)")
+	var gwArgs multiFlag
+	fs.Var(&gwArgs, "gateway-arg", "extra flag for the gateway targets' binary, repeatable (e.g. --gateway-arg=--fetch-session-cache-slots=0)")
 	inproc := fs.Bool("inproc", false, "run kfake in this process instead of a child process")
 	pprofAddr := fs.String("pprof-addr", "", "gateway --pprof-addr (127.0.0.1:PORT); with --profile, CPU profiles per workload")
 	profile := fs.String("profile", "", "directory for the gateway's CPU profiles (needs --pprof-addr)")
@@ -221,7 +224,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	ws := bench.DefaultWorkloads(*quick)
-	if onlyIggy(strings.Split(ts, ",")) {
+	switch {
+	case *scaling:
+		ws = bench.ScalingWorkloads(*quick)
+	case onlyIggy(strings.Split(ts, ",")):
 		ws = bench.IggyWorkloads(*quick)
 	}
 	var picked []bench.Workload
@@ -247,7 +253,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Targets: strings.Split(ts, ","), Workloads: picked, Reps: *reps, MaxDuration: *maxDur,
 		Compression: *compression, Acks: *acks, Idempotent: *idem, Linger: *linger,
 		Target: bench.TargetConfig{ModuleDir: modDir, GatewayBin: *gwBin, KafkaLib: *kafkaLib, Java: *java,
-			IggyAddr: *iggyAddr, IggyArgs: iggyArgs, SelfExe: self, PprofAddr: *pprofAddr},
+			IggyAddr: *iggyAddr, IggyArgs: iggyArgs, GatewayArgs: gwArgs, SelfExe: self, PprofAddr: *pprofAddr},
 		Progress: stderr, Log: stderr, ProfileDir: *profile,
 	})
 	if err != nil {

@@ -66,6 +66,7 @@ type config struct {
 	ClusterID          string
 	MaxFetchWait       time.Duration
 	FetchConcurrency   int // 0: by backend (fetchConcurrency)
+	FetchSessionSlots  int // 0: no fetch sessions
 	Backend            string
 	Iggy               iggyConfig
 	Sasl               saslConfig
@@ -232,6 +233,9 @@ func options() []option {
 		{flag: "fetch-concurrency", def: "0",
 			usage: "store lookups and polls one Fetch runs at once (0: 8 on --backend iggy, where each is a round trip, 1 on embedded)",
 			set:   intIn(0, 256, func(c *config, n int) { c.FetchConcurrency = n })},
+		{flag: "fetch-session-cache-slots", def: "1000",
+			usage: "incremental fetch sessions (KIP-227) kept, as Kafka's max.incremental.fetch.session.cache.slots (0: none, every Fetch sessionless)",
+			set:   intIn(0, 1_000_000, func(c *config, n int) { c.FetchSessionSlots = n })},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
 			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Backend = v })},
@@ -582,4 +586,13 @@ func (c *config) fetchConcurrency() int {
 	default:
 		return 1
 	}
+}
+
+// fetchSessionSlots maps --fetch-session-cache-slots, where 0 means none as
+// on Kafka, to handlers.Config.FetchSessionSlots, where 0 is the default.
+func fetchSessionSlots(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -47,6 +47,7 @@ func TestDefaults(t *testing.T) {
 		Cluster:            clusterConfig{TTL: 10 * time.Second},
 		ClusterID:          "iggy-kafka-gateway",
 		MaxFetchWait:       10 * time.Second,
+		FetchSessionSlots:  1000,
 		Backend:            "embedded",
 		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
 		Sasl:               saslConfig{PermissionsTTL: 5 * time.Second},
@@ -296,6 +297,16 @@ func TestDocsTables(t *testing.T) {
 				continue
 			}
 			t.Errorf("%s flags table is stale; run UPDATE_DOCS=1 go test ./cmd/iggy-kafka-gateway -run TestDocsTables\nwant:\n%s", path, table)
+		}
+	}
+}
+
+// --fetch-session-cache-slots 0 means no sessions, as on Kafka; the
+// handlers' zero means the default, so 0 must reach them as -1.
+func TestFetchSessionSlotsFlag(t *testing.T) {
+	for flag, want := range map[int]int{0: -1, 1: 1, 1000: 1000} {
+		if got := fetchSessionSlots(flag); got != want {
+			t.Errorf("--fetch-session-cache-slots %d: handlers get %d, want %d", flag, got, want)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/metrics"
 	"github.com/iggy-kafka/gateway/internal/tlsfiles"
 	"github.com/iggy-kafka/gateway/loop"
 )
@@ -130,6 +131,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxFrameSize:         int32(cfg.MaxFrameSize),
 		MaxFetchWait:         cfg.MaxFetchWait,
 		FetchConcurrency:     cfg.fetchConcurrency(),
+		FetchSessionSlots:    fetchSessionSlots(cfg.FetchSessionSlots),
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
 	gwRef.Store(g)
@@ -137,6 +139,11 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		// Views applied before the gateway existed had nothing to drop.
 		g.ClusterChanged(v, v)
 	}
+	m.FetchSessions(func() metrics.FetchSessionCounts {
+		st := g.FetchSessionStats()
+		return metrics.FetchSessionCounts{Open: st.Open, Created: st.Created, Evicted: st.Evicted,
+			Refused: st.Refused, Incremental: st.Incremental}
+	})
 	srv := loop.NewServer(loop.Config{
 		Listeners:             listeners,
 		EventLoops:            cfg.EventLoops,

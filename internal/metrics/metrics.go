@@ -62,6 +62,7 @@ type keyChildren struct {
 
 type collectors struct {
 	gatherer prometheus.Gatherer
+	reg      prometheus.Registerer // for collectors registered later (FetchSessions)
 
 	requests    *prometheus.CounterVec
 	reqLatency  *prometheus.HistogramVec
@@ -94,6 +95,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg = prometheus.NewRegistry()
 	}
 	c := &collectors{
+		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "iggy_kafka_requests_total",
 			Help: "Kafka requests finished, by API key name and outcome (ok, closed, noack).",
@@ -286,4 +288,38 @@ func lenMap[T any](m *map[string]T) int {
 		return 0
 	}
 	return len(*m)
+}
+
+// FetchSessionCounts is what the fetch-session collectors read at scrape
+// time (handlers.Gateway.FetchSessionStats).
+type FetchSessionCounts struct {
+	Open                                   int
+	Created, Evicted, Refused, Incremental uint64
+}
+
+// FetchSessions exposes the gateway's incremental fetch sessions
+// (KIP-227), read by read at each scrape. Call it once, after the gateway
+// is built; a no-op on a nil *Metrics. Any goroutine.
+func (m *Metrics) FetchSessions(read func() FetchSessionCounts) {
+	if m == nil {
+		return
+	}
+	counter := func(name, help string, v func(FetchSessionCounts) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(read())) })
+	}
+	m.impl.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "iggy_kafka_fetch_sessions_open",
+			Help: "Incremental fetch sessions (KIP-227) in the cache.",
+		}, func() float64 { return float64(read().Open) }),
+		counter("iggy_kafka_fetch_sessions_created_total", "Incremental fetch sessions made.",
+			func(c FetchSessionCounts) uint64 { return c.Created }),
+		counter("iggy_kafka_fetch_sessions_evicted_total", "Fetch sessions evicted to make room for another.",
+			func(c FetchSessionCounts) uint64 { return c.Evicted }),
+		counter("iggy_kafka_fetch_sessions_refused_total", "Full fetches answered sessionless because no slot was free.",
+			func(c FetchSessionCounts) uint64 { return c.Refused }),
+		counter("iggy_kafka_fetch_incremental_total", "Incremental Fetch requests answered from a session.",
+			func(c FetchSessionCounts) uint64 { return c.Incremental }),
+	)
 }

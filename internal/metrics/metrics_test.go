@@ -183,3 +183,39 @@ func BenchmarkConnClosed(b *testing.B) {
 		m.ConnClosed("eof")
 	}
 }
+
+// The fetch-session collectors report what their reader returns, and a nil
+// *Metrics ignores the call.
+func TestFetchSessionMetrics(t *testing.T) {
+	var nilM *Metrics
+	nilM.FetchSessions(func() FetchSessionCounts { return FetchSessionCounts{} })
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.FetchSessions(func() FetchSessionCounts {
+		return FetchSessionCounts{Open: 3, Created: 5, Evicted: 1, Refused: 2, Incremental: 40}
+	})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mm := range mf.GetMetric() {
+			switch {
+			case mm.GetGauge() != nil:
+				got[mf.GetName()] = mm.GetGauge().GetValue()
+			case mm.GetCounter() != nil:
+				got[mf.GetName()] = mm.GetCounter().GetValue()
+			}
+		}
+	}
+	for name, want := range map[string]float64{
+		"iggy_kafka_fetch_sessions_open": 3, "iggy_kafka_fetch_sessions_created_total": 5,
+		"iggy_kafka_fetch_sessions_evicted_total": 1, "iggy_kafka_fetch_sessions_refused_total": 2,
+		"iggy_kafka_fetch_incremental_total": 40,
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+}

@@ -33,6 +33,7 @@ type permEntry struct {
 	p       *Permissions
 	known   bool // the user exists (else everything is refused)
 	fetched time.Time
+	readAt  time.Time // the last successful read (fetched may be moved back for a retry)
 }
 
 type idsEntry struct {
@@ -42,6 +43,14 @@ type idsEntry struct {
 	topics  map[string]uint32
 	fetched time.Time
 }
+
+// permissionGrace is how long permissions read successfully keep
+// applying while Iggy cannot be asked again (unreachable, timing out):
+// refusing with TOPIC_AUTHORIZATION_FAILED, which Kafka clients treat as
+// fatal, would turn a short Iggy outage into failed applications, while
+// the client's store calls fail retriably meanwhile anyway. A re-read is
+// tried again every second.
+const permissionGrace = time.Minute
 
 // permCacheMax bounds the entries kept; past it the map is cleared (every
 // entry is re-read on next use), so unknown names cannot grow it.
@@ -69,6 +78,7 @@ func (pc *PermissionCache) Learn(u User) {
 	e := pc.user(u.Username)
 	e.mu.Lock()
 	e.p, e.known, e.fetched = u.Permissions, true, time.Now()
+	e.readAt = e.fetched
 	e.mu.Unlock()
 }
 
@@ -122,6 +132,11 @@ func (pc *PermissionCache) permissions(ctx context.Context, name string) (*Permi
 		return e.p, e.known
 	}
 	u, ok, err := pc.c.GetUser(ctx, Name(name))
+	if err != nil && !errors.Is(err, ErrUnauthorized) && !e.readAt.IsZero() && time.Since(e.readAt) < permissionGrace {
+		pc.warn("cannot re-read Iggy permissions; the ones read earlier keep applying for a minute", "user", name, "read", time.Since(e.readAt).Round(time.Millisecond), "err", err)
+		e.fetched = time.Now().Add(time.Second - pc.ttl)
+		return e.p, e.known
+	}
 	if err != nil {
 		if errors.Is(err, ErrUnauthorized) {
 			pc.warn("cannot read Iggy permissions: the gateway's Iggy user needs read_users; refusing the client", "user", name)
@@ -132,6 +147,7 @@ func (pc *PermissionCache) permissions(ctx context.Context, name string) (*Permi
 		return nil, false
 	}
 	e.p, e.known, e.fetched = u.Permissions, ok && u.Active, time.Now()
+	e.readAt = e.fetched
 	return e.p, e.known
 }
 

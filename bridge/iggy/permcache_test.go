@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/iggy/iggytest"
 )
 
 // primed returns a cache whose entries are fresh, so Allow reads no
@@ -68,5 +69,37 @@ func BenchmarkPermissionCacheAllow(b *testing.B) {
 		if !pc.Allow(ctx, "u", bridge.ActSend, "kafka", "a") {
 			b.Fatal("refused")
 		}
+	}
+}
+
+// While Iggy cannot be asked, permissions read within permissionGrace keep
+// applying (a short outage must not become TOPIC_AUTHORIZATION_FAILED,
+// fatal to Kafka clients); older ones do not.
+func TestPermissionCacheGraceWhileIggyIsDown(t *testing.T) {
+	srv, err := iggytest.Start(newEmbedded(t), iggytest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(context.Background(), testOptions(srv.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pc := NewPermissionCache(c, time.Millisecond, quiet())
+	pc.Learn(User{Username: "u", Active: true, Permissions: &Permissions{Global: GlobalPermissions{SendMessages: true}}})
+	srv.Close() // every read from here on fails
+	time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !pc.Allow(ctx, "u", bridge.ActSend, "kafka", "a") {
+		t.Fatal("refused while Iggy is down, with permissions read a moment ago")
+	}
+	e := pc.user("u")
+	e.mu.Lock()
+	e.readAt = time.Now().Add(-2 * permissionGrace)
+	e.fetched = time.Time{}
+	e.mu.Unlock()
+	if pc.Allow(ctx, "u", bridge.ActSend, "kafka", "a") {
+		t.Fatal("allowed on permissions read longer ago than the grace")
 	}
 }

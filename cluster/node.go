@@ -75,6 +75,12 @@ type Node struct {
 	mu   sync.Mutex
 	acks map[int32]uint64 // member -> id of the view it applied last
 
+	// ackMu serializes this node's acknowledgements, each of the view
+	// current when it runs: two acks racing (the watch applying a view
+	// and a re-registration) could otherwise land in etcd out of order
+	// and leave an older view acknowledged for good.
+	ackMu sync.Mutex
+
 	start  time.Time
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -215,6 +221,12 @@ func (n *Node) renew() {
 		switch {
 		case err == nil:
 			n.validUntil.Store(sent + n.validity(r.TTL))
+			if !n.Settled() {
+				// A lost or overtaken acknowledgement must not keep
+				// gained partitions waiting for ever: say again which
+				// view this node is on.
+				n.ackCurrent()
+			}
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			n.log.Warn("cluster: the session lease expired; writes stop until this gateway registers again")
 			n.lease.Store(0)
@@ -240,9 +252,7 @@ func (n *Node) retryRegister() {
 	// The acknowledgement went with the old lease; the member key's
 	// return is a membership change that acknowledges again, but the
 	// current view may already be the one that change produces.
-	if v := n.View(); v != nil {
-		n.ack(v)
-	}
+	n.ackCurrent()
 }
 
 // LeaseLive reports whether this gateway's session is known live now.
@@ -352,13 +362,17 @@ func (n *Node) apply(cur *View) {
 	if n.opts.Changed != nil {
 		n.opts.Changed(old, cur)
 	}
-	n.ack(cur)
+	n.ackCurrent()
 }
 
-// ack records in etcd that this node applied view v.
-func (n *Node) ack(v *View) {
+// ackCurrent records in etcd that this node applied its current view.
+// Watch and renew goroutines; serialized by ackMu.
+func (n *Node) ackCurrent() {
+	n.ackMu.Lock()
+	defer n.ackMu.Unlock()
+	v := n.View()
 	id := clientv3.LeaseID(n.lease.Load())
-	if id == 0 {
+	if v == nil || id == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)

@@ -358,7 +358,7 @@ func (n *Node) apply(cur *View) {
 	if old == nil {
 		old = &View{Self: cur.Self}
 	}
-	n.log.Info("cluster: membership", "rev", cur.Rev, "members", ids(cur))
+	n.log.Info("cluster: membership", "rev", cur.Rev, "members", cur.IDs())
 	if n.opts.Changed != nil {
 		n.opts.Changed(old, cur)
 	}
@@ -545,12 +545,4 @@ func (n *Node) Close() {
 		cancel()
 	}
 	n.cli.Close()
-}
-
-func ids(v *View) []int32 {
-	out := make([]int32, len(v.Members))
-	for i, m := range v.Members {
-		out[i] = m.ID
-	}
-	return out
 }

@@ -54,7 +54,7 @@ func TestLostLeaseRegistersAndSettlesAgain(t *testing.T) {
 		for !cond() {
 			if time.Now().After(deadline) {
 				t.Fatalf("not within 15s: %s (a: %v settled %v; b: %v settled %v)", what,
-					ids(a.View()), a.Settled(), ids(b.View()), b.Settled())
+					a.View().IDs(), a.Settled(), b.View().IDs(), b.Settled())
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

@@ -38,23 +38,20 @@ type View struct {
 	// id names the member set (ids and sessions): every member that
 	// applied the same membership computes the same id, however it
 	// learned it, which is what acknowledgements compare.
-	id uint64
-}
-
-// Single is the view of a gateway that is its own cluster: it owns
-// every partition and coordinates every group.
-func Single(self Member) *View {
-	return &View{Self: self.ID, Members: []Member{self}}
+	id  uint64
+	ids []int32 // the members' ids, in Members order
 }
 
 // newView sorts ms by id; ms is owned by the view from here on.
 func newView(rev int64, self int32, ms []Member) *View {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
 	id := uint64(len(ms))
-	for _, m := range ms {
+	ids := make([]int32, len(ms))
+	for i, m := range ms {
 		id = mix(id ^ mix(uint64(uint32(m.ID))<<32^uint64(m.session)))
+		ids[i] = m.ID
 	}
-	return &View{Rev: rev, Self: self, Members: ms, id: id}
+	return &View{Rev: rev, Self: self, Members: ms, id: id, ids: ids}
 }
 
 // Epoch is Rev as a Kafka leader epoch (int32, saturating: an etcd past
@@ -65,6 +62,9 @@ func (v *View) Epoch() int32 {
 	}
 	return int32(v.Rev)
 }
+
+// IDs are the live members' ids, ascending. Shared: read only.
+func (v *View) IDs() []int32 { return v.ids }
 
 // Member returns the member with id, if live in this view.
 func (v *View) Member(id int32) (*Member, bool) {

@@ -69,7 +69,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
-	"github.com/iggy-kafka/gateway/cluster"
 )
 
 func init() {
@@ -88,7 +87,7 @@ func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		resp.Brokers = []kmsg.MetadataResponseBroker{b}
 		resp.ControllerID = cfg.NodeID
 	} else {
-		c.metaView = c.clusterView()
+		c.metaView = cfg.Cluster.View()
 		c.metadataBrokers(c.metaView, resp)
 	}
 	resp.ClusterID = strp(cfg.ClusterID)
@@ -198,58 +197,36 @@ func metadataErr(name string, id [16]byte, code int16) kmsg.MetadataResponseTopi
 	return t
 }
 
-// metadataTopic describes ti: every partition led by this node.
+// metadataTopic describes ti: every partition led by this node, or in
+// cluster mode (c.metaView) by its leader in the view, with the view's
+// epoch as leader epoch (it grows on every move).
 func (c *Call) metadataTopic(name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
-	if c.metaView != nil {
-		return c.metadataTopicIn(c.metaView, name, ti)
-	}
-	node := c.G.Cfg.NodeID
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = strp(name)
 	t.TopicID = topicID(ti)
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, ti.Partitions)
-	// One backing array for all replica and ISR lists of this topic:
-	// [node] repeated, shared read-only.
-	nodes := []int32{node}
+	// Every replica and ISR list is a one-node list sliced from one array
+	// of the brokers' ids, shared read-only.
+	v := c.metaView
+	nodes, epoch := []int32{c.G.Cfg.NodeID}, int32(0)
+	if v != nil {
+		nodes, epoch = v.IDs(), v.Epoch()
+	}
 	for p := range t.Partitions {
 		mp := &t.Partitions[p]
 		mp.Default()
 		mp.Partition = int32(p)
-		mp.Leader = node
-		mp.LeaderEpoch = 0
-		mp.Replicas = nodes
-		mp.ISR = nodes
-		mp.OfflineReplicas = []int32{}
-	}
-	return t
-}
-
-// metadataTopicIn describes ti in cluster mode: each partition led by its
-// leader in v, with v's epoch as leader epoch (it grows on every move).
-func (c *Call) metadataTopicIn(v *cluster.View, name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
-	t := kmsg.NewMetadataResponseTopic()
-	t.Topic = strp(name)
-	t.TopicID = topicID(ti)
-	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, ti.Partitions)
-	// One backing array of one-node lists, one per member, shared
-	// read-only by the partitions each leads.
-	nodes := make([]int32, len(v.Members))
-	for i, m := range v.Members {
-		nodes[i] = m.ID
-	}
-	epoch := v.Epoch()
-	for p := range t.Partitions {
-		mp := &t.Partitions[p]
-		mp.Default()
-		mp.Partition = int32(p)
-		leader := v.Leader(name, int32(p))
+		leader := c.G.Cfg.NodeID
+		if v != nil {
+			leader = v.Leader(name, int32(p))
+		}
 		mp.Leader = leader
 		mp.LeaderEpoch = epoch
 		i := sort.Search(len(nodes), func(i int) bool { return nodes[i] >= leader })
 		if i < len(nodes) && nodes[i] == leader {
 			mp.Replicas = nodes[i : i+1 : i+1]
 		} else {
-			mp.Replicas = []int32{leader}
+			mp.Replicas = []int32{leader} // an empty view: no leader (-1)
 		}
 		mp.ISR = mp.Replicas
 		mp.OfflineReplicas = []int32{}

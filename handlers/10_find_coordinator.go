@@ -54,7 +54,7 @@ func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
 			code = kerr.GroupAuthorizationFailed.Code
 		case cfg.Cluster != nil:
-			v := c.clusterView()
+			v := cfg.Cluster.View()
 			id := v.Coordinator(key)
 			if host, port, ok := c.endpointOf(v, id); ok {
 				return 0, id, host, port

@@ -11,21 +11,11 @@ import (
 	"github.com/iggy-kafka/gateway/cluster"
 )
 
-// clusterView is the membership Metadata and FindCoordinator answer
-// from: the cluster's current view, or this gateway alone.
-func (c *Call) clusterView() *cluster.View {
-	if v := c.G.Cfg.Cluster.View(); v != nil {
-		return v
-	}
-	host, port := c.advertised()
-	return cluster.Single(cluster.Member{ID: c.G.Cfg.NodeID, Listeners: map[string]cluster.Endpoint{c.Listener: {Host: host, Port: port}}})
-}
-
 // endpointOf is where the clients of this call's listener reach member id;
 // false when that member has no such listener (it is then left out, as
 // Kafka leaves out brokers without the listener).
 func (c *Call) endpointOf(v *cluster.View, id int32) (string, int32, bool) {
-	if c.G.Cfg.Cluster == nil || id == v.Self {
+	if id == v.Self {
 		h, p := c.advertised()
 		return h, p, true
 	}

@@ -231,19 +231,15 @@ func (p *Permissions) MaySend(sid, tid uint32) bool {
 // stream level), or read or manage of the topic. poll_messages alone does
 // not let a user see the topic.
 func (p *Permissions) MayReadTopic(sid, tid uint32) bool {
+	if p.MayListTopics(sid) {
+		return true
+	}
 	if p == nil {
 		return false
-	}
-	g := &p.Global
-	if g.ReadStreams || g.ManageStreams || g.ManageTopics || g.ReadTopics {
-		return true
 	}
 	s, ok := p.stream(sid)
 	if !ok {
 		return false
-	}
-	if s.ManageStream || s.ReadStream || s.ManageTopics || s.ReadTopics {
-		return true
 	}
 	t, ok := s.Topics[tid]
 	return ok && (t.ManageTopic || t.ReadTopic)

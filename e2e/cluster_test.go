@@ -76,6 +76,37 @@ func (cg *clusterGateways) brokers(ctx context.Context, cl *kgo.Client) ([]int32
 	return ids, nil
 }
 
+// readLog reads topic from its start through the live gateways until n
+// records arrived (or a minute passed) and returns them in fetch order.
+func (cg *clusterGateways) readLog(ctx context.Context, t *testing.T, topic string, n int) []*kgo.Record {
+	t.Helper()
+	reader := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var recs []*kgo.Record
+	for len(recs) < n && ctx.Err() == nil {
+		recs = append(recs, reader.PollFetches(ctx).Records()...)
+	}
+	return recs
+}
+
+// onceInLog fails t unless every acknowledged value is in recs exactly
+// once; it returns how often each value is there.
+func onceInLog(t *testing.T, recs []*kgo.Record, acked []string) map[string]int {
+	t.Helper()
+	inLog := make(map[string]int, len(recs))
+	for _, r := range recs {
+		inLog[string(r.Value)]++
+	}
+	for _, v := range acked {
+		if inLog[v] != 1 {
+			t.Fatalf("acknowledged %s is in the log %d times (%d acked, %d read)", v, inLog[v], len(acked), len(recs))
+		}
+	}
+	return inLog
+}
+
 // Three gateways in front of one Iggy: Metadata lists all three and
 // spreads the partitions' leaders over them; an idempotent producer and a
 // three-member group carry on while one gateway is killed with SIGKILL,
@@ -184,30 +215,15 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 
 	// The log: every acknowledged record exactly once, in produce order
 	// per partition (values grow within a partition).
-	reader := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
-	inLog := map[string]int{}
+	recs := cg.readLog(ctx, t, topic, len(acked))
 	last := map[int32]string{}
-	total := 0
-	readCtx, readCancel := context.WithTimeout(ctx, time.Minute)
-	defer readCancel()
-	for total < len(acked) && readCtx.Err() == nil {
-		fs := reader.PollFetches(readCtx)
-		fs.EachRecord(func(r *kgo.Record) {
-			v := string(r.Value)
-			inLog[v]++
-			total++
-			if v <= last[r.Partition] {
-				t.Errorf("partition %d: %s after %s", r.Partition, v, last[r.Partition])
-			}
-			last[r.Partition] = v
-		})
-	}
-	for _, v := range acked {
-		if inLog[v] != 1 {
-			t.Fatalf("acknowledged %s is in the log %d times", v, inLog[v])
+	for _, r := range recs {
+		if v := string(r.Value); v <= last[r.Partition] {
+			t.Errorf("partition %d: %s after %s", r.Partition, v, last[r.Partition])
 		}
+		last[r.Partition] = string(r.Value)
 	}
+	inLog := onceInLog(t, recs, acked)
 
 	// The group saw every acknowledged record.
 	checkFor(t, time.Minute, 500*time.Millisecond, func() error {
@@ -340,23 +356,7 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 	if len(acked) < 500 {
 		t.Fatalf("only %d records acknowledged", len(acked))
 	}
-	reader := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
-	inLog := map[string]int{}
-	total := 0
-	readCtx, readCancel := context.WithTimeout(ctx, time.Minute)
-	defer readCancel()
-	for total < len(acked) && readCtx.Err() == nil {
-		reader.PollFetches(readCtx).EachRecord(func(r *kgo.Record) {
-			inLog[string(r.Value)]++
-			total++
-		})
-	}
-	for _, v := range acked {
-		if inLog[v] != 1 {
-			t.Fatalf("acknowledged %s is in the log %d times (%d acked, %d read)", v, inLog[v], len(acked), total)
-		}
-	}
+	onceInLog(t, cg.readLog(ctx, t, topic, len(acked)), acked)
 	t.Logf("%d acknowledged across the freeze, each once in the log", len(acked))
 }
 

@@ -36,6 +36,9 @@ type fetchPart struct {
 	partition int32
 	offset    int64
 	pmax      int
+	// notLeader: another gateway leads the partition (cluster mode),
+	// decided once before any read; answered NOT_LEADER_OR_FOLLOWER.
+	notLeader bool
 
 	stateErr error
 	state    bridge.PartitionState
@@ -95,6 +98,10 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 			fp := &fetchPart{t: i, p: j, topic: rt.Topic, partition: rp.Partition, offset: rp.FetchOffset,
 				pmax: min(max(int(rp.PartitionMaxBytes), 0), limit)}
 			parts = append(parts, fp)
+			if !g.Cfg.Cluster.Leads(rt.Topic, rp.Partition) {
+				fp.notLeader = true // nothing to read for it
+				continue
+			}
 			if !batched {
 				tasks = append(tasks, func() { fp.state, fp.stateErr = g.Store.Partition(c.Ctx, g.Cfg.Stream, fp.topic, fp.partition) })
 			}
@@ -189,7 +196,7 @@ func (c *Call) assemblePart(sp *kmsg.FetchResponseTopicPartition, rp *kmsg.Fetch
 	if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
 		code = kerr.UnknownTopicOrPartition.Code
 	}
-	if code == 0 && !c.G.Cfg.Cluster.Leads(ti.Name, rp.Partition) {
+	if code == 0 && fp != nil && fp.notLeader {
 		code = kerr.NotLeaderForPartition.Code
 	}
 	if code != 0 {

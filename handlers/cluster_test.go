@@ -1,0 +1,103 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/cluster"
+	"github.com/iggy-kafka/gateway/cluster/clustertest"
+)
+
+// In a cluster of two, a gateway writes and serves the partitions it
+// leads and answers NOT_LEADER_OR_FOLLOWER for the others (sequential and
+// concurrent Fetch alike); Metadata names both brokers and each
+// partition's leader with the view's epoch; FindCoordinator names the
+// group's coordinator.
+func TestClusterModeRoutesByLeader(t *testing.T) {
+	et := clustertest.StartEtcd(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	join := func(id int32, port int32) *cluster.Node {
+		n, err := cluster.Start(context.Background(), cluster.Options{Endpoints: []string{et.Endpoint}, Prefix: "/h/",
+			Self: cluster.Member{ID: id, Listeners: map[string]cluster.Endpoint{"PLAINTEXT": {Host: "127.0.0.1", Port: port}}},
+			TTL:  3 * time.Second, Log: log}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	self, other := join(1, 9092), join(2, 9093)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(self.View().Members) != 2 || !self.Settled() || !other.Settled() {
+		if time.Now().After(deadline) {
+			t.Fatal("the two nodes never settled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, concurrency := range []int{1, 4} {
+		g := newGateway(t, func(c *Config) { c.Cluster, c.FetchConcurrency = self, concurrency })
+		createTopic(t, g, "routed", 8)
+		v := self.View()
+		led, notLed := int32(-1), int32(-1)
+		for p := int32(0); p < 8; p++ {
+			if v.Leader("routed", p) == 1 {
+				led = p
+			} else {
+				notLed = p
+			}
+		}
+		if led < 0 || notLed < 0 {
+			t.Fatalf("8 partitions all on one node: %v", v.IDs())
+		}
+		if sp := produceOne(t, g, produceReq(9, "routed", led, valueBatch(2))); sp.ErrorCode != 0 {
+			t.Fatalf("produce to the led partition: %v", kerr.ErrorForCode(sp.ErrorCode))
+		}
+		if sp := produceOne(t, g, produceReq(9, "routed", notLed, valueBatch(2))); sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("produce to another's partition: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(sp.ErrorCode))
+		}
+		for p, want := range map[int32]int16{led: 0, notLed: kerr.NotLeaderForPartition.Code} {
+			req := fetchReq(12, "routed", p, 0)
+			req.MaxWaitMillis = 0
+			got := do(t, g, req).(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+			if got != want {
+				t.Fatalf("concurrency %d: fetch partition %d: %v, want %v", concurrency, p, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+			}
+		}
+		md := kmsg.NewPtrMetadataRequest()
+		md.Version = 12
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("routed")
+		md.Topics = append(md.Topics, mt)
+		mr := onListener(t, g, md).(*kmsg.MetadataResponse)
+		if len(mr.Brokers) != 2 || mr.Brokers[1].Port != 9093 {
+			t.Fatalf("brokers %+v", mr.Brokers)
+		}
+		if pm := mr.Topics[0].Partitions[notLed]; pm.Leader != 2 || pm.LeaderEpoch != v.Epoch() || pm.Replicas[0] != 2 {
+			t.Fatalf("partition %d: leader %d epoch %d replicas %v", notLed, pm.Leader, pm.LeaderEpoch, pm.Replicas)
+		}
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.Version = 3
+		fc.CoordinatorKey = "some-group"
+		fr := onListener(t, g, fc).(*kmsg.FindCoordinatorResponse)
+		if fr.ErrorCode != 0 || fr.NodeID != v.Coordinator("some-group") {
+			t.Fatalf("FindCoordinator: %+v, want node %d", fr, v.Coordinator("some-group"))
+		}
+	}
+}
+
+// onListener is do on a connection of the PLAINTEXT listener, whose name
+// the members' advertised addresses are kept under.
+func onListener(tb testing.TB, g *Gateway, req kmsg.Request) kmsg.Response {
+	tb.Helper()
+	c := newCall(g, req.Key(), req.GetVersion())
+	c.Listener = "PLAINTEXT"
+	resp := roundTrip(tb, c, req)
+	tb.Cleanup(c.RunDeferred)
+	return resp
+}

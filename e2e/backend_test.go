@@ -38,6 +38,12 @@ type realBackend struct {
 
 // newRealBackend picks the shared real server and names the test's streams;
 // they are deleted when the test ends.
+// gatewayArgs are the flags of a gateway binary on rb: the server, the
+// Kafka stream and the state stream; extra are appended.
+func (rb realBackend) gatewayArgs(extra ...string) []string {
+	return append([]string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}, extra...)
+}
+
 func newRealBackend(t testing.TB) realBackend {
 	t.Helper()
 	rb := realBackend{addr: iggyreal.Shared(t), stream: iggyreal.Stream(t)}
@@ -165,7 +171,7 @@ func backendArgs(t testing.TB, dataDir string) []string {
 	t.Helper()
 	if realIggyBackend() {
 		rb := realBackendFor(t)
-		return []string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}
+		return rb.gatewayArgs()
 	}
 	if !iggyBackend() {
 		return []string{"--data-dir=" + dataDir}

@@ -35,8 +35,7 @@ func TestBinaryReportsWeakIggyTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := func(extra ...string) []string {
-		return append([]string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream,
-			"--iggy-state-stream=" + rb.state, "--bind-addr=127.0.0.1:" + strconv.Itoa(freePort(t))}, extra...)
+		return rb.gatewayArgs(append([]string{"--bind-addr=127.0.0.1:" + strconv.Itoa(freePort(t))}, extra...)...)
 	}
 
 	cmd := exec.Command(gatewayBinary(t), args("--iggy-weak-topics=refuse")...)

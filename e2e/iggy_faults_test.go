@@ -344,8 +344,7 @@ func newGatewayOnSharedIggy(t *testing.T) *gatewayOnSharedIggy {
 	t.Helper()
 	rb := realBackendFor(t)
 	g := &gatewayOnSharedIggy{t: t, proxy: newFaultProxy(t, 1<<62)}
-	g.args = []string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state,
-		"--advertised-port=" + strconv.Itoa(g.proxy.Port())}
+	g.args = rb.gatewayArgs("--advertised-port=" + strconv.Itoa(g.proxy.Port()))
 	g.start()
 	return g
 }

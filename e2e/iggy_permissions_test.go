@@ -22,7 +22,7 @@ func TestIggyPermissionsRefusals(t *testing.T) {
 	realServerTest(t)
 	rb := newRealBackend(t)
 	cli := newIggyCLI(t, rb.addr)
-	iggyArgs := []string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}
+	iggyArgs := rb.gatewayArgs()
 
 	// A gateway logged in as root makes the streams, the gateway's state
 	// topics and a topic with three records.

@@ -32,7 +32,7 @@ func TestIggyUserPermissions(t *testing.T) {
 	kcat := needKcat(t)
 	rb := newRealBackend(t)
 	cli := newIggyCLI(t, rb.addr)
-	iggyArgs := []string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}
+	iggyArgs := rb.gatewayArgs()
 
 	// Root (no SASL) makes topics A and B with two records each.
 	root := spawnGateway(t, t.TempDir(), iggyArgs...)

@@ -120,3 +120,28 @@ func ParseTopicConfigs(b []byte) (TopicConfigs, []byte, error) {
 	}
 	return cfg, b, nil
 }
+
+// GroupConfigs are the Kafka group configs set explicitly on one group
+// (consumer.session.timeout.ms=50000), in TopicConfigs' shape and
+// encoding. Configs not in the map have the gateway's defaults.
+type GroupConfigs = TopicConfigs
+
+// GroupConfigStore is implemented by a Store that keeps group configs
+// (Kafka's ConfigResource type GROUP, KIP-848). The gateway type-asserts
+// its Store to it; without it every group has the defaults and a change
+// is refused.
+//
+// Group configs are independent of the group's state: they may be set
+// before the group exists and outlive DeleteGroups, as on Kafka 4.1.
+type GroupConfigStore interface {
+	// GroupConfigs returns the group's configs (a fresh map the caller
+	// owns; nil when none are set).
+	GroupConfigs(ctx context.Context, stream, group string) (GroupConfigs, error)
+	// SetGroupConfigs replaces the group's configs with cfg (nil or empty:
+	// none).
+	SetGroupConfigs(ctx context.Context, stream, group string, cfg GroupConfigs) error
+	// ConfiguredGroups lists the stream's groups that have configs set,
+	// sorted (what ListConfigResources reports for type GROUP, as Kafka
+	// does).
+	ConfiguredGroups(ctx context.Context, stream string) ([]string, error)
+}

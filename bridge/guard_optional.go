@@ -43,6 +43,47 @@ func (g *Guarded) TopicConfigs(ctx context.Context, stream, topic string) (Topic
 	})
 }
 
+var _ GroupConfigStore = (*Guarded)(nil)
+
+// GroupConfigs implements GroupConfigStore: none on a store that keeps
+// none.
+func (g *Guarded) GroupConfigs(ctx context.Context, stream, group string) (GroupConfigs, error) {
+	cs, ok := g.inner.(GroupConfigStore)
+	if !ok {
+		return nil, nil
+	}
+	return run(g, ctx, "group_configs", false, nil, func(ctx context.Context) (GroupConfigs, error) {
+		return cs.GroupConfigs(ctx, stream, group)
+	})
+}
+
+// ConfiguredGroups implements GroupConfigStore: none on a store that
+// keeps none.
+func (g *Guarded) ConfiguredGroups(ctx context.Context, stream string) ([]string, error) {
+	cs, ok := g.inner.(GroupConfigStore)
+	if !ok {
+		return nil, nil
+	}
+	return run(g, ctx, "configured_groups", false, nil, func(ctx context.Context) ([]string, error) {
+		return cs.ConfiguredGroups(ctx, stream)
+	})
+}
+
+// SetGroupConfigs implements GroupConfigStore.
+func (g *Guarded) SetGroupConfigs(ctx context.Context, stream, group string, cfg GroupConfigs) error {
+	cs, ok := g.inner.(GroupConfigStore)
+	if !ok {
+		if len(cfg) > 0 {
+			return notKept(cfg, "group")
+		}
+		return nil
+	}
+	_, err := run(g, ctx, "set_group_configs", true, nil, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, cs.SetGroupConfigs(ctx, stream, group, cfg)
+	})
+	return err
+}
+
 // SetTopicConfigs implements TopicConfigStore.
 func (g *Guarded) SetTopicConfigs(ctx context.Context, stream, topic string, cfg TopicConfigs) error {
 	cs, ok := g.inner.(TopicConfigStore)
@@ -60,13 +101,17 @@ func (g *Guarded) SetTopicConfigs(ctx context.Context, stream, topic string, cfg
 
 // notKept names the first config (by name, so the answer is stable) of
 // cfg that a store without config keeping refuses.
-func notKept(cfg TopicConfigs) error {
+func notKept(cfg TopicConfigs, what ...string) error {
 	names := make([]string, 0, len(cfg))
 	for k := range cfg {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	return &ConfigError{Name: names[0], Reason: "this store keeps no topic configs"}
+	kind := "topic"
+	if len(what) > 0 {
+		kind = what[0]
+	}
+	return &ConfigError{Name: names[0], Reason: "this store keeps no " + kind + " configs"}
 }
 
 // ErrNotSupported is a guarded call to an optional store feature the

@@ -46,6 +46,13 @@ type Config struct {
 	// ConsumerHeartbeatInterval is the interval members are told to
 	// heartbeat at (group.consumer.heartbeat.interval.ms). Default 5s.
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMinSessionTimeout and ConsumerMaxSessionTimeout bound a
+	// group's consumer.session.timeout.ms config, and the Min/Max
+	// HeartbeatInterval pair its consumer.heartbeat.interval.ms (Kafka's
+	// group.consumer.min/max.*). Defaults 45s/60s and 5s/15s, widened to
+	// include the two defaults above.
+	ConsumerMinSessionTimeout, ConsumerMaxSessionTimeout       time.Duration
+	ConsumerMinHeartbeatInterval, ConsumerMaxHeartbeatInterval time.Duration
 	// ConsumerAssignors are the server-side assignors members may name,
 	// the first being the default (group.consumer.assignors). Default
 	// uniform, range; unknown names are dropped.
@@ -75,6 +82,10 @@ const (
 	defaultMaxBlob          = 1 << 20
 	defaultConsumerSession  = 45 * time.Second
 	defaultConsumerInterval = 5 * time.Second
+	defaultConsumerMinSess  = 45 * time.Second
+	defaultConsumerMaxSess  = 60 * time.Second
+	defaultConsumerMinHB    = 5 * time.Second
+	defaultConsumerMaxHB    = 15 * time.Second
 	defaultMetadataMaxAge   = time.Second
 	defaultMaxSubscribed    = 10000
 	defaultMaxRegexLen      = 4096
@@ -110,6 +121,14 @@ func (c Config) withDefaults() Config {
 	defi(&c.MaxAssignmentBytes, defaultMaxBlob)
 	def(&c.ConsumerSessionTimeout, defaultConsumerSession)
 	def(&c.ConsumerHeartbeatInterval, defaultConsumerInterval)
+	def(&c.ConsumerMinSessionTimeout, defaultConsumerMinSess)
+	def(&c.ConsumerMaxSessionTimeout, defaultConsumerMaxSess)
+	def(&c.ConsumerMinHeartbeatInterval, defaultConsumerMinHB)
+	def(&c.ConsumerMaxHeartbeatInterval, defaultConsumerMaxHB)
+	c.ConsumerMinSessionTimeout = min(c.ConsumerMinSessionTimeout, c.ConsumerSessionTimeout)
+	c.ConsumerMaxSessionTimeout = max(c.ConsumerMaxSessionTimeout, c.ConsumerSessionTimeout)
+	c.ConsumerMinHeartbeatInterval = min(c.ConsumerMinHeartbeatInterval, c.ConsumerHeartbeatInterval)
+	c.ConsumerMaxHeartbeatInterval = max(c.ConsumerMaxHeartbeatInterval, c.ConsumerHeartbeatInterval)
 	def(&c.MetadataMaxAge, defaultMetadataMaxAge)
 	if c.MetadataMaxAge < 0 {
 		c.MetadataMaxAge = 0
@@ -128,6 +147,10 @@ func (c Config) withDefaults() Config {
 	c.ConsumerAssignors = as
 	return c
 }
+
+// Config returns the coordinator's settings with every default filled
+// in (what DescribeConfigs reports). Any goroutine.
+func (co *Coordinator) Config() Config { return co.cfg }
 
 // MaxGroupIDLen keeps "kafka.cg." + group within Iggy's 255-byte names
 // (bridge/iggy offsets.go); longer ids get INVALID_GROUP_ID (FindCoordinator

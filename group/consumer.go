@@ -111,6 +111,9 @@ type cgroup struct {
 	meta               *metaSnap           // the snapshot metaHash and names were taken from
 	names              map[[16]byte]string // topic names of the latest snapshot, for Describe
 	seq                uint64
+	// settings are the group's configs as of its latest heartbeat; zero
+	// until then (the coordinator's defaults apply).
+	settings groupSettings
 }
 
 func newCGroup() *cgroup {
@@ -151,6 +154,7 @@ type hbArgs struct {
 	owned                partSet // nil with ownedNull
 	ownedNull            bool
 	clientID, clientHost string
+	settings             groupSettings // the group's configs (epoch >= 0 only)
 }
 
 // topicMeta is one topic of the stream as the assignment sees it.
@@ -183,6 +187,9 @@ func (co *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.Consumer
 		var err error
 		if meta, err = co.topicSnapshot(ctx); err != nil {
 			return hbError(resp, offsetErrCode(err), "listing the topics failed: "+err.Error())
+		}
+		if a.settings, err = co.groupSettings(ctx, a.group); err != nil {
+			return hbError(resp, offsetErrCode(err), "reading the group's configs failed: "+err.Error())
 		}
 	}
 	var wake []Ticket
@@ -379,6 +386,7 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 		}
 	}
 	cg := g.consumer
+	cg.settings = a.settings
 
 	m, code, msg := co.memberFor(g, cg, a)
 	if code != 0 {
@@ -412,7 +420,7 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 
 	resp.MemberID = kmsg.StringPtr(m.id)
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(co.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(co.heartbeatInterval(cg) / time.Millisecond)
 	full := a.epoch == 0 || (a.rebalance >= 0 && (a.names != nil || a.regex != nil) && !a.ownedNull)
 	if full || !before.equal(m.assigned) {
 		resp.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: assignmentTopics(m.assigned)}
@@ -828,6 +836,23 @@ func (co *Coordinator) removeMember848(cg *cgroup, m *cmember) {
 
 // ---- timers ----
 
+// sessionTimeout is the session timeout of cg's consumer-protocol
+// members: its consumer.session.timeout.ms, else the default.
+func (co *Coordinator) sessionTimeout(cg *cgroup) time.Duration {
+	if cg != nil && cg.settings.session > 0 {
+		return cg.settings.session
+	}
+	return co.cfg.ConsumerSessionTimeout
+}
+
+// heartbeatInterval is the interval cg's members are told to heartbeat at.
+func (co *Coordinator) heartbeatInterval(cg *cgroup) time.Duration {
+	if cg != nil && cg.settings.interval > 0 {
+		return cg.settings.interval
+	}
+	return co.cfg.ConsumerHeartbeatInterval
+}
+
 // armSession restarts m's session timer; co.mu is held.
 func (co *Coordinator) armSession(g *group, m *cmember) {
 	if m.session != nil {
@@ -840,7 +865,7 @@ func (co *Coordinator) armSession(g *group, m *cmember) {
 	co.timerTok++
 	tok, gname, mid := co.timerTok, g.name, m.id
 	m.sessTok = tok
-	d := co.cfg.ConsumerSessionTimeout
+	d := co.sessionTimeout(g.consumer)
 	if m.classic != nil {
 		d = m.classic.session // its JoinGroup's session timeout
 	}

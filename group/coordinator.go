@@ -71,6 +71,10 @@ type Coordinator struct {
 	timerTok uint64 // token of the latest armed consumer-protocol timer
 	metaMu   sync.Mutex
 	meta     *metaSnap // the latest topic list; guarded by metaMu, not mu
+	// Per-group configs (group_configs.go); groupCfgs nil: the store
+	// keeps none and every group has the defaults.
+	groupCfgs bridge.GroupConfigStore
+	settings  settingsCache
 }
 
 // New returns a coordinator over o.Store that wakes parked calls through
@@ -89,7 +93,9 @@ func New(o Options) *Coordinator {
 		o.TopicID = standInTopicID
 	}
 	offs, _ := o.Store.(bridge.GroupOffsets)
+	gcs, _ := o.Store.(bridge.GroupConfigStore)
 	return &Coordinator{
+		groupCfgs: gcs,
 		cfg:       o.Config.withDefaults(),
 		store:     o.Store,
 		offsets:   offs,

@@ -17,7 +17,14 @@
 //     gateway's flags. The name must be this broker's id (Cfg.NodeID), or
 //     "" for the cluster-wide dynamic defaults, of which there are none
 //     (an empty list); another id is INVALID_REQUEST, as Kafka answers.
-//   - Other resource types (BROKER_LOGGER, CLIENT_METRICS, GROUP) are
+//   - GROUP resources (KIP-848 group configs, group_configs.go): the ten
+//     configs Kafka 4.1 lists, the set ones with source GROUP_CONFIG, the
+//     rest the gateway's defaults (consumer.session.timeout.ms and
+//     consumer.heartbeat.interval.ms from the coordinator's settings); a
+//     group need not exist. An empty name is INVALID_REQUEST "Group name
+//     must not be empty", as Kafka answers. DESCRIBE_CONFIGS on the group,
+//     else GROUP_AUTHORIZATION_FAILED.
+//   - Other resource types (BROKER_LOGGER, CLIENT_METRICS) are
 //     INVALID_REQUEST naming the type.
 //   - config_names filters (unknown names are skipped, as Kafka does);
 //     include_synonyms (v1+) adds the value's synonyms, the set value then
@@ -76,6 +83,17 @@ func describeConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				continue
 			}
 			sr.Configs = describeTopic(set, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		case configResourceTypeGroup:
+			if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
+				sr.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				continue
+			}
+			cfgs, code, msg := c.describeGroupConfigs(rr.ResourceName, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+			if code != 0 {
+				sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
+				continue
+			}
+			sr.Configs = cfgs
 		case kmsg.ConfigResourceTypeBroker:
 			if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
 				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code

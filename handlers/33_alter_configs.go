@@ -15,6 +15,8 @@
 //   - BROKER resources: every broker config is read-only here (set by the
 //     gateway's flags): INVALID_CONFIG naming the config; unknown names
 //     likewise; a broker id other than this one INVALID_REQUEST.
+//   - GROUP resources (group_configs.go): the group's configs become the
+//     ones given, checked as IncrementalAlterConfigs checks them.
 //   - Other resource types: INVALID_REQUEST.
 //
 // Version notes: v1 is v0 (throttle), v2 is flexible.
@@ -61,6 +63,23 @@ func alterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 						next[cfg.Name] = *cfg.Value
 					} else if topicConfigs[cfg.Name] == nil {
 						return nil, kerr.InvalidConfig.Code, "Unknown topic config name: " + cfg.Name
+					}
+				}
+				return next, 0, ""
+			})
+		case configResourceTypeGroup:
+			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
+				code, msg = kerr.GroupAuthorizationFailed.Code, "not authorized to alter the configs of this group"
+				break
+			}
+			code, msg = c.alterGroupConfigs(rr.ResourceName, req.ValidateOnly, func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
+				next := bridge.GroupConfigs{}
+				for _, cfg := range rr.Configs {
+					if _, dup := next[cfg.Name]; dup {
+						return nil, kerr.InvalidRequest.Code, "config " + cfg.Name + " given twice"
+					}
+					if cfg.Value != nil {
+						next[cfg.Name] = *cfg.Value
 					}
 				}
 				return next, 0, ""

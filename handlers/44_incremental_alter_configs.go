@@ -12,6 +12,13 @@
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER resources: read-only (INVALID_CONFIG naming the config), as
 //     in AlterConfigs.
+//   - GROUP resources (KIP-848 group configs, group_configs.go): SET and
+//     DELETE; the result is checked against Kafka 4.1's bounds (INVALID_CONFIG
+//     with Kafka's messages: "consumer.session.timeout.ms must be greater
+//     than or equal to group.consumer.min.session.timeout.ms", "Unknown
+//     group config name: x"). The coordinator applies a change made here
+//     on the group's next heartbeat. ALTER_CONFIGS on the group, else
+//     GROUP_AUTHORIZATION_FAILED.
 //   - Other resource types: INVALID_REQUEST.
 //
 // Version notes: v1 is flexible. KIP-339.
@@ -51,7 +58,19 @@ func incrementalAlterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) 
 				break
 			}
 			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
-				return applyIncremental(cur, rr.Configs)
+				return applyIncremental(cur, rr.Configs, topicConfigDef, "Unknown topic config name: ")
+			})
+		case configResourceTypeGroup:
+			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
+				code, msg = kerr.GroupAuthorizationFailed.Code, "not authorized to alter the configs of this group"
+				break
+			}
+			defs := c.G.groupConfigDefs()
+			code, msg = c.alterGroupConfigs(rr.ResourceName, req.ValidateOnly, func(cur bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
+				return applyIncremental(cur, rr.Configs, func(name string) (kmsg.ConfigType, string, bool) {
+					d, ok := defs[name]
+					return d.typ, d.def, ok
+				}, "Unknown group config name: ")
 			})
 		case kmsg.ConfigResourceTypeBroker:
 			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
@@ -75,9 +94,19 @@ func incrementalAlterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) 
 	return resp, nil
 }
 
+// topicConfigDef looks a topic config up for applyIncremental.
+func topicConfigDef(name string) (kmsg.ConfigType, string, bool) {
+	d := topicConfigs[name]
+	if d == nil {
+		return 0, "", false
+	}
+	return d.typ, d.def, true
+}
+
 // applyIncremental applies ops to cur (which it may modify) and returns
-// the new set, or a refusal.
-func applyIncremental(cur bridge.TopicConfigs, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (bridge.TopicConfigs, int16, string) {
+// the new set, or a refusal. lookup gives a config's type and default
+// (false: unknown, refused with unknown + the name).
+func applyIncremental(cur bridge.TopicConfigs, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, lookup func(string) (kmsg.ConfigType, string, bool), unknown string) (bridge.TopicConfigs, int16, string) {
 	if cur == nil {
 		cur = bridge.TopicConfigs{}
 	}
@@ -87,9 +116,9 @@ func applyIncremental(cur bridge.TopicConfigs, ops []kmsg.IncrementalAlterConfig
 			return nil, kerr.InvalidRequest.Code, "Error due to duplicate config keys: " + op.Name
 		}
 		seen[op.Name] = true
-		d := topicConfigs[op.Name]
-		if d == nil {
-			return nil, kerr.InvalidConfig.Code, "Unknown topic config name: " + op.Name
+		typ, def, known := lookup(op.Name)
+		if !known {
+			return nil, kerr.InvalidConfig.Code, unknown + op.Name
 		}
 		if op.Op != kmsg.IncrementalAlterConfigOpDelete && op.Value == nil {
 			return nil, kerr.InvalidRequest.Code, "Null value not supported for : " + op.Name
@@ -100,12 +129,12 @@ func applyIncremental(cur bridge.TopicConfigs, ops []kmsg.IncrementalAlterConfig
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(cur, op.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if d.typ != kmsg.ConfigTypeList {
+			if typ != kmsg.ConfigTypeList {
 				return nil, kerr.InvalidConfig.Code, "Config value append is not allowed for config key: " + op.Name
 			}
 			v, ok := cur[op.Name]
 			if !ok {
-				v = d.def
+				v = def
 			}
 			list := splitList(v)
 			for _, item := range splitList(*op.Value) {

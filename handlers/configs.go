@@ -16,11 +16,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/group"
 )
 
 // configKind says what the gateway does with a topic config.
@@ -259,7 +261,33 @@ func (g *Gateway) brokerConfigs() []brokerConfig {
 		{"compression.type", kmsg.ConfigTypeString, "producer", "Stored uncompressed as Iggy messages."},
 		{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "One broker: no leader election."},
 	}
-	return cs
+	return append(cs, g.groupBrokerConfigs()...)
+}
+
+// groupBrokerConfigs are the coordinator's settings under Kafka's broker
+// config names (group.Config; the consumer-protocol ones are the defaults
+// and bounds of the group configs, group_configs.go).
+func (g *Gateway) groupBrokerConfigs() []brokerConfig {
+	gc := group.Config{}
+	if g.Groups != nil {
+		gc = g.Groups.Config()
+	}
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	return []brokerConfig{
+		{"group.initial.rebalance.delay.ms", kmsg.ConfigTypeInt, ms(gc.InitialRebalanceDelay), "How long the first rebalance of an empty classic group waits for more members."},
+		{"group.min.session.timeout.ms", kmsg.ConfigTypeInt, ms(gc.MinSessionTimeout), "The shortest session timeout a classic group member may ask for."},
+		{"group.max.session.timeout.ms", kmsg.ConfigTypeInt, ms(gc.MaxSessionTimeout), "The longest session timeout a classic group member may ask for."},
+		{"group.max.size", kmsg.ConfigTypeInt, strconv.Itoa(gc.MaxGroupSize), "The most members one group may have."},
+		{"group.consumer.session.timeout.ms", kmsg.ConfigTypeInt, ms(gc.ConsumerSessionTimeout), "The default consumer.session.timeout.ms of consumer groups (KIP-848)."},
+		{"group.consumer.min.session.timeout.ms", kmsg.ConfigTypeInt, ms(gc.ConsumerMinSessionTimeout), "The lowest consumer.session.timeout.ms a group may set."},
+		{"group.consumer.max.session.timeout.ms", kmsg.ConfigTypeInt, ms(gc.ConsumerMaxSessionTimeout), "The highest consumer.session.timeout.ms a group may set."},
+		{"group.consumer.heartbeat.interval.ms", kmsg.ConfigTypeInt, ms(gc.ConsumerHeartbeatInterval), "The default consumer.heartbeat.interval.ms of consumer groups (KIP-848)."},
+		{"group.consumer.min.heartbeat.interval.ms", kmsg.ConfigTypeInt, ms(gc.ConsumerMinHeartbeatInterval), "The lowest consumer.heartbeat.interval.ms a group may set."},
+		{"group.consumer.max.heartbeat.interval.ms", kmsg.ConfigTypeInt, ms(gc.ConsumerMaxHeartbeatInterval), "The highest consumer.heartbeat.interval.ms a group may set."},
+		{"group.consumer.assignors", kmsg.ConfigTypeList, strings.Join(gc.ConsumerAssignors, ","), "The server-side assignors consumer groups may name; the first is the default."},
+		{"group.consumer.max.size", kmsg.ConfigTypeInt, strconv.Itoa(gc.MaxGroupSize), "The most members one consumer group may have."},
+		{"group.consumer.migration.policy", kmsg.ConfigTypeString, "bidirectional", "Classic groups are upgraded to consumer groups online and back."},
+	}
 }
 
 // describeBroker lists the broker's configs, filtered by names (nil: all).

@@ -59,10 +59,13 @@ type cfgKey struct {
 	id            uint32
 }
 
+type groupCfgKey struct{ stream, group string }
+
 // configCache is what the store has read of TopicConfigTopic.
 type configCache struct {
 	next   uint64 // first offset not read yet
 	latest map[cfgKey]bridge.TopicConfigs
+	groups map[groupCfgKey]bridge.GroupConfigs
 }
 
 // nativeOptions turns the native configs of cfg into topic options.
@@ -334,12 +337,23 @@ func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg b
 // storedConfigs reads what was appended to TopicConfigTopic since the
 // last call and returns key's latest set (a copy; nil when none). The
 // cache lock is held across the poll, which c's deadline bounds; config
-// reads are rare (admin requests).
+// reads are rare (admin requests, and group configs once a second per
+// active consumer group).
 func (s *Store) storedConfigs(ctx context.Context, key cfgKey) (bridge.TopicConfigs, error) {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
+	if err := s.catchUpConfigs(ctx); err != nil {
+		return nil, err
+	}
+	return maps.Clone(s.cfg.latest[key]), nil
+}
+
+// catchUpConfigs applies every record appended to TopicConfigTopic since
+// the last call. s.cfgMu is held.
+func (s *Store) catchUpConfigs(ctx context.Context) error {
 	if s.cfg.latest == nil {
 		s.cfg.latest = make(map[cfgKey]bridge.TopicConfigs)
+		s.cfg.groups = make(map[groupCfgKey]bridge.GroupConfigs)
 	}
 	for {
 		from := s.cfg.next
@@ -357,23 +371,36 @@ func (s *Store) storedConfigs(ctx context.Context, key cfgKey) (bridge.TopicConf
 					continue
 				}
 				s.cfg.next = m.Offset + 1
-				// A record this gateway cannot read (a newer layout) is
-				// skipped rather than failing every config read.
-				if k, cfg, ok := parseConfigRecord(m.Payload); ok {
-					s.cfg.latest[k] = cfg
-				}
+				s.applyConfigRecord(m.Payload)
 			}
 			return true
 		})
 		switch {
 		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
-			return nil, nil
+			return nil
 		case err != nil:
-			return nil, err
+			return err
 		case bad != nil:
-			return nil, fmt.Errorf("iggy: topic configs: %w", bad)
+			return fmt.Errorf("iggy: topic configs: %w", bad)
 		case s.cfg.next == from:
-			return maps.Clone(s.cfg.latest[key]), nil
+			return nil
+		}
+	}
+}
+
+// applyConfigRecord applies one TopicConfigTopic payload to the cache. A
+// record this gateway cannot read (a newer layout) is skipped rather than
+// failing every config read. s.cfgMu is held.
+func (s *Store) applyConfigRecord(p []byte) {
+	if k, cfg, ok := parseConfigRecord(p); ok {
+		s.cfg.latest[k] = cfg
+		return
+	}
+	if k, cfg, ok := parseGroupConfigRecord(p); ok {
+		if len(cfg) == 0 {
+			delete(s.cfg.groups, k)
+		} else {
+			s.cfg.groups[k] = cfg
 		}
 	}
 }
@@ -386,12 +413,19 @@ func (s *Store) recordConfigs(ctx context.Context, ti bridge.TopicInfo, cfg brid
 	if err != nil {
 		return err
 	}
+	return s.appendConfigPayload(ctx, payload, ti.ID)
+}
+
+// appendConfigPayload appends one record to TopicConfigTopic, creating
+// the topic on first use; idTag goes into the message id beside the time.
+func (s *Store) appendConfigPayload(ctx context.Context, payload []byte, idTag uint32) error {
+	var err error
 	var bb bridge.IggyBatchBuilder
 	now := uint64(time.Now().UnixMicro())
 	buf := bb.Begin(make([]byte, 0, bridge.BatchHeaderSize+bridge.MessageHeaderSize+len(payload)), now)
 	var id [16]byte
 	le.PutUint64(id[:], now)
-	le.PutUint32(id[8:], ti.ID)
+	le.PutUint32(id[8:], idTag)
 	buf, err = bb.Append(buf, id, now, payload, nil)
 	if err == nil {
 		buf, err = bb.Finish(buf)

@@ -1,0 +1,228 @@
+package handlers
+
+// Group configs (Kafka's ConfigResource type GROUP, 32): what
+// DescribeConfigs reports for a group and what AlterConfigs and
+// IncrementalAlterConfigs accept, as Kafka 4.1's GroupConfig lists them.
+// The consumer protocol's two (session timeout, heartbeat interval) are
+// honoured by the coordinator (group/group_configs.go); the share and
+// streams ones are kept and reported but have no effect, as share and
+// streams groups are not served. Kept by the Store
+// (bridge.GroupConfigStore), independent of the group's state: they may
+// be set before the group exists and outlive DeleteGroups, as on Kafka.
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/group"
+)
+
+// configResourceTypeGroup is ConfigResource type GROUP (KIP-848); kmsg
+// has no name for it.
+const configResourceTypeGroup kmsg.ConfigResourceType = 32
+
+// groupConfigDef is one group config: its type, default and, for
+// integers, the bounds with the broker configs that set them.
+type groupConfigDef struct {
+	typ            kmsg.ConfigType
+	def            string
+	lo, hi         int64
+	loName, hiName string
+	values         []string // a STRING config's allowed values (nil: any)
+	honoured       bool
+	doc            string
+}
+
+const groupInertDoc = " Kept and reported; no effect on this gateway (share and streams groups are not served)."
+
+// groupConfigDefs are the group configs with this gateway's defaults and
+// bounds (the consumer ones from group.Config, the rest Kafka 4.1's).
+func (g *Gateway) groupConfigDefs() map[string]groupConfigDef {
+	gc := group.Config{}
+	if g.Groups != nil {
+		gc = g.Groups.Config()
+	}
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	return map[string]groupConfigDef{
+		group.CfgConsumerHeartbeatInterval: {kmsg.ConfigTypeInt, strconv.FormatInt(ms(gc.ConsumerHeartbeatInterval), 10),
+			ms(gc.ConsumerMinHeartbeatInterval), ms(gc.ConsumerMaxHeartbeatInterval),
+			"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", nil, true,
+			"The heartbeat interval the coordinator tells this consumer group's members (KIP-848)."},
+		group.CfgConsumerSessionTimeout: {kmsg.ConfigTypeInt, strconv.FormatInt(ms(gc.ConsumerSessionTimeout), 10),
+			ms(gc.ConsumerMinSessionTimeout), ms(gc.ConsumerMaxSessionTimeout),
+			"group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", nil, true,
+			"How long a member of this consumer group (KIP-848) may go without a heartbeat before it is removed and its partitions freed."},
+		"share.auto.offset.reset": {typ: kmsg.ConfigTypeString, def: "latest", doc: "Where a share group starts reading: latest, earliest or by_duration:<ISO 8601 duration>." + groupInertDoc},
+		"share.heartbeat.interval.ms": {kmsg.ConfigTypeInt, "5000", 5000, 15000,
+			"group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", nil, false, "A share group's heartbeat interval." + groupInertDoc},
+		"share.isolation.level": {typ: kmsg.ConfigTypeString, def: "read_uncommitted", values: []string{"read_uncommitted", "read_committed"},
+			doc: "Whether a share group reads transactional records before they commit." + groupInertDoc},
+		"share.record.lock.duration.ms": {kmsg.ConfigTypeInt, "30000", 15000, 60000,
+			"group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", nil, false, "How long a share group member holds the records it acquired." + groupInertDoc},
+		"share.session.timeout.ms": {kmsg.ConfigTypeInt, "45000", 45000, 60000,
+			"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", nil, false, "A share group's session timeout." + groupInertDoc},
+		"streams.heartbeat.interval.ms": {kmsg.ConfigTypeInt, "5000", 5000, 15000,
+			"group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", nil, false, "A streams group's heartbeat interval." + groupInertDoc},
+		"streams.num.standby.replicas": {kmsg.ConfigTypeInt, "0", 0, 2,
+			"0", "group.streams.max.standby.replicas", nil, false, "Standby replicas per task of a streams group." + groupInertDoc},
+		"streams.session.timeout.ms": {kmsg.ConfigTypeInt, "45000", 45000, 60000,
+			"group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms", nil, false, "A streams group's session timeout." + groupInertDoc},
+	}
+}
+
+// checkGroupConfigs returns why cfg is refused, or "" (Kafka's messages).
+func checkGroupConfigs(defs map[string]groupConfigDef, cfg bridge.GroupConfigs) string {
+	for _, name := range slices.Sorted(maps.Keys(cfg)) {
+		d, ok := defs[name]
+		if !ok {
+			return "Unknown group config name: " + name
+		}
+		v := cfg[name]
+		switch d.typ {
+		case kmsg.ConfigTypeInt:
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				return "Invalid value " + v + " for configuration " + name + ": Not a number of type INT"
+			}
+			if n < d.lo {
+				return name + " must be greater than or equal to " + d.loName
+			}
+			if n > d.hi {
+				return name + " must be less than or equal to " + d.hiName
+			}
+		case kmsg.ConfigTypeString:
+			if d.values != nil && !slices.Contains(d.values, v) {
+				return "Invalid value " + v + " for configuration " + name + ": String must be one of: " + strings.Join(d.values, ", ")
+			}
+			if name == "share.auto.offset.reset" && v != "latest" && v != "earliest" && !strings.HasPrefix(v, "by_duration:") {
+				return "Invalid value " + v + " for configuration " + name + ": latest, earliest or by_duration:<duration>"
+			}
+		}
+	}
+	eff := func(name string) int64 {
+		v, ok := cfg[name]
+		if !ok {
+			v = defs[name].def
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		return n
+	}
+	if eff(group.CfgConsumerHeartbeatInterval) >= eff(group.CfgConsumerSessionTimeout) {
+		return group.CfgConsumerHeartbeatInterval + " must be less than " + group.CfgConsumerSessionTimeout
+	}
+	return ""
+}
+
+// groupConfigStore is the Store's group config keeping, or nil.
+func (g *Gateway) groupConfigStore() bridge.GroupConfigStore {
+	cs, _ := g.Store.(bridge.GroupConfigStore)
+	return cs
+}
+
+// checkGroupResource checks a GROUP resource name, as Kafka does (any
+// non-empty name), bounded by the gateway's group id limit.
+func checkGroupResource(name string) (int16, string) {
+	switch {
+	case name == "":
+		return kerr.InvalidRequest.Code, "Group name must not be empty"
+	case len(name) > group.MaxGroupIDLen:
+		return kerr.InvalidRequest.Code, "group ids are at most " + strconv.Itoa(group.MaxGroupIDLen) + " bytes on this gateway"
+	}
+	return 0, ""
+}
+
+// describeGroupConfigs answers a GROUP resource of DescribeConfigs: the
+// set configs with source GROUP_CONFIG, the rest the gateway's defaults.
+func (c *Call) describeGroupConfigs(name string, names []string, synonyms, docs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, int16, string) {
+	if code, msg := checkGroupResource(name); code != 0 {
+		return nil, code, msg
+	}
+	var set bridge.GroupConfigs
+	if cs := c.G.groupConfigStore(); cs != nil {
+		var err error
+		if set, err = cs.GroupConfigs(c.Ctx, c.G.Cfg.Stream, name); err != nil {
+			return nil, errCode(err, opAdmin), err.Error()
+		}
+	}
+	defs := c.G.groupConfigDefs()
+	if names == nil {
+		names = slices.Sorted(maps.Keys(defs))
+	}
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
+	for _, n := range names {
+		d, ok := defs[n]
+		if !ok {
+			continue
+		}
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		rc.Name, rc.ConfigType = n, d.typ
+		v, isSet := set[n]
+		src := kmsg.ConfigSourceGroupConfig
+		if !isSet {
+			v, src, rc.IsDefault = d.def, kmsg.ConfigSourceDefaultConfig, true
+		}
+		rc.Value, rc.Source = strp(v), src
+		if synonyms {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name, s.Value, s.Source = n, strp(v), src
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, s)
+		}
+		if docs {
+			rc.Documentation = strp(d.doc)
+		}
+		out = append(out, rc)
+	}
+	return out, 0, ""
+}
+
+// alterGroupConfigs applies change to the group's stored configs after
+// checking the result: all or nothing; validateOnly stores nothing. change
+// gets a copy of the current set (nil when none).
+func (c *Call) alterGroupConfigs(name string, validateOnly bool, change func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string)) (int16, string) {
+	if code, msg := checkGroupResource(name); code != 0 {
+		return code, msg
+	}
+	cs := c.G.groupConfigStore()
+	if cs == nil {
+		return kerr.InvalidConfig.Code, "this store keeps no group configs"
+	}
+	cur, err := cs.GroupConfigs(c.Ctx, c.G.Cfg.Stream, name)
+	if err != nil {
+		return errCode(err, opAdmin), err.Error()
+	}
+	next, code, msg := change(maps.Clone(cur))
+	if code != 0 {
+		return code, msg
+	}
+	defs := c.G.groupConfigDefs()
+	if msg := checkGroupConfigs(defs, next); msg != "" {
+		return kerr.InvalidConfig.Code, msg
+	}
+	for k, v := range next {
+		if defs[k].typ == kmsg.ConfigTypeInt {
+			next[k] = strings.TrimSpace(v)
+		}
+	}
+	if validateOnly || maps.Equal(cur, next) {
+		return 0, ""
+	}
+	if err := cs.SetGroupConfigs(c.Ctx, c.G.Cfg.Stream, name, next); err != nil {
+		var ce *bridge.ConfigError
+		if errors.As(err, &ce) {
+			return kerr.InvalidConfig.Code, ce.Error()
+		}
+		return errCode(err, opAdmin), err.Error()
+	}
+	if c.G.Groups != nil {
+		c.G.Groups.GroupConfigsChanged(name)
+	}
+	return 0, ""
+}

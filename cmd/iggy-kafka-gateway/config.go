@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/group"
 )
 
 // envPrefix starts every environment variable the gateway reads. Any other
@@ -67,6 +68,7 @@ type config struct {
 	MaxFetchWait       time.Duration
 	FetchConcurrency   int // 0: by backend (fetchConcurrency)
 	FetchSessionSlots  int // 0: no fetch sessions
+	Groups             group.Config
 	Backend            string
 	Iggy               iggyConfig
 	Sasl               saslConfig
@@ -305,6 +307,7 @@ func options() []option {
 	opts = append(opts, authzOptions()...)
 	opts = append(opts, listenerOptions()...)
 	opts = append(opts, clusterOptions()...)
+	opts = append(opts, groupOptions()...)
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -436,6 +439,9 @@ func (c *config) resolve() error {
 		return err
 	}
 	if err := c.resolveCluster(); err != nil {
+		return err
+	}
+	if err := c.resolveGroups(); err != nil {
 		return err
 	}
 	if err := c.resolveSasl(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggy-kafka/gateway/group"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -48,6 +49,10 @@ func TestDefaults(t *testing.T) {
 		ClusterID:          "iggy-kafka-gateway",
 		MaxFetchWait:       10 * time.Second,
 		FetchSessionSlots:  1000,
+		Groups: group.Config{InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: 6 * time.Second, MaxSessionTimeout: 30 * time.Minute,
+			MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
+			ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,
+			ConsumerMaxHeartbeatInterval: 15 * time.Second, ConsumerAssignors: []string{"uniform", "range"}},
 		Backend:            "embedded",
 		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
 		Sasl:               saslConfig{PermissionsTTL: 5 * time.Second},
@@ -307,6 +312,30 @@ func TestFetchSessionSlotsFlag(t *testing.T) {
 	for flag, want := range map[int]int{0: -1, 1: 1, 1000: 1000} {
 		if got := fetchSessionSlots(flag); got != want {
 			t.Errorf("--fetch-session-cache-slots %d: handlers get %d, want %d", flag, got, want)
+		}
+	}
+}
+
+// The group flags reach group.Config, 0 means no initial delay, and a
+// default outside its bounds is refused at startup, as Kafka refuses to
+// start.
+func TestGroupFlags(t *testing.T) {
+	c, err := parseConfig([]string{"--group-initial-rebalance-delay-ms", "0", "--group-consumer-session-timeout-ms", "50000",
+		"--group-consumer-assignors", "range"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Groups.InitialRebalanceDelay >= 0 || c.Groups.ConsumerSessionTimeout != 50*time.Second || !reflect.DeepEqual(c.Groups.ConsumerAssignors, []string{"range"}) {
+		t.Fatalf("%+v", c.Groups)
+	}
+	for _, args := range [][]string{
+		{"--group-consumer-session-timeout-ms", "30000"},
+		{"--group-consumer-heartbeat-interval-ms", "20000"},
+		{"--group-min-session-timeout-ms", "60000", "--group-max-session-timeout-ms", "6000"},
+		{"--group-consumer-assignors", "sticky"},
+	} {
+		if _, err := parseConfig(args, nil); err == nil {
+			t.Errorf("%v accepted", args)
 		}
 	}
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/iggy-kafka/gateway/group"
+)
+
+// groupOptions are the group coordinator's settings, named after Kafka's
+// broker configs (group.*), docs/CONSUMER_GROUPS.md. Each group may
+// override the consumer ones with kafka-configs --entity-type groups.
+func groupOptions() []option {
+	ms := func(store func(*group.Config, time.Duration)) func(*config, string) error {
+		return millisIn(0, func(c *config, d time.Duration) { store(&c.Groups, d) })
+	}
+	return []option{
+		{flag: "group-initial-rebalance-delay-ms", def: "3000",
+			usage: "classic groups: the first rebalance of an empty group waits this long for more members (Kafka's group.initial.rebalance.delay.ms; 0: none)",
+			set: ms(func(g *group.Config, d time.Duration) {
+				if d == 0 {
+					d = -1 // group.Config's "none"; its zero is the default
+				}
+				g.InitialRebalanceDelay = d
+			})},
+		{flag: "group-min-session-timeout-ms", def: "6000",
+			usage: "classic groups: the shortest session timeout a member may ask for (group.min.session.timeout.ms)",
+			set:   ms(func(g *group.Config, d time.Duration) { g.MinSessionTimeout = d })},
+		{flag: "group-max-session-timeout-ms", def: "1800000",
+			usage: "classic groups: the longest session timeout a member may ask for (group.max.session.timeout.ms)",
+			set:   ms(func(g *group.Config, d time.Duration) { g.MaxSessionTimeout = d })},
+		{flag: "group-max-size", def: "1000",
+			usage: "members one group may have, either protocol (group.max.size; GROUP_MAX_SIZE_REACHED beyond)",
+			set:   intIn(1, 1_000_000, func(c *config, n int) { c.Groups.MaxGroupSize = n })},
+		{flag: "group-consumer-session-timeout-ms", def: "45000",
+			usage: "consumer groups (KIP-848): a member silent this long is removed; the default of each group's consumer.session.timeout.ms",
+			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerSessionTimeout = d })},
+		{flag: "group-consumer-min-session-timeout-ms", def: "45000",
+			usage: "consumer groups: the lowest consumer.session.timeout.ms a group may set",
+			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerMinSessionTimeout = d })},
+		{flag: "group-consumer-max-session-timeout-ms", def: "60000",
+			usage: "consumer groups: the highest consumer.session.timeout.ms a group may set",
+			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerMaxSessionTimeout = d })},
+		{flag: "group-consumer-heartbeat-interval-ms", def: "5000",
+			usage: "consumer groups: the heartbeat interval members are told; the default of each group's consumer.heartbeat.interval.ms",
+			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerHeartbeatInterval = d })},
+		{flag: "group-consumer-min-heartbeat-interval-ms", def: "5000",
+			usage: "consumer groups: the lowest consumer.heartbeat.interval.ms a group may set",
+			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerMinHeartbeatInterval = d })},
+		{flag: "group-consumer-max-heartbeat-interval-ms", def: "15000",
+			usage: "consumer groups: the highest consumer.heartbeat.interval.ms a group may set",
+			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerMaxHeartbeatInterval = d })},
+		{flag: "group-consumer-assignors", def: "uniform,range",
+			usage: "consumer groups: the server-side assignors members may name, comma-separated; the first is the default (uniform, range)",
+			set: func(c *config, v string) error {
+				c.Groups.ConsumerAssignors = nil
+				for _, a := range strings.Split(v, ",") {
+					a = strings.TrimSpace(a)
+					if a != "uniform" && a != "range" {
+						return fmt.Errorf("unknown assignor %q: want uniform and/or range", a)
+					}
+					c.Groups.ConsumerAssignors = append(c.Groups.ConsumerAssignors, a)
+				}
+				return nil
+			}},
+	}
+}
+
+// resolveGroups checks the group settings against each other, as Kafka
+// refuses to start with a default outside its own bounds.
+func (c *config) resolveGroups() error {
+	g := &c.Groups
+	type bounded struct {
+		name           string
+		lo, def, hi    time.Duration
+		loF, defF, hiF string
+	}
+	for _, b := range []bounded{
+		{"classic session", g.MinSessionTimeout, g.MaxSessionTimeout, g.MaxSessionTimeout,
+			"--group-min-session-timeout-ms", "--group-max-session-timeout-ms", "--group-max-session-timeout-ms"},
+		{"consumer session", g.ConsumerMinSessionTimeout, g.ConsumerSessionTimeout, g.ConsumerMaxSessionTimeout,
+			"--group-consumer-min-session-timeout-ms", "--group-consumer-session-timeout-ms", "--group-consumer-max-session-timeout-ms"},
+		{"consumer heartbeat", g.ConsumerMinHeartbeatInterval, g.ConsumerHeartbeatInterval, g.ConsumerMaxHeartbeatInterval,
+			"--group-consumer-min-heartbeat-interval-ms", "--group-consumer-heartbeat-interval-ms", "--group-consumer-max-heartbeat-interval-ms"},
+	} {
+		if b.lo <= 0 || b.hi <= 0 {
+			return fmt.Errorf("%s and %s must be above 0", b.loF, b.hiF)
+		}
+		if b.def < b.lo || b.def > b.hi {
+			return fmt.Errorf("%s %d is outside %s %d .. %s %d", b.defF, b.def.Milliseconds(), b.loF, b.lo.Milliseconds(), b.hiF, b.hi.Milliseconds())
+		}
+	}
+	if g.ConsumerHeartbeatInterval >= g.ConsumerSessionTimeout {
+		return fmt.Errorf("--group-consumer-heartbeat-interval-ms must be below --group-consumer-session-timeout-ms")
+	}
+	return nil
+}

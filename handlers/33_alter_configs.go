@@ -54,35 +54,16 @@ func alterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				break
 			}
 			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
-				next := bridge.TopicConfigs{}
-				for _, cfg := range rr.Configs {
-					if _, dup := next[cfg.Name]; dup {
-						return nil, kerr.InvalidRequest.Code, "config " + cfg.Name + " given twice"
-					}
-					if cfg.Value != nil {
-						next[cfg.Name] = *cfg.Value
-					} else if topicConfigs[cfg.Name] == nil {
-						return nil, kerr.InvalidConfig.Code, "Unknown topic config name: " + cfg.Name
-					}
-				}
-				return next, 0, ""
+				return replacementSet(rr.Configs, func(name string) bool { return topicConfigs[name] != nil }, "Unknown topic config name: ")
 			})
 		case configResourceTypeGroup:
 			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
 				code, msg = kerr.GroupAuthorizationFailed.Code, "not authorized to alter the configs of this group"
 				break
 			}
+			defs := c.G.groupConfigDefs()
 			code, msg = c.alterGroupConfigs(rr.ResourceName, req.ValidateOnly, func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
-				next := bridge.GroupConfigs{}
-				for _, cfg := range rr.Configs {
-					if _, dup := next[cfg.Name]; dup {
-						return nil, kerr.InvalidRequest.Code, "config " + cfg.Name + " given twice"
-					}
-					if cfg.Value != nil {
-						next[cfg.Name] = *cfg.Value
-					}
-				}
-				return next, 0, ""
+				return replacementSet(rr.Configs, func(name string) bool { _, ok := defs[name]; return ok }, "Unknown group config name: ")
 			})
 		case kmsg.ConfigResourceTypeBroker:
 			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
@@ -104,4 +85,24 @@ func alterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// replacementSet is the config set an AlterConfigs resource asks for:
+// every config given with a value (a null value leaves it out, so at its
+// default). A config named twice is INVALID_REQUEST; a null value for a
+// config known() does not know is INVALID_CONFIG (unknown + name). The
+// values are checked by the caller.
+func replacementSet(configs []kmsg.AlterConfigsRequestResourceConfig, known func(string) bool, unknown string) (bridge.TopicConfigs, int16, string) {
+	next := bridge.TopicConfigs{}
+	for _, cfg := range configs {
+		if _, dup := next[cfg.Name]; dup {
+			return nil, kerr.InvalidRequest.Code, "config " + cfg.Name + " given twice"
+		}
+		if cfg.Value != nil {
+			next[cfg.Name] = *cfg.Value
+		} else if !known(cfg.Name) {
+			return nil, kerr.InvalidConfig.Code, unknown + cfg.Name
+		}
+	}
+	return next, 0, ""
 }

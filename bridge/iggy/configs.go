@@ -448,10 +448,8 @@ func appendConfigRecord(dst []byte, k cfgKey, cfg bridge.TopicConfigs) ([]byte, 
 		return nil, ErrNameLength
 	}
 	dst = append(dst, 'C')
-	dst = le.AppendUint16(dst, uint16(len(k.stream)))
-	dst = append(dst, k.stream...)
-	dst = le.AppendUint16(dst, uint16(len(k.topic)))
-	dst = append(dst, k.topic...)
+	dst = appendName16(dst, k.stream)
+	dst = appendName16(dst, k.topic)
 	dst = le.AppendUint32(dst, k.id)
 	return bridge.AppendTopicConfigs(dst, cfg)
 }
@@ -462,24 +460,10 @@ func parseConfigRecord(p []byte) (k cfgKey, cfg bridge.TopicConfigs, ok bool) {
 	if len(p) < 1 || p[0] != 'C' {
 		return k, nil, false
 	}
-	p = p[1:]
-	name := func() (string, bool) {
-		if len(p) < 2 {
-			return "", false
-		}
-		n := int(le.Uint16(p))
-		if n > 255 || len(p) < 2+n {
-			return "", false
-		}
-		s := string(p[2 : 2+n])
-		p = p[2+n:]
-		return s, true
-	}
-	var okS, okT bool
-	if k.stream, okS = name(); !okS {
+	if k.stream, p, ok = cutName16(p[1:]); !ok {
 		return k, nil, false
 	}
-	if k.topic, okT = name(); !okT || len(p) < 4 {
+	if k.topic, p, ok = cutName16(p); !ok || len(p) < 4 {
 		return k, nil, false
 	}
 	k.id = le.Uint32(p)
@@ -488,4 +472,24 @@ func parseConfigRecord(p []byte) (k cfgKey, cfg bridge.TopicConfigs, ok bool) {
 		return k, nil, false
 	}
 	return k, cfg, true
+}
+
+// appendName16 appends s as a u16 LE length and its bytes (the config
+// records' name fields; the caller checked len(s) <= 255).
+func appendName16(dst []byte, s string) []byte {
+	dst = le.AppendUint16(dst, uint16(len(s)))
+	return append(dst, s...)
+}
+
+// cutName16 reads what appendName16 wrote and returns the rest; ok is
+// false when p is too short or the name is over 255 bytes.
+func cutName16(p []byte) (string, []byte, bool) {
+	if len(p) < 2 {
+		return "", nil, false
+	}
+	n := int(le.Uint16(p))
+	if n > 255 || len(p) < 2+n {
+		return "", nil, false
+	}
+	return string(p[2 : 2+n]), p[2+n:], true
 }

@@ -57,37 +57,22 @@ func appendGroupConfigRecord(dst []byte, k groupCfgKey, cfg bridge.GroupConfigs)
 		return nil, ErrNameLength
 	}
 	dst = append(dst, 'G')
-	dst = le.AppendUint16(dst, uint16(len(k.stream)))
-	dst = append(dst, k.stream...)
-	dst = le.AppendUint16(dst, uint16(len(k.group)))
-	dst = append(dst, k.group...)
+	dst = appendName16(dst, k.stream)
+	dst = appendName16(dst, k.group)
 	return bridge.AppendTopicConfigs(dst, cfg)
 }
 
 // parseGroupConfigRecord reads a 'G' payload; ok is false for anything
-// malformed. Never panics; bounded by len(p).
+// malformed, an empty stream or group name included. Never panics;
+// bounded by len(p).
 func parseGroupConfigRecord(p []byte) (k groupCfgKey, cfg bridge.GroupConfigs, ok bool) {
 	if len(p) < 1 || p[0] != 'G' {
 		return k, nil, false
 	}
-	p = p[1:]
-	name := func() (string, bool) {
-		if len(p) < 2 {
-			return "", false
-		}
-		n := int(le.Uint16(p))
-		if n == 0 || n > 255 || len(p) < 2+n {
-			return "", false
-		}
-		s := string(p[2 : 2+n])
-		p = p[2+n:]
-		return s, true
-	}
-	var okS, okG bool
-	if k.stream, okS = name(); !okS {
+	if k.stream, p, ok = cutName16(p[1:]); !ok || k.stream == "" {
 		return k, nil, false
 	}
-	if k.group, okG = name(); !okG {
+	if k.group, p, ok = cutName16(p); !ok || k.group == "" {
 		return k, nil, false
 	}
 	cfg, rest, err := bridge.ParseTopicConfigs(p)

@@ -53,11 +53,11 @@ func TestDefaults(t *testing.T) {
 			MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
 			ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,
 			ConsumerMaxHeartbeatInterval: 15 * time.Second, ConsumerAssignors: []string{"uniform", "range"}},
-		Backend:            "embedded",
-		Iggy:               iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
-		Sasl:               saslConfig{PermissionsTTL: 5 * time.Second},
-		LogLevel:           slog.LevelInfo,
-		LogFormat:          "text",
+		Backend:   "embedded",
+		Iggy:      iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
+		Sasl:      saslConfig{PermissionsTTL: 5 * time.Second},
+		LogLevel:  slog.LevelInfo,
+		LogFormat: "text",
 	}
 	wantLn := []listenerSpec{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "127.0.0.1:9092", AdvHost: "127.0.0.1", AdvPort: 9092}}
 	if !reflect.DeepEqual(c.Listen.Resolved, wantLn) {

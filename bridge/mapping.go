@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/iggy-kafka/gateway/codec"
@@ -21,6 +22,7 @@ const (
 	HeaderValue    = "kafka.value"    // String "null" or "empty"
 	HeaderTime     = "kafka.ts"       // String "epoch", or Int64 LE ms when clamped
 	HeaderEnvelope = "kafka.envelope" // Uint8 1: the payload is an envelope
+	HeaderCodec    = "kafka.codec"    // Raw u8 codec, u32 LE records: first message of a compressed Kafka batch
 	HeaderPrefix   = "kafka.h."       // + Kafka header name: Raw value
 )
 
@@ -236,13 +238,18 @@ type recordPlan struct {
 	tsDelta   uint32
 	clamped   bool // origin further than MaxTimestampDelta from the minimum
 	envelope  bool
-	payload   int // payload bytes
-	headerLen int // user-header block bytes
+	payload   int   // payload bytes
+	headerLen int   // user-header block bytes
+	codec     int8  // the batch's compression codec, on its first message only (kafka.codec)
+	count     int32 // the batch's record count, with codec
 }
+
+// codecMarkLen is the kafka.codec value: u8 codec, u32 LE record count.
+const codecMarkLen = 5
 
 // appendMessage writes the frame, payload and user headers of record i.
 func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, error) {
-	p := e.plan(r)
+	p := e.plan(r, i)
 	if p.payload > MaxPayload || p.headerLen > MaxUserHeaders {
 		return dst, ErrRecordTooLarge
 	}
@@ -269,8 +276,11 @@ func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, 
 
 // plan decides the message shape of r: its timestamp delta, whether it
 // needs the envelope, and the exact payload and header sizes.
-func (e *encoder) plan(r *codec.Record) recordPlan {
+func (e *encoder) plan(r *codec.Record, i uint32) recordPlan {
 	p := recordPlan{ms: recordTime(e.rb, r)}
+	if i == 0 {
+		p.codec, p.count = e.rb.Compression(), e.rb.NumRecords
+	}
 	origin, _ := originOf(p.ms) // range checked by scanRecords
 	if d := origin - e.minOrigin; d > MaxTimestampDelta {
 		p.tsDelta, p.clamped = MaxTimestampDelta, true
@@ -278,6 +288,9 @@ func (e *encoder) plan(r *codec.Record) recordPlan {
 		p.tsDelta = uint32(d)
 	}
 	fixed := entrySize(HeaderVersion, 1) + p.timeHeaderSize()
+	if p.codec != codec.CompressionNone {
+		fixed += entrySize(HeaderCodec, codecMarkLen)
+	}
 	plain, fits := plainHeadersSize(r)
 	if fits && fixed+plain <= MaxUserHeaders {
 		p.payload = max(len(r.Value), 1)
@@ -356,6 +369,12 @@ func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
 		var ms [8]byte
 		le.PutUint64(ms[:], uint64(p.ms))
 		dst = appendEntryString(dst, HeaderTime, KindInt64, ms[:])
+	}
+	if p.codec != codec.CompressionNone {
+		var mark [codecMarkLen]byte
+		mark[0] = byte(p.codec)
+		le.PutUint32(mark[1:], uint32(p.count))
+		dst = appendEntryString(dst, HeaderCodec, KindRaw, mark[:])
 	}
 	if p.envelope {
 		return appendEntryString(dst, HeaderEnvelope, KindUint8, oneByte)
@@ -508,6 +527,9 @@ type FetchCursor struct {
 	Records int
 	// Bytes counts the bytes appended over all calls.
 	Bytes int
+	// Uncompressed builds every batch uncompressed, whatever the producer
+	// sent (kafka.codec): for the gateway's own readers of the records.
+	Uncompressed bool
 }
 
 // AppendKafkaBatch appends, to dst, one Kafka v2 record batch holding the
@@ -542,8 +564,9 @@ func AppendKafkaBatch(dst []byte, b []byte, cur *FetchCursor) ([]byte, error) {
 		err = it.Err()
 	}
 	if f.started {
-		dst = f.bb.Finish(dst)
+		dst, _ = f.closeBatch(dst, cur)
 	}
+	f.release()
 	return dst, err
 }
 
@@ -557,6 +580,59 @@ type fetcher struct {
 	firstTs int64
 	last    int64 // offset of the last record appended, -1 before any
 	rec     kafkaRecord
+	// The open batch's compression: the codec of the run it holds (0:
+	// none), the run's records still to come, and where the batch starts
+	// in dst and in the cursor's counts, so that it can be compressed (or
+	// dropped, over the budget) when it closes.
+	comp            int8
+	left            uint32
+	start           int
+	recsAt, bytesAt int
+	nextAt          uint64
+	scratch         *[]byte
+}
+
+// compressScratch holds the buffers batches are compressed into.
+var compressScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// closeBatch finishes the open batch. A compressed run is compressed now
+// and counted at its compressed size, as Kafka counts a stored batch;
+// when that passes the cursor's budget and the batch is not the cursor's
+// first, it is dropped whole (kept false, the cursor as before it): Kafka
+// never splits a batch, and the next Fetch starts with it.
+func (f *fetcher) closeBatch(dst []byte, cur *FetchCursor) ([]byte, bool) {
+	dst = f.bb.Finish(dst)
+	f.started = false
+	comp := f.comp
+	f.comp, f.left = 0, 0
+	if comp == codec.CompressionNone {
+		return dst, true
+	}
+	if f.scratch == nil {
+		f.scratch = compressScratch.Get().(*[]byte)
+	}
+	out, scratch, err := codec.CompressBatch(dst, f.start, comp, *f.scratch)
+	*f.scratch = scratch[:0]
+	if err != nil {
+		return dst, true // sent uncompressed
+	}
+	size := len(out) - f.start
+	if f.recsAt > 0 && f.bytesAt+size > cur.MaxBytes {
+		cur.Records, cur.Bytes, cur.Next = f.recsAt, f.bytesAt, f.nextAt
+		return out[:f.start], false
+	}
+	cur.Bytes = f.bytesAt + size
+	return out, true
+}
+
+// release gives the scratch buffer back; the fetcher is done.
+func (f *fetcher) release() {
+	if f.scratch != nil {
+		if cap(*f.scratch) <= 4<<20 {
+			compressScratch.Put(f.scratch)
+		}
+		f.scratch = nil
+	}
 }
 
 // append adds m as a record; more=false when the byte budget is spent.
@@ -571,6 +647,17 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		cur.Next = m.Offset
 		return dst, false, fmt.Errorf("%w at offset %d: %w", ErrUnmappable, m.Offset, err)
 	}
+	if cur.Uncompressed {
+		r.runLen = 0
+	}
+	if f.started && (r.runLen > 0 || (f.comp != codec.CompressionNone && f.left == 0)) {
+		// A compressed run starts here, or the open one has all its
+		// records: the open batch ends, and m opens the next.
+		var kept bool
+		if dst, kept = f.closeBatch(dst, cur); !kept {
+			return dst, false, nil
+		}
+	}
 	base, firstTs := f.base, f.firstTs
 	if !f.started {
 		base, firstTs = int64(m.Offset), r.ts
@@ -581,12 +668,22 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	if !f.started {
 		size += codec.BatchHeaderLen
 	}
-	if cur.Records > 0 && cur.Bytes+size > cur.MaxBytes {
+	inRun := r.runLen > 0 || (f.started && f.comp != codec.CompressionNone)
+	if !inRun && cur.Records > 0 && cur.Bytes+size > cur.MaxBytes {
+		// A compressed run is checked whole, at its compressed size,
+		// when it closes.
 		return dst, false, nil
 	}
 	if !f.started {
+		f.start, f.recsAt, f.bytesAt, f.nextAt = len(dst), cur.Records, cur.Bytes, cur.Next
+		if r.runLen > 0 {
+			f.comp, f.left = r.codec, r.runLen
+		}
 		dst = f.bb.Begin(dst, base, firstTs)
 		f.started, f.base, f.firstTs = true, base, firstTs
+	}
+	if f.left > 0 {
+		f.left--
 	}
 	dst = f.bb.AppendRecordSized(dst, body, offDelta, tsDelta, r.key, r.value, r.nHeaders)
 	if r.nHeaders > 0 {
@@ -619,6 +716,10 @@ type kafkaRecord struct {
 	mode       int
 	headers    []byte // TLV block, or the envelope's header list
 	nHeaders   int
+	// codec and runLen: the message opens a Kafka batch the producer
+	// compressed with codec, of runLen records (kafka.codec); 0 otherwise.
+	codec  int8
+	runLen uint32
 }
 
 // errFormat is the detail behind ErrUnmappable for a broken message.
@@ -632,6 +733,7 @@ func (r *kafkaRecord) decode(m *IggyMessage) error {
 	}
 	if mh.version == nil {
 		// A native producer's kafka.* headers mean nothing to the mapping.
+		r.codec, r.runLen = 0, 0
 		r.ts = fetchTime(m, nil)
 		r.key, r.value, r.mode = nil, m.Payload, modeNative
 		r.headers, r.nHeaders = m.UserHeaders, mh.entries
@@ -641,6 +743,12 @@ func (r *kafkaRecord) decode(m *IggyMessage) error {
 		return errFormat
 	}
 	r.ts = fetchTime(m, mh.ts)
+	r.codec, r.runLen = 0, 0
+	if len(mh.codec) == codecMarkLen && mh.codec[0] >= codec.CompressionGzip && mh.codec[0] <= codec.CompressionZstd {
+		// Anything else in kafka.codec is ignored: it only decides how
+		// the batch travels, never what the records say.
+		r.codec, r.runLen = int8(mh.codec[0]), le.Uint32(mh.codec[1:])
+	}
 	if mh.envelope != nil {
 		if !bytes.Equal(mh.envelope, oneByte) {
 			return errFormat
@@ -680,8 +788,8 @@ func fetchTime(m *IggyMessage, ts []byte) int64 {
 
 // mappingHeaders are the kafka.* entries of one block, found in one pass.
 type mappingHeaders struct {
-	version, key, value, ts, envelope []byte
-	entries, prefixed                 int
+	version, key, value, ts, envelope, codec []byte
+	entries, prefixed                        int
 }
 
 // scan validates the TLV block and picks out the mapping entries.
@@ -703,6 +811,8 @@ func (mh *mappingHeaders) scan(block []byte) error {
 			mh.ts = it.Value()
 		case string(k) == HeaderEnvelope:
 			mh.envelope = it.Value()
+		case string(k) == HeaderCodec:
+			mh.codec = it.Value()
 		}
 	}
 	return it.Err()

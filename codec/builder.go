@@ -181,3 +181,27 @@ func appendVarBytes(dst, b []byte) []byte {
 
 // Count returns the number of records appended since Begin.
 func (bb *BatchBuilder) Count() int32 { return bb.count }
+
+// CompressBatch compresses, in place, the records section of the
+// finished uncompressed v2 batch at dst[start:] (the end of dst) with
+// codec, and rewrites its length, attributes and CRC. scratch is a buffer
+// the caller keeps for reuse (returned grown); the batch shrinks or grows
+// to its compressed size. An unknown codec leaves the batch as it was and
+// returns ErrBatchCompression.
+func CompressBatch(dst []byte, start int, codec int8, scratch []byte) ([]byte, []byte, error) {
+	b := dst[start:]
+	if len(b) < BatchHeaderLen {
+		return dst, scratch, ErrBatchCompression
+	}
+	out, err := Compress(scratch[:0], codec, b[BatchHeaderLen:])
+	if err != nil {
+		return dst, scratch, err
+	}
+	dst = append(dst[:start+BatchHeaderLen], out...)
+	b = dst[start:]
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs&^0x07|uint16(codec))
+	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-offLeaderEpoch))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return dst, out, nil
+}

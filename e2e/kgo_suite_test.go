@@ -30,14 +30,6 @@ import (
 // kgoExpectedFail are the suite's tests that fail against this gateway by
 // design, each with why.
 var kgoExpectedFail = map[string]string{
-	// Both need a compressed batch back from Fetch: the first checks that
-	// its decompression pool was used, the second that a gzip batch
-	// decompressing past MaxDecompressBatchBytes stops the partition. The
-	// gateway maps every stored record back into an uncompressed Kafka
-	// batch (a Kafka record is a native Iggy message; the producer's
-	// compression is undone at Produce), so nothing is decompressed.
-	"TestPooling":                        "Fetch returns every batch uncompressed (docs/SCOPE.md, Fetch)",
-	"TestConsumeMaxDecompressBatchBytes": "Fetch returns every batch uncompressed (docs/SCOPE.md, Fetch)",
 	// Both need an internal topic: a topic created with the kfake-only
 	// config kfake.is_internal, or else __consumer_offsets listed by
 	// Metadata with is_internal after a FindCoordinator. The gateway has

@@ -20,7 +20,9 @@
 //     (the Rust gateway reads from the oldest message instead, so
 //     auto.offset.reset never fires there).
 //   - Records come from Store.Poll, mapped back to Kafka v2 batches
-//     (bridge.AppendKafkaBatch, one uncompressed batch per Iggy batch) into
+//     (bridge.AppendKafkaBatch: per Iggy batch, each batch the producer
+//     compressed compressed again with its codec, the rest uncompressed;
+//     --fetch-compression none: all uncompressed; docs/MAPPING.md) into
 //     one pooled buffer per response. Limits: partition_max_bytes per
 //     partition and max_bytes (capped at Cfg.MaxFrameSize) for the whole
 //     response, the first partition included, counted in Kafka batch bytes.
@@ -280,7 +282,7 @@ func fetchKeys(req *kmsg.FetchRequest) []PartitionKey {
 func (c *Call) fetchPartitionTo(buf *bytebufferpool.ByteBuffer, topic string, partition int32, from uint64, pmax int) (int, int16, uint64) {
 	g := c.G
 	start := len(buf.B)
-	cur := bridge.FetchCursor{From: from, MaxBytes: pmax}
+	cur := bridge.FetchCursor{From: from, MaxBytes: pmax, Uncompressed: g.Cfg.FetchUncompressed}
 	var mapErr error
 	// Iggy messages are larger than the Kafka records they map to (a
 	// 64-byte frame header against a few bytes of record framing), by a

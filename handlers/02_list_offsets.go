@@ -197,7 +197,7 @@ func (c *Call) scanTimestamps(topic string, partition int32, from uint64, fn fun
 				cbErr = err
 				return false
 			}
-			cur := bridge.FetchCursor{From: next, MaxBytes: math.MaxInt}
+			cur := bridge.FetchCursor{From: next, MaxBytes: math.MaxInt, Uncompressed: true}
 			var mapErr error
 			scratch.B, mapErr = bridge.AppendKafkaBatch(scratch.B[:0], batch, &cur)
 			if !kafkaTimestamps(scratch.B, fn) {

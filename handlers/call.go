@@ -43,6 +43,10 @@ type Config struct {
 	// the gateway keeps (fetch_sessions.go); 0: DefaultFetchSessionSlots,
 	// < 0: none (every Fetch is answered sessionless).
 	FetchSessionSlots int
+	// FetchUncompressed answers Fetch with uncompressed batches even for
+	// records the producer compressed (docs/MAPPING.md, kafka.codec):
+	// less gateway CPU, more bytes on the wire.
+	FetchUncompressed bool
 }
 
 // Gateway is the state shared by every call. Fields are set before the

@@ -74,7 +74,8 @@ var topicConfigs = func() map[string]*configDef {
 		{"remote.storage.enable", cfgFixed, kmsg.ConfigTypeBoolean, "false", "",
 			"Only false: no tiered storage."},
 		{"compression.type", cfgInert, kmsg.ConfigTypeString, "producer", "compression.type",
-			"Batches are stored as Iggy messages, uncompressed, whatever the producer sent." + inertDoc},
+			"Records are stored uncompressed as Iggy messages; Fetch sends each batch compressed as the producer sent it " +
+				"(the producer behaviour, whatever this says; --fetch-compression none: uncompressed)." + inertDoc},
 		{"max.message.bytes", cfgInert, kmsg.ConfigTypeInt, "1048588", "message.max.bytes",
 			"The gateway's limits are --max-frame-size per request and --max-message-size per record." + inertDoc},
 		{"segment.bytes", cfgKept, kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes",
@@ -258,7 +259,7 @@ func (g *Gateway) brokerConfigs() []brokerConfig {
 		{"log.cleanup.policy", kmsg.ConfigTypeList, "delete", "The default cleanup.policy."},
 		{"log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime", "Records keep the producer's timestamp."},
 		{"log.segment.bytes", kmsg.ConfigTypeInt, "1073741824", "Kafka log segments do not exist here; reported for tools."},
-		{"compression.type", kmsg.ConfigTypeString, "producer", "Stored uncompressed as Iggy messages."},
+		{"compression.type", kmsg.ConfigTypeString, "producer", "Records are stored uncompressed as Iggy messages; Fetch compresses each batch again with the producer's codec (--fetch-compression)."},
 		{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "One broker: no leader election."},
 	}
 	return append(cs, g.groupBrokerConfigs()...)

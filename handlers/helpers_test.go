@@ -245,7 +245,13 @@ func readRecords(tb testing.TB, b []byte) []fetched {
 			tb.Fatalf("fetched batch: %v", err)
 		}
 		b = b[n:]
-		it := codec.NewRecordIter(rb.Records, rb.NumRecords)
+		records := rb.Records
+		if c := rb.Compression(); c != codec.CompressionNone {
+			if records, err = codec.Decompress(nil, c, rb.Records, 64<<20); err != nil {
+				tb.Fatalf("fetched batch, codec %d: %v", c, err)
+			}
+		}
+		it := codec.NewRecordIter(records, rb.NumRecords)
 		for it.Next() {
 			r := it.Record()
 			f := fetched{

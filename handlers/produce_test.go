@@ -65,6 +65,11 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 		if len(got[0].headers) != 1 || got[0].headers[0] != [2]string{"h", "v"} {
 			t.Errorf("headers %v", got[0].headers)
 		}
+		// Each batch travels as the producer sent it: the first
+		// uncompressed, the second gzip (docs/MAPPING.md, kafka.codec).
+		if codecs := batchCodecs(t, fp.RecordBatches); len(codecs) != 2 || codecs[0] != codec.CompressionNone || codecs[1] != codec.CompressionGzip {
+			t.Errorf("fetch v%d: batch codecs %v, want [0 1]", fv, codecs)
+		}
 	}
 	// From the middle.
 	resp := do(t, g, fetchReq(12, "rt-l", 1, 2)).(*kmsg.FetchResponse)
@@ -273,4 +278,19 @@ func TestProduceContextDone(t *testing.T) {
 	if code != kerr.RequestTimedOut.Code && code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("code %d", code)
 	}
+}
+
+// batchCodecs lists the compression codec of each batch in b.
+func batchCodecs(tb testing.TB, b []byte) []int8 {
+	tb.Helper()
+	var out []int8
+	for len(b) > 0 {
+		rb, n, err := codec.ParseBatch(b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, rb.Compression())
+		b = b[n:]
+	}
+	return out
 }

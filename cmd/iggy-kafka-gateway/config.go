@@ -68,6 +68,7 @@ type config struct {
 	MaxFetchWait       time.Duration
 	FetchConcurrency   int // 0: by backend (fetchConcurrency)
 	FetchSessionSlots  int // 0: no fetch sessions
+	FetchUncompressed  bool
 	Groups             group.Config
 	Backend            string
 	Iggy               iggyConfig
@@ -238,6 +239,9 @@ func options() []option {
 		{flag: "fetch-session-cache-slots", def: "1000",
 			usage: "incremental fetch sessions (KIP-227) kept, as Kafka's max.incremental.fetch.session.cache.slots (0: none, every Fetch sessionless)",
 			set:   intIn(0, 1_000_000, func(c *config, n int) { c.FetchSessionSlots = n })},
+		{flag: "fetch-compression", def: "producer",
+			usage: "how Fetch sends records a producer compressed: producer (compressed again with the producer's codec, as Kafka's compression.type=producer sends them) or none (uncompressed: less gateway CPU, more bytes on the wire)",
+			set:   oneOf([]string{"producer", "none"}, func(c *config, v string) { c.FetchUncompressed = v == "none" })},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
 			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Backend = v })},

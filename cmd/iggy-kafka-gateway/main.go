@@ -132,6 +132,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		MaxFetchWait:         cfg.MaxFetchWait,
 		FetchConcurrency:     cfg.fetchConcurrency(),
 		FetchSessionSlots:    fetchSessionSlots(cfg.FetchSessionSlots),
+		FetchUncompressed:    cfg.FetchUncompressed,
 		Groups:               cfg.Groups,
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)

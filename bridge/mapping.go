@@ -530,6 +530,12 @@ type FetchCursor struct {
 	// Uncompressed builds every batch uncompressed, whatever the producer
 	// sent (kafka.codec): for the gateway's own readers of the records.
 	Uncompressed bool
+	// A compressed run the previous stored batch ended inside: its codec
+	// and the records still to come. A stored batch that starts right
+	// where it stopped continues the run in a batch of the same codec
+	// (a server returns a partition in chunks that cut produce batches).
+	runCodec int8
+	runLeft  uint32
 }
 
 // AppendKafkaBatch appends, to dst, one Kafka v2 record batch holding the
@@ -563,8 +569,13 @@ func AppendKafkaBatch(dst []byte, b []byte, cur *FetchCursor) ([]byte, error) {
 	if err == nil {
 		err = it.Err()
 	}
+	cur.runCodec, cur.runLeft = 0, 0
 	if f.started {
-		dst, _ = f.closeBatch(dst, cur)
+		comp, left := f.comp, f.left
+		var kept bool
+		if dst, kept = f.closeBatch(dst, cur); kept && left > 0 {
+			cur.runCodec, cur.runLeft = comp, left
+		}
 	}
 	f.release()
 	return dst, err
@@ -668,7 +679,8 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	if !f.started {
 		size += codec.BatchHeaderLen
 	}
-	inRun := r.runLen > 0 || (f.started && f.comp != codec.CompressionNone)
+	inRun := r.runLen > 0 || (f.started && f.comp != codec.CompressionNone) ||
+		(!f.started && f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next)
 	if !inRun && cur.Records > 0 && cur.Bytes+size > cur.MaxBytes {
 		// A compressed run is checked whole, at its compressed size,
 		// when it closes.
@@ -676,8 +688,13 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	}
 	if !f.started {
 		f.start, f.recsAt, f.bytesAt, f.nextAt = len(dst), cur.Records, cur.Bytes, cur.Next
-		if r.runLen > 0 {
+		switch {
+		case r.runLen > 0:
 			f.comp, f.left = r.codec, r.runLen
+		case f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next:
+			// The first message of this stored batch continues the run
+			// the previous one ended inside.
+			f.comp, f.left = cur.runCodec, cur.runLeft
 		}
 		dst = f.bb.Begin(dst, base, firstTs)
 		f.started, f.base, f.firstTs = true, base, firstTs

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"testing"
 
@@ -176,4 +177,55 @@ func int8s(v []int8) []byte {
 		out[i] = byte(x)
 	}
 	return out
+}
+
+// A compressed run cut by the end of a stored batch (a server returns a
+// partition in chunks) continues in the next stored batch, if that one
+// starts where the cursor stopped: compressed with the same codec, for the
+// run's remaining records only.
+func TestCompressedRunAcrossStoredBatches(t *testing.T) {
+	v1, _ := AppendUserHeader(nil, KindString, []byte(HeaderVersion), KindUint8, []byte{1})
+	var mark [5]byte
+	mark[0] = byte(codec.CompressionGzip)
+	binary.LittleEndian.PutUint32(mark[1:], 4)
+	marked, _ := AppendUserHeader(append([]byte(nil), v1...), KindString, []byte(HeaderCodec), KindRaw, mark[:])
+	stored := func(base uint64, headers ...[]byte) []byte {
+		var bb IggyBatchBuilder
+		buf := bb.Begin(nil, 5_000_000)
+		for i, h := range headers {
+			buf, _ = bb.Append(buf, [16]byte{}, 5_000_000, bytes.Repeat([]byte{byte('a' + int(base) + i)}, 40), h)
+		}
+		buf, _ = bb.Finish(buf)
+		StampIggyBatch(buf, 0, base, testServerTs)
+		return buf
+	}
+	first, second := stored(0, marked, v1), stored(2, v1, v1, v1)
+	for _, tc := range []struct {
+		name   string
+		from   uint64
+		codecs []int8
+		counts []int
+	}{
+		{"whole", 0, []int8{codec.CompressionGzip, codec.CompressionGzip, codec.CompressionNone}, []int{2, 2, 1}},
+		// Starting inside the run: no marker seen, nothing to continue.
+		{"from 1", 1, []int8{codec.CompressionNone, codec.CompressionNone}, []int{1, 3}},
+	} {
+		cur := FetchCursor{From: tc.from, MaxBytes: 1 << 20}
+		out, err := AppendKafkaBatch(nil, first, &cur)
+		if err == nil {
+			out, err = AppendKafkaBatch(out, second, &cur)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		codecs, counts, got := readKafkaBatches(t, out)
+		if !bytes.Equal(int8s(codecs), int8s(tc.codecs)) || fmt.Sprint(counts) != fmt.Sprint(tc.counts) {
+			t.Fatalf("%s: batches %v with %v records, want %v with %v", tc.name, codecs, counts, tc.codecs, tc.counts)
+		}
+		for i, r := range got {
+			if r.value[0] != byte('a'+int(tc.from)+i) {
+				t.Fatalf("%s: record %d is %q", tc.name, i, r.value[:1])
+			}
+		}
+	}
 }

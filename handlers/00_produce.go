@@ -346,6 +346,9 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		}
 	} else {
 		base, err = g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, eb.B)
+		if err == nil {
+			c.noteClusterWrite(topic, partition, base, rb.NumRecords)
+		}
 	}
 	if err != nil {
 		// The guard gave up on a hung Append that may still read eb:

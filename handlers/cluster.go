@@ -6,6 +6,8 @@ package handlers
 // as the one-node cluster, at no cost.
 
 import (
+	"log/slog"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/cluster"
@@ -58,4 +60,20 @@ func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
 	if g.Watch != nil {
 		g.Watch.SignalWhere(func(k PartitionKey) bool { return lost(k.Topic, k.Partition) })
 	}
+}
+
+// noteClusterWrite logs, at debug level, one append this gateway made to a
+// partition it leads, with the leader epoch it was allowed under: the
+// write gate is held from BeginWrite to EndWrite, so the view read here is
+// the one the check used. The cluster e2e tests read these lines from every
+// gateway to check that no partition had two writers at once (in a
+// partition's offset order the epochs never go back and one epoch has one
+// writer). Cluster mode only; produce path, inside BeginWrite/EndWrite.
+func (c *Call) noteClusterWrite(topic string, partition int32, base uint64, records int32) {
+	cl, log := c.G.Cfg.Cluster, c.G.Log
+	if cl == nil || log == nil || !log.Enabled(c.Ctx, slog.LevelDebug) {
+		return
+	}
+	log.Debug("cluster: appended", "topic", topic, "partition", partition,
+		"epoch", cl.View().Epoch(), "offset", base, "records", records)
 }

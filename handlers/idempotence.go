@@ -451,6 +451,7 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 		p.wake()
 		return 0, 0, err
 	}
+	c.noteClusterWrite(ti.Name, partition, base, rb.NumRecords)
 	p.record(epoch, first, last, base)
 	p.appendedMs = time.Now().UnixMilli()
 	return base, 0, nil

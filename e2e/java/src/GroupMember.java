@@ -2,11 +2,13 @@
 // tests of the gateway's consumer protocol (e2e/consumer_protocol_test.go).
 //
 // Usage: GroupMember BOOTSTRAP GROUP TOPIC INSTANCE_ID|- [key=value ...]
+// (group.protocol=classic among the key=values makes it a classic member)
 //
 // It subscribes to TOPIC, prints "OWNED p,p,..." (sorted partitions it
 // owns) after every assignment change and "REC partition offset value" for
 // every record, and commits synchronously after each poll, so what it
-// printed is committed before its partitions can move. Closing stdin stops
+// printed is committed before its partitions can move (a commit that fails
+// prints "COMMIT-FAILED error" and the member carries on). Closing stdin stops
 // it cleanly (commit, close: a leave, or for a static member a temporary
 // leave); it prints "CLOSED" last.
 
@@ -14,6 +16,7 @@ import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
@@ -87,7 +90,14 @@ public class GroupMember {
                 say("REC " + r.partition() + " " + r.offset() + " " + r.value());
             }
             if (!rs.isEmpty()) {
-                c.commitSync();
+                try {
+                    c.commitSync();
+                } catch (KafkaException e) {
+                    // A classic-protocol member's commit can fail while
+                    // the group rebalances or its coordinator moves; the
+                    // records are consumed again after the rebalance.
+                    say("COMMIT-FAILED " + e);
+                }
             }
         }
         try {

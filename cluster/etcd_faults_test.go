@@ -1,0 +1,222 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/iggy-kafka/gateway/cluster/clustertest"
+)
+
+// A member whose acknowledgement of a new view did not reach etcd (a
+// timeout, etcd restarting) settles anyway on the others' acknowledgements
+// and its own local one; the others wait for its acknowledgement in etcd.
+// It must send it again with a later renewal, or the partitions and groups
+// the others gained answer NOT_LEADER_OR_FOLLOWER and
+// COORDINATOR_LOAD_IN_PROGRESS until the next membership change.
+func TestLostAckIsSentAgain(t *testing.T) {
+	et := clustertest.StartEtcd(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var failAcks atomic.Bool
+	start := func(id int32, fault func() error) *Node {
+		n, err := Start(context.Background(), Options{Endpoints: []string{et.Endpoint}, Prefix: "/lostack/",
+			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log, ackFault: fault}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 15s: %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	settledOn := func(members int, nodes ...*Node) func() bool {
+		return func() bool {
+			for _, n := range nodes {
+				if len(n.View().Members) != members || !n.Settled() {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	a := start(1, nil)
+	b := start(2, func() error {
+		if failAcks.Load() {
+			return errors.New("injected: etcd did not answer")
+		}
+		return nil
+	})
+	waitFor("a and b settled", settledOn(2, a, b))
+
+	// c joins while b's acknowledgements are lost: b settles on a's and
+	// c's, a and c cannot.
+	failAcks.Store(true)
+	c := start(3, nil)
+	waitFor("b settled on the three", settledOn(3, b))
+	if a.Settled() || c.Settled() {
+		t.Fatalf("a (%v) or c (%v) settled without b's acknowledgement in etcd", a.Settled(), c.Settled())
+	}
+	// Until then c writes none of the partitions it gained: b may not
+	// have stopped writing them (the handover rule).
+	gained := 0
+	for p := int32(0); p < 64; p++ {
+		if c.View().Leader("t", p) != 3 {
+			continue
+		}
+		gained++
+		if c.BeginWrite("t", p) {
+			c.EndWrite()
+			t.Fatalf("c writes partition %d before the view it gained it in settled", p)
+		}
+	}
+	if gained == 0 {
+		t.Fatal("c gained no partition of 64")
+	}
+	// etcd answers b again: its next renewal sends the acknowledgement.
+	failAcks.Store(false)
+	waitFor("a, b and c settled on the three", settledOn(3, a, b, c))
+}
+
+// Listing the members again after a watch failure never takes the epoch
+// back: when the view came from a deletion (a member left), the live keys
+// are all older than it, and a reload of the same members keeps the view.
+func TestReloadKeepsTheEpoch(t *testing.T) {
+	et := clustertest.StartEtcd(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func(id int32) *Node {
+		n, err := Start(context.Background(), Options{Endpoints: []string{et.Endpoint}, Prefix: "/reload/",
+			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b := start(1), start(2)
+	t.Cleanup(a.Close)
+	deadline := time.Now().Add(15 * time.Second)
+	for len(a.View().Members) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("a never saw b")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Close() // its key is deleted: a's view comes from the deletion
+	for len(a.View().Members) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a never saw b leave")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := a.View()
+	if _, err := a.reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := a.View(); after.Rev < before.Rev {
+		t.Fatalf("the epoch went back from %d to %d on a reload of the same members", before.Rev, after.Rev)
+	}
+}
+
+// A node cut off from etcd (a network partition: etcd and the others go
+// on) stops writing and serving groups by its own clock, while its view
+// still names it leader, before etcd expires its lease and the others take
+// over; so no partition ever has two writers. When the partition heals it
+// registers again and both settle with one writer per partition.
+func TestPartitionedNodeFencesItself(t *testing.T) {
+	et := clustertest.StartEtcd(t)
+	proxy := et.Proxy(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func(id int32, endpoint string) *Node {
+		n, err := Start(context.Background(), Options{Endpoints: []string{endpoint}, Prefix: "/partition/",
+			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	a, b := start(1, et.Endpoint), start(2, proxy.Endpoint)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 15s: %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	both := func() bool {
+		return len(a.View().Members) == 2 && a.Settled() && len(b.View().Members) == 2 && b.Settled()
+	}
+	oneWriter := func(when string) {
+		t.Helper()
+		for p := int32(0); p < 64; p++ {
+			wa, wb := a.BeginWrite("t", p), b.BeginWrite("t", p)
+			if wa {
+				a.EndWrite()
+			}
+			if wb {
+				b.EndWrite()
+			}
+			if wa && wb {
+				t.Fatalf("%s: partition %d written by both", when, p)
+			}
+		}
+	}
+	waitFor("a and b settled", both)
+	var led []int32
+	for p := int32(0); p < 64; p++ {
+		if b.View().Leader("t", p) == 2 {
+			led = append(led, p)
+		}
+	}
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := "g" + strconv.Itoa(i); b.View().Coordinator(g) == 2 {
+			group = g
+		}
+	}
+
+	proxy.Cut()
+	waitFor("b's session no longer known live", func() bool { return !b.LeaseLive() })
+	// b heard nothing since the cut: its view still has it leading.
+	if v := b.View(); !v.Has(2) || v.Leader("t", led[0]) != 2 {
+		t.Fatalf("b's view changed while cut off: %v", v.IDs())
+	}
+	for _, p := range led {
+		if b.BeginWrite("t", p) {
+			b.EndWrite()
+			t.Fatalf("b writes partition %d with its session not known live", p)
+		}
+	}
+	if code := b.GroupCode(group); code == 0 {
+		t.Fatalf("b serves group %s with its session not known live", group)
+	}
+	oneWriter("b cut off")
+	// etcd expires b's lease; a takes everything.
+	waitFor("a alone", func() bool { return len(a.View().Members) == 1 && a.Settled() })
+	for _, p := range led {
+		if !a.BeginWrite("t", p) {
+			t.Fatalf("a does not take partition %d over", p)
+		}
+		a.EndWrite()
+	}
+	oneWriter("b's lease expired")
+
+	proxy.Heal()
+	waitFor("a and b settled again", both)
+	oneWriter("healed")
+}

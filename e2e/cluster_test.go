@@ -526,6 +526,77 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 // membership settled. An idempotent producer running throughout has every
 // acknowledged record in the log exactly once, and the gateways' logged
 // appends show one writer per partition at a time.
+// steadyProducer is a franz-go producer (idempotent, acks=all) writing
+// "<prefix>NNNNNN" to a topic through every gateway, one record every
+// 2 ms until finish, keeping what was acknowledged, when, and what failed.
+type steadyProducer struct {
+	cl       *kgo.Client
+	mu       sync.Mutex
+	acked    []ackedRecord
+	ackTimes []time.Time
+	failed   []error
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func (cg *clusterGateways) startProducer(ctx context.Context, t *testing.T, topic, prefix string) *steadyProducer {
+	p := &steadyProducer{
+		cl: newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
+			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
+			kgo.RetryTimeout(time.Minute), kgo.ProduceRequestTimeout(5*time.Second)),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go func() {
+		defer close(p.done)
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("%s%06d", prefix, i)
+			p.cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if err != nil {
+					p.failed = append(p.failed, err)
+					return
+				}
+				p.acked = append(p.acked, ackedRecord{value: v, partition: r.Partition, offset: r.Offset})
+				p.ackTimes = append(p.ackTimes, time.Now())
+			})
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	return p
+}
+
+// ackedNow is how many records have been acknowledged so far.
+func (p *steadyProducer) ackedNow() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
+
+// finish stops producing and waits for every record's outcome; the
+// fields are then the producer's final account.
+func (p *steadyProducer) finish(ctx context.Context, t *testing.T) {
+	close(p.stop)
+	<-p.done
+	if err := p.cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// values are the acknowledged records' values, in acknowledgement order.
+func (p *steadyProducer) values() []string {
+	out := make([]string, 0, len(p.acked))
+	for _, a := range p.acked {
+		out = append(out, a.value)
+	}
+	return out
+}
+
 func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 	cg := newClusterGateways(t)
 	for id := 1; id <= 2; id++ {
@@ -542,32 +613,7 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 		}
 		return nil
 	})
-	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
-		kgo.RetryTimeout(time.Minute), kgo.ProduceRequestTimeout(5*time.Second))
-	var mu sync.Mutex
-	var acked []string
-	stopProducing := make(chan struct{})
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stopProducing:
-				return
-			default:
-			}
-			v := fmt.Sprintf("f%06d", i)
-			prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
-				if err == nil {
-					mu.Lock()
-					acked = append(acked, v)
-					mu.Unlock()
-				}
-			})
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	prod := cg.startProducer(ctx, t, topic, "f")
 	// Gateway 2 writes its partitions before it is frozen (else the
 	// freeze would fence nothing).
 	frozen := cg.procs[2]
@@ -603,13 +649,8 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 		}
 		return nil
 	})
-	close(stopProducing)
-	<-produced
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	prod.finish(ctx, t)
+	acked := prod.values()
 	if len(acked) < 500 {
 		t.Fatalf("only %d records acknowledged", len(acked))
 	}
@@ -837,42 +878,8 @@ func TestClusterEtcdRestartUnderLoad(t *testing.T) {
 	}
 	checkFor(t, 20*time.Second, 200*time.Millisecond, acceptedOnce)
 
-	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
-		kgo.RetryTimeout(time.Minute), kgo.ProduceRequestTimeout(5*time.Second))
-	var mu sync.Mutex
-	var acked []ackedRecord
-	var ackTimes []time.Time
-	var failed []error
-	stopProducing := make(chan struct{})
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stopProducing:
-				return
-			default:
-			}
-			v := fmt.Sprintf("e%06d", i)
-			prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed = append(failed, err)
-					return
-				}
-				acked = append(acked, ackedRecord{value: v, partition: r.Partition, offset: r.Offset})
-				ackTimes = append(ackTimes, time.Now())
-			})
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
-	ackedNow := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked)
-	}
+	prod := cg.startProducer(ctx, t, topic, "e")
+	ackedNow := prod.ackedNow
 	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		if n := ackedNow(); n < 300 {
 			return fmt.Errorf("%d acknowledged before the outage", n)
@@ -934,13 +941,8 @@ func TestClusterEtcdRestartUnderLoad(t *testing.T) {
 		}
 		return nil
 	})
-	close(stopProducing)
-	<-produced
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	prod.finish(ctx, t)
+	acked, ackTimes, failed := prod.acked, prod.ackTimes, prod.failed
 	if len(failed) > 0 {
 		t.Fatalf("%d records failed, first: %v", len(failed), failed[0])
 	}
@@ -964,11 +966,7 @@ func TestClusterEtcdRestartUnderLoad(t *testing.T) {
 		}
 		last[r.Partition] = v
 	}
-	values := make([]string, 0, len(acked)+len(probed))
-	for _, a := range acked {
-		values = append(values, a.value)
-	}
-	onceInLog(t, recs, append(values, probed...))
+	onceInLog(t, recs, append(prod.values(), probed...))
 	for _, a := range acked {
 		if r := at[a.value]; r.Partition != a.partition || r.Offset != a.offset {
 			t.Fatalf("%s was acknowledged at %d/%d but is at %d/%d", a.value, a.partition, a.offset, r.Partition, r.Offset)

@@ -679,8 +679,19 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	if !f.started {
 		size += codec.BatchHeaderLen
 	}
-	inRun := r.runLen > 0 || (f.started && f.comp != codec.CompressionNone) ||
-		(!f.started && f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next)
+	// The compressed run a batch opened by m holds: m's own, or the one
+	// the previous stored batch ended inside when m is where it stopped.
+	var openComp int8
+	var openLeft uint32
+	if !f.started {
+		switch {
+		case r.runLen > 0:
+			openComp, openLeft = r.codec, r.runLen
+		case f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next:
+			openComp, openLeft = cur.runCodec, cur.runLeft
+		}
+	}
+	inRun := openLeft > 0 || (f.started && f.comp != codec.CompressionNone)
 	if !inRun && cur.Records > 0 && cur.Bytes+size > cur.MaxBytes {
 		// A compressed run is checked whole, at its compressed size,
 		// when it closes.
@@ -688,14 +699,7 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	}
 	if !f.started {
 		f.start, f.recsAt, f.bytesAt, f.nextAt = len(dst), cur.Records, cur.Bytes, cur.Next
-		switch {
-		case r.runLen > 0:
-			f.comp, f.left = r.codec, r.runLen
-		case f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next:
-			// The first message of this stored batch continues the run
-			// the previous one ended inside.
-			f.comp, f.left = cur.runCodec, cur.runLeft
-		}
+		f.comp, f.left = openComp, openLeft
 		dst = f.bb.Begin(dst, base, firstTs)
 		f.started, f.base, f.firstTs = true, base, firstTs
 	}

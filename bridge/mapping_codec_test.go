@@ -125,15 +125,21 @@ func TestCompressedBatchBudget(t *testing.T) {
 // Within one stored batch (a server may return several produce batches as
 // one), a compressed run ends after its record count and the messages
 // after it travel uncompressed; a new marker starts a new batch.
+// v1Headers is the header block of a gateway-written message (kafka.v = 1).
+var v1Headers, _ = AppendUserHeader(nil, KindString, []byte(HeaderVersion), KindUint8, []byte{1})
+
+// marked is the header block of a gateway-written message that opens a
+// Kafka batch of n records its producer compressed with c.
+func marked(c int8, n uint32) []byte {
+	var mark [5]byte
+	mark[0] = byte(c)
+	binary.LittleEndian.PutUint32(mark[1:], n)
+	h, _ := AppendUserHeader(append([]byte(nil), v1Headers...), KindString, []byte(HeaderCodec), KindRaw, mark[:])
+	return h
+}
+
 func TestCompressedRunBoundaries(t *testing.T) {
-	v1, _ := AppendUserHeader(nil, KindString, []byte(HeaderVersion), KindUint8, []byte{1})
-	marked := func(c int8, n uint32) []byte {
-		var mark [5]byte
-		mark[0] = byte(c)
-		binary.LittleEndian.PutUint32(mark[1:], n)
-		h, _ := AppendUserHeader(append([]byte(nil), v1...), KindString, []byte(HeaderCodec), KindRaw, mark[:])
-		return h
-	}
+	v1 := v1Headers
 	var bb IggyBatchBuilder
 	buf := bb.Begin(nil, 5_000_000)
 	for i, h := range [][]byte{marked(codec.CompressionGzip, 2), v1, v1, v1, marked(codec.CompressionLZ4, 2), v1} {
@@ -184,11 +190,7 @@ func int8s(v []int8) []byte {
 // starts where the cursor stopped: compressed with the same codec, for the
 // run's remaining records only.
 func TestCompressedRunAcrossStoredBatches(t *testing.T) {
-	v1, _ := AppendUserHeader(nil, KindString, []byte(HeaderVersion), KindUint8, []byte{1})
-	var mark [5]byte
-	mark[0] = byte(codec.CompressionGzip)
-	binary.LittleEndian.PutUint32(mark[1:], 4)
-	marked, _ := AppendUserHeader(append([]byte(nil), v1...), KindString, []byte(HeaderCodec), KindRaw, mark[:])
+	v1 := v1Headers
 	stored := func(base uint64, headers ...[]byte) []byte {
 		var bb IggyBatchBuilder
 		buf := bb.Begin(nil, 5_000_000)
@@ -199,7 +201,7 @@ func TestCompressedRunAcrossStoredBatches(t *testing.T) {
 		StampIggyBatch(buf, 0, base, testServerTs)
 		return buf
 	}
-	first, second := stored(0, marked, v1), stored(2, v1, v1, v1)
+	first, second := stored(0, marked(codec.CompressionGzip, 4), v1), stored(2, v1, v1, v1)
 	for _, tc := range []struct {
 		name   string
 		from   uint64

@@ -40,7 +40,7 @@ type settingsCache struct {
 	m  map[string]cachedSettings
 }
 
-// Settings parses cfg over the coordinator's defaults: a value that does
+// settings parses cfg over the coordinator's defaults: a value that does
 // not parse (checked when it was set, so only a damaged store) keeps the
 // default.
 func (c Config) settings(cfg bridge.GroupConfigs) groupSettings {

@@ -328,7 +328,7 @@ func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg b
 	if err != nil {
 		return err
 	}
-	if maps.Equal(old, rest) || (old == nil && len(rest) == 0) {
+	if maps.Equal(old, rest) { // nil and empty compare equal
 		return nil
 	}
 	return s.recordConfigs(ctx, ti, rest)

@@ -46,7 +46,7 @@ func (s *Store) SetGroupConfigs(ctx context.Context, stream, group string, cfg b
 	if err != nil {
 		return err
 	}
-	if maps.Equal(old, cfg) || (old == nil && len(cfg) == 0) {
+	if maps.Equal(old, cfg) { // nil and empty compare equal
 		return nil
 	}
 	return s.appendConfigPayload(ctx, payload, crc32.ChecksumIEEE([]byte(group)))

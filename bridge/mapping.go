@@ -56,6 +56,12 @@ const (
 type ProduceStats struct {
 	Messages int
 	Bytes    int
+	// Exact: Fetch reads every record back exactly as the producer's
+	// batch holds it, so that batch may be sent to consumers as it came
+	// (the Fetch handler's tail cache). False when a record has a negative
+	// timestamp (Fetch shows the append time instead) or an offset delta
+	// other than its index (the mapping numbers records by position).
+	Exact bool
 }
 
 // EncodeKafkaRecords appends one Iggy batch to dst holding one message per
@@ -76,10 +82,24 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 		return dst, ProduceStats{}, ErrRecordInvalid
 	}
 	start := len(dst)
-	if out, ok := encodeOnePass(dst, rb, records, maxMessage); ok {
-		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(out) - start}, nil
+	if out, exact, ok := encodeOnePass(dst, rb, records, maxMessage); ok {
+		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(out) - start, Exact: exact && exactHeader(rb)}, nil
 	}
 	return encodeTwoPass(dst[:start], rb, records, maxMessage)
+}
+
+// exactHeader reports a batch whose header Fetch reproduces: attributes
+// hold at most a codec (CreateTime, not transactional, not control) and
+// the last offset delta is the record count minus one.
+func exactHeader(rb *codec.RecordBatch) bool {
+	return rb.Attributes&^0x07 == 0 && rb.LastOffsetDelta == rb.NumRecords-1
+}
+
+// exactRecord reports a record Fetch reads back as it is: a timestamp of
+// 0 or more, the offset delta of its position i and no attributes (unused
+// in v2; Fetch writes 0).
+func exactRecord(rb *codec.RecordBatch, r *codec.Record, i uint32) bool {
+	return recordTime(rb, r) >= 0 && r.OffsetDelta == int32(i) && r.Attributes == 0
 }
 
 // encodeOnePass encodes the usual batch, whose first record is its oldest
@@ -91,8 +111,9 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 // as it always has. Produce CPU profiles over a real Iggy server had the
 // second walk (scanRecords re-parsing every record) at 16 % of the
 // gateway's samples.
-func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, bool) {
+func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) (out []byte, exact, ok bool) {
 	start := len(dst)
+	exact = true
 	dst = append(dst, make([]byte, BatchHeaderSize)...)
 	e := encoder{rb: rb, maxMessage: maxMessage}
 	sp := checksumScratch.Get().(*[]byte)
@@ -104,25 +125,26 @@ func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 		r := it.Record()
 		origin, ok := originOf(recordTime(rb, r))
 		if !ok || hasRepeatedHeader(r) {
-			return dst[:start], false
+			return dst[:start], false, false
 		}
 		if i == 0 {
 			e.minOrigin = origin
 		} else if origin < e.minOrigin {
-			return dst[:start], false
+			return dst[:start], false, false
 		}
+		exact = exact && exactRecord(rb, r, i)
 		frame := len(dst)
 		if dst, err = e.appendMessage(dst, r, i); err != nil {
-			return dst[:start], false
+			return dst[:start], false, false
 		}
 		sums = append(sums, dst[frame+mfChecksum:frame+mfChecksum+8]...)
 	}
 	if it.Err() != nil {
-		return dst[:start], false
+		return dst[:start], false, false
 	}
 	le.PutUint64(dst[start+bhOriginTs:], e.minOrigin)
 	finishBatchSums(dst[start:], uint32(rb.NumRecords), sums)
-	return dst, true
+	return dst, exact, true
 }
 
 // encodeTwoPass is EncodeKafkaRecords for any batch: a first walk validates
@@ -137,13 +159,16 @@ func encodeTwoPass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 	dst = append(dst, make([]byte, BatchHeaderSize)...)
 	le.PutUint64(dst[start+bhOriginTs:], minOrigin)
 	it := codec.NewRecordIter(records, rb.NumRecords)
+	exact := exactHeader(rb)
 	for i := uint32(0); it.Next(); i++ {
-		if dst, err = e.appendMessage(dst, it.Record(), i); err != nil {
+		r := it.Record()
+		exact = exact && exactRecord(rb, r, i)
+		if dst, err = e.appendMessage(dst, r, i); err != nil {
 			return dst[:start], ProduceStats{}, err
 		}
 	}
 	finishBatch(dst[start:], uint32(rb.NumRecords))
-	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start}, nil
+	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start, Exact: exact}, nil
 }
 
 // CountKafkaRecords reports how many records rb's records section holds

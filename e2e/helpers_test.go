@@ -184,6 +184,7 @@ func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syn
 			MaxFrameSize:      8 << 20,
 			MaxFetchWait:      10 * time.Second,
 			MaxMessageSize:    64 << 20,
+			TailCacheBytes:    256 << 20, // --tail-cache-mb's default
 		}
 		if iggyBackend() {
 			hc.FetchConcurrency = 8 // as the binary on --backend iggy

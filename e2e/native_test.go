@@ -555,7 +555,7 @@ func printable(b []byte) bool {
 
 // realGateway is an in-process gateway on the shared real server, on the
 // test's own streams.
-func realGateway(t *testing.T) (*gateway, realBackend) {
+func realGateway(t *testing.T, opts ...gwOption) (*gateway, realBackend) {
 	t.Helper()
 	realServerTest(t)
 	rb := newRealBackend(t)
@@ -567,7 +567,7 @@ func realGateway(t *testing.T) (*gateway, realBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startGatewayOn(t, st, rb.stream, logBuf), rb
+	return startGatewayOn(t, st, rb.stream, logBuf, opts...), rb
 }
 
 // byteRange is the bytes lo..hi inclusive.

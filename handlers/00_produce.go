@@ -333,7 +333,8 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		}
 	}()
 	g := c.G
-	eb.B, _, err = bridge.EncodeKafkaRecords(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
+	var stats bridge.ProduceStats
+	eb.B, stats, err = bridge.EncodeKafkaRecords(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
 	if err != nil {
 		return 0, errCode(err, opWrite), nil
 	}
@@ -356,8 +357,12 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		keep = errors.Is(err, bridge.ErrAbandoned)
 		return 0, errCode(err, opWrite), nil
 	}
+	key := PartitionKey{Topic: topic, Partition: partition}
+	if stats.Exact && (rb.Compression() == codec.CompressionNone || !g.Cfg.FetchUncompressed) {
+		g.tail.put(key, identityOf(ti), base, int(rb.NumRecords), records)
+	}
 	if g.Watch != nil {
-		g.Watch.Signal(PartitionKey{Topic: topic, Partition: partition})
+		g.Watch.Signal(key)
 	}
 	return base, 0, nil
 }

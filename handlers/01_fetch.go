@@ -182,8 +182,12 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 	g := c.G
 	buf := getBig()
 	// Where each partition's records sit in buf.B; slices are taken only
-	// after the last append, since appends may move buf.B.
-	type span struct{ t, p, start, end int }
+	// after the last append, since appends may move buf.B. A partition
+	// answered from the tail cache has its bytes in direct instead.
+	type span struct {
+		t, p, start, end int
+		direct           []byte
+	}
 	var spans []span
 	total := 0
 	anyErr := false
@@ -222,8 +226,13 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 				// response holds data may a partition go over it, and
 				// then by one record.
 				room := limit - total
-				if total == 0 || room > 0 {
-					pmax := min(max(int(rp.PartitionMaxBytes), 0), room)
+				pmax := min(max(int(rp.PartitionMaxBytes), 0), room)
+				key := PartitionKey{Topic: rt.Topic, Partition: rp.Partition}
+				want := identityOf(&ti)
+				if b, _, _, ok := g.tail.get(key, &want, uint64(rp.FetchOffset), state.Next, pmax); ok {
+					spans = append(spans, span{t: i, p: j, direct: b})
+					total += len(b)
+				} else if total == 0 || room > 0 {
 					start := len(buf.B)
 					var n int
 					n, code, _ = c.fetchPartitionTo(buf, rt.Topic, rp.Partition, uint64(rp.FetchOffset), pmax)
@@ -234,7 +243,7 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 						n = 0
 					}
 					if n > 0 {
-						spans = append(spans, span{i, j, start, start + n})
+						spans = append(spans, span{t: i, p: j, start: start, end: start + n})
 						total += n
 					}
 				}
@@ -245,12 +254,18 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 			}
 		}
 	}
-	if len(spans) == 0 {
+	inBuf := false
+	for _, s := range spans {
+		if s.direct != nil {
+			resp.Topics[s.t].Partitions[s.p].RecordBatches = s.direct
+			continue
+		}
+		resp.Topics[s.t].Partitions[s.p].RecordBatches = buf.B[s.start:s.end:s.end]
+		inBuf = true
+	}
+	if !inBuf {
 		putBig(buf)
 		return total, anyErr, nil
-	}
-	for _, s := range spans {
-		resp.Topics[s.t].Partitions[s.p].RecordBatches = buf.B[s.start:s.end:s.end]
 	}
 	return total, anyErr, []*bytebufferpool.ByteBuffer{buf}
 }

@@ -113,6 +113,9 @@ func deleteTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 			}
 		}
 		if codes[i] == 0 {
+			// Forgotten whatever the outcome: a delete that failed may
+			// still have happened.
+			g.tail.forgetTopic(ti.Name)
 			if err := g.Store.DeleteTopic(c.Ctx, g.Cfg.Stream, ti.Name); err != nil {
 				codes[i] = errCode(err, opAdmin)
 				if req.Version >= 5 {

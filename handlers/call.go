@@ -47,6 +47,10 @@ type Config struct {
 	// records the producer compressed (docs/MAPPING.md, kafka.codec):
 	// less gateway CPU, more bytes on the wire.
 	FetchUncompressed bool
+	// TailCacheBytes is the memory the tail cache (tail_cache.go) may
+	// hold: the Kafka form of recently produced batches, which Fetch
+	// sends as they came; 0 or less: no cache.
+	TailCacheBytes int64
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -71,6 +75,8 @@ type Gateway struct {
 	// fetchSessions is the incremental fetch session cache
 	// (fetch_sessions.go).
 	fetchSessions *fetchSessions
+	// tail is the tail cache (tail_cache.go); nil: off.
+	tail *tailCache
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -231,5 +237,6 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 		Log:       log,
 
 		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
+		tail:          newTailCache(cfg.TailCacheBytes),
 	}
 }

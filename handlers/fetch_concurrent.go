@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,11 +44,15 @@ type fetchPart struct {
 	stateErr error
 	state    bridge.PartitionState
 
-	buf  *bytebufferpool.ByteBuffer // own buffer: polls run at once
-	n    int                        // Kafka bytes appended to buf
-	next uint64                     // one past the last offset returned
-	over bool                       // the data goes over pmax (KIP-74 first record)
-	code int16                      // the poll's error code when n == 0
+	buf *bytebufferpool.ByteBuffer // own buffer: polls run at once
+	n   int                        // Kafka bytes appended to buf, or in direct
+	// direct holds the data when the tail cache answered (buf unused),
+	// cached for the topic life ident, checked against the lookup's.
+	direct []byte
+	ident  tailIdentity
+	next   uint64 // one past the last offset returned
+	over   bool   // the data goes over pmax (KIP-74 first record)
+	code   int16  // the poll's error code when n == 0
 }
 
 // fetchBudgetsFit reports whether the partitions' budgets, each at most
@@ -125,7 +130,11 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 				k++
 			}
 			n, code := c.assemblePart(sp, &req.Topics[i].Partitions[j], topics[i].ti, topics[i].code, fp, total, limit)
-			if n > 0 {
+			switch {
+			case n > 0 && fp.direct != nil:
+				sp.RecordBatches = fp.direct
+				total += n
+			case n > 0:
 				sp.RecordBatches = fp.buf.B[:n:n]
 				bufs = append(bufs, fp.buf)
 				fp.buf = nil
@@ -183,6 +192,15 @@ func (ft *fetchTopic) partState(p int32) (bridge.PartitionState, error) {
 // of a sequential Fetch would (KIP-74: at least one record); assembly drops
 // data that went over when it is not first.
 func (c *Call) pollPart(fp *fetchPart) {
+	// The topic's identity and state are read at the same time as this
+	// runs: any cached life of the topic is taken here, and assembly
+	// checks it against the lookup's. Cached batches were acknowledged
+	// by the store, so they are below its high watermark.
+	key := PartitionKey{Topic: fp.topic, Partition: fp.partition}
+	if b, next, ident, ok := c.G.tail.get(key, nil, uint64(fp.offset), math.MaxUint64, fp.pmax); ok {
+		fp.direct, fp.n, fp.next, fp.ident = b, len(b), next, ident
+		return
+	}
 	fp.buf = getBig()
 	fp.n, fp.code, fp.next = c.fetchPartitionTo(fp.buf, fp.topic, fp.partition, uint64(fp.offset), fp.pmax)
 	fp.over = fp.n > fp.pmax
@@ -207,6 +225,13 @@ func (c *Call) assemblePart(sp *kmsg.FetchResponseTopicPartition, rp *kmsg.Fetch
 	}
 	if fp.stateErr != nil {
 		return 0, errCode(fp.stateErr, opRead)
+	}
+	if fp.direct != nil && fp.ident != identityOf(&ti) {
+		// Cached for another life of the topic (made again elsewhere
+		// under the same name): not these records. The next Fetch reads
+		// the store.
+		c.G.tail.forget(PartitionKey{Topic: fp.topic, Partition: fp.partition}, fp.ident)
+		fp.direct, fp.n = nil, 0
 	}
 	hwm := fp.state.Next
 	if fp.n > 0 && fp.next > hwm {

@@ -56,6 +56,7 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 
 		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
+		tail:          newTailCache(cfg.TailCacheBytes),
 	}
 }
 

@@ -26,7 +26,7 @@ var sharedFiles = map[string]bool{
 	"idempotence.go": true, "configs.go": true, "group_configs.go": true, "sasl.go": true, "authz.go": true, "acls.go": true,
 	// Fetch's two strategies' helpers, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
-	"fetch_concurrent.go": true, "fetch_sessions.go": true, "fetch_ratio.go": true,
+	"fetch_concurrent.go": true, "fetch_sessions.go": true, "fetch_ratio.go": true, "tail_cache.go": true,
 }
 
 var (

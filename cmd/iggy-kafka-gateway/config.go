@@ -69,6 +69,7 @@ type config struct {
 	FetchConcurrency   int // 0: by backend (fetchConcurrency)
 	FetchSessionSlots  int // 0: no fetch sessions
 	FetchUncompressed  bool
+	TailCacheMB        int
 	Groups             group.Config
 	Backend            string
 	Iggy               iggyConfig
@@ -242,6 +243,9 @@ func options() []option {
 		{flag: "fetch-compression", def: "producer",
 			usage: "how Fetch sends records a producer compressed: producer (compressed again with the producer's codec, as Kafka's compression.type=producer sends them) or none (uncompressed: less gateway CPU, more bytes on the wire)",
 			set:   oneOf([]string{"producer", "none"}, func(c *config, v string) { c.FetchUncompressed = v == "none" })},
+		{flag: "tail-cache-mb", def: "256",
+			usage: "memory in MiB for the Kafka form of recently produced batches, which Fetch sends as they came instead of reading and mapping the store (0: off)",
+			set:   intIn(0, 1<<20, func(c *config, n int) { c.TailCacheMB = n })},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
 			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Backend = v })},

@@ -37,6 +37,7 @@ func TestDefaults(t *testing.T) {
 		Fsync:              "always",
 		FsyncInterval:      100 * time.Millisecond,
 		StoreCacheMB:       256,
+		TailCacheMB:        256,
 		StoreTimeout:       10 * time.Second,
 		RetentionCheck:     30 * time.Second,
 		Stream:             "kafka",

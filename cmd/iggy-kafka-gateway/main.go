@@ -133,6 +133,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		FetchConcurrency:     cfg.fetchConcurrency(),
 		FetchSessionSlots:    fetchSessionSlots(cfg.FetchSessionSlots),
 		FetchUncompressed:    cfg.FetchUncompressed,
+		TailCacheBytes:       int64(cfg.TailCacheMB) << 20,
 		Groups:               cfg.Groups,
 		MaxMessageSize:       iggyMaxMessageSize,
 	}, store, log)
@@ -145,6 +146,10 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		st := g.FetchSessionStats()
 		return metrics.FetchSessionCounts{Open: st.Open, Created: st.Created, Evicted: st.Evicted,
 			Refused: st.Refused, Incremental: st.Incremental}
+	})
+	m.TailCache(func() metrics.TailCacheCounts {
+		st := g.TailCacheStats()
+		return metrics.TailCacheCounts{Hits: st.Hits, Misses: st.Misses, ServedBytes: st.ServedBytes, UsedBytes: st.UsedBytes}
 	})
 	srv := loop.NewServer(loop.Config{
 		Listeners:             listeners,

@@ -323,3 +323,34 @@ func (m *Metrics) FetchSessions(read func() FetchSessionCounts) {
 			func(c FetchSessionCounts) uint64 { return c.Incremental }),
 	)
 }
+
+// TailCacheCounts is what the tail-cache collectors read at scrape time
+// (handlers.Gateway.TailCacheStats).
+type TailCacheCounts struct {
+	Hits, Misses, ServedBytes, UsedBytes int64
+}
+
+// TailCache exposes the Fetch tail cache (handlers/tail_cache.go), read by
+// read at each scrape. Call it once, after the gateway is built; a no-op on
+// a nil *Metrics. Any goroutine.
+func (m *Metrics) TailCache(read func() TailCacheCounts) {
+	if m == nil {
+		return
+	}
+	counter := func(name, help string, v func(TailCacheCounts) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(read())) })
+	}
+	m.impl.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "iggy_kafka_tail_cache_bytes",
+			Help: "Memory held by the tail cache (the Kafka form of recently produced batches).",
+		}, func() float64 { return float64(read().UsedBytes) }),
+		counter("iggy_kafka_tail_cache_hits_total", "Fetched partitions answered from the tail cache.",
+			func(c TailCacheCounts) int64 { return c.Hits }),
+		counter("iggy_kafka_tail_cache_misses_total", "Fetched partitions the tail cache could not answer (read from the store).",
+			func(c TailCacheCounts) int64 { return c.Misses }),
+		counter("iggy_kafka_tail_cache_served_bytes_total", "Record-batch bytes Fetch sent from the tail cache.",
+			func(c TailCacheCounts) int64 { return c.ServedBytes }),
+	)
+}

@@ -219,3 +219,38 @@ func TestFetchSessionMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The tail-cache collectors report what their reader returns, and a nil
+// *Metrics ignores the call.
+func TestTailCacheMetrics(t *testing.T) {
+	var nilM *Metrics
+	nilM.TailCache(func() TailCacheCounts { return TailCacheCounts{} })
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.TailCache(func() TailCacheCounts {
+		return TailCacheCounts{Hits: 7, Misses: 2, ServedBytes: 1234, UsedBytes: 65536}
+	})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mm := range mf.GetMetric() {
+			switch {
+			case mm.GetGauge() != nil:
+				got[mf.GetName()] = mm.GetGauge().GetValue()
+			case mm.GetCounter() != nil:
+				got[mf.GetName()] = mm.GetCounter().GetValue()
+			}
+		}
+	}
+	for name, want := range map[string]float64{
+		"iggy_kafka_tail_cache_bytes": 65536, "iggy_kafka_tail_cache_hits_total": 7,
+		"iggy_kafka_tail_cache_misses_total": 2, "iggy_kafka_tail_cache_served_bytes_total": 1234,
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+}

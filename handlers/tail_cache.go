@@ -1,0 +1,319 @@
+package handlers
+
+import (
+	"encoding/binary"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// The tail cache keeps the Kafka form of the batches this gateway appended
+// most recently, per partition, so that a Fetch of recent records (the
+// steady state of a consumer keeping up with its producers) answers with
+// the bytes the producer sent, stamped with their offsets, instead of
+// reading the store and mapping Iggy messages back into Kafka records.
+// Kafka answers the same way: it sends the stored batch as the producer
+// wrote it (compressed ones still compressed).
+//
+// It is a copy of what the store holds, never the source of truth:
+//   - a batch goes in only after the store acknowledged it, at the offsets
+//     the store gave it, so every cached offset is a stored one;
+//   - only batches the mapping keeps exactly go in (tailCacheable), so a
+//     hit and a miss answer the same records;
+//   - a partition's entries are tied to the topic's identity (id and
+//     creation time): a topic deleted and made again under the same name,
+//     here or elsewhere, never answers with the old topic's bytes;
+//   - the Fetch handler checks the log start and the high watermark before
+//     it asks, and never serves past the watermark it read.
+//
+// Memory is bounded by a byte budget over all partitions; the oldest chunk
+// of any partition goes first. Batches are copied into per-partition
+// chunks and never modified after, so a Fetch response may point into a
+// chunk (no copy) and keep it alive after it was evicted.
+
+// tailChunkMin and tailChunkMax bound a partition's chunk size: small
+// first (a partition with little traffic costs little), doubling with each
+// new chunk up to the maximum, or the size of a larger batch.
+const (
+	tailChunkMin = 64 << 10
+	tailChunkMax = 4 << 20
+)
+
+// tailIdentity tells one life of a topic from another of the same name.
+type tailIdentity struct {
+	id      uint32
+	created uint64
+}
+
+// identityOf is ti's identity for the tail cache.
+func identityOf(ti *bridge.TopicInfo) tailIdentity {
+	return tailIdentity{id: ti.ID, created: ti.CreatedAt}
+}
+
+// tailCache is the gateway's tail cache. A nil *tailCache caches nothing.
+// Any goroutine.
+type tailCache struct {
+	budget int64
+
+	mu    sync.Mutex // guards parts, fifo and used
+	parts map[PartitionKey]*tailPart
+	fifo  []*tailChunk // every live chunk, oldest first
+	used  int64        // capacity of the chunks in fifo
+
+	hits, misses, servedBytes atomic.Int64
+}
+
+// tailPart is one partition's cached run of batches.
+type tailPart struct {
+	mu      sync.RWMutex
+	ident   tailIdentity
+	entries []tailEntry // by offset, increasing; may have gaps
+	chunk   *tailChunk  // where the next batch is copied; nil: a new one
+	nextCap int
+}
+
+// tailEntry is one cached batch: offsets [base, end) at chunk.buf[at:at+n].
+type tailEntry struct {
+	base, end uint64
+	chunk     *tailChunk
+	at, n     int
+}
+
+// tailChunk holds batches back to back. buf's length grows under the
+// owning part's lock; bytes below it never change.
+type tailChunk struct {
+	buf  []byte
+	size int64 // cap(buf), read without the part's lock
+	part *tailPart
+}
+
+// newTailCache returns a cache of at most budget bytes, nil when budget <= 0.
+func newTailCache(budget int64) *tailCache {
+	if budget <= 0 {
+		return nil
+	}
+	return &tailCache{budget: budget, parts: make(map[PartitionKey]*tailPart)}
+}
+
+// TailCacheStats are the tail cache's counts, for metrics.
+type TailCacheStats struct {
+	Hits, Misses, ServedBytes, UsedBytes int64
+}
+
+// TailCacheStats reads the tail cache's counts. Any goroutine.
+func (g *Gateway) TailCacheStats() TailCacheStats { return g.tail.Stats() }
+
+// Stats returns the counts so far. Any goroutine.
+func (tc *tailCache) Stats() TailCacheStats {
+	if tc == nil {
+		return TailCacheStats{}
+	}
+	tc.mu.Lock()
+	used := tc.used
+	tc.mu.Unlock()
+	return TailCacheStats{Hits: tc.hits.Load(), Misses: tc.misses.Load(), ServedBytes: tc.servedBytes.Load(), UsedBytes: used}
+}
+
+// part returns key's part, making it when create is set.
+func (tc *tailCache) part(key PartitionKey, create bool) *tailPart {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	p := tc.parts[key]
+	if p == nil && create {
+		p = &tailPart{}
+		tc.parts[key] = p
+	}
+	return p
+}
+
+// put caches batch, a whole Kafka v2 record batch the store just stored at
+// offsets [base, base+count), as the producer sent it. The copy gets base
+// as its base offset and partition leader epoch 0, as Fetch's mapped
+// batches have (neither is under the batch's CRC). A batch below the
+// partition's newest cached offset (an append that finished after a later
+// one) is not cached. Any goroutine.
+func (tc *tailCache) put(key PartitionKey, ident tailIdentity, base uint64, count int, batch []byte) {
+	n := len(batch)
+	if tc == nil || count <= 0 || n < 17 || int64(n) > tc.budget/4 {
+		return
+	}
+	p := tc.part(key, true)
+	p.mu.Lock()
+	if p.ident != ident {
+		p.resetLocked(ident)
+	}
+	if k := len(p.entries); k > 0 && base < p.entries[k-1].end {
+		p.mu.Unlock()
+		return
+	}
+	var fresh *tailChunk
+	if c := p.chunk; c == nil || cap(c.buf)-len(c.buf) < n {
+		fresh = p.newChunkLocked(n)
+	}
+	c := p.chunk
+	at := len(c.buf)
+	c.buf = append(c.buf, batch...)
+	b := c.buf[at : at+n]
+	binary.BigEndian.PutUint64(b[0:8], base)
+	binary.BigEndian.PutUint32(b[12:16], 0)
+	p.entries = append(p.entries, tailEntry{base: base, end: base + uint64(count), chunk: c, at: at, n: n})
+	p.mu.Unlock()
+	if fresh != nil {
+		tc.admit(fresh)
+	}
+}
+
+// resetLocked forgets the part's entries (a new life of the topic). The
+// old chunks stay counted until they are evicted. Under p.mu.
+func (p *tailPart) resetLocked(ident tailIdentity) {
+	p.ident = ident
+	p.entries = nil
+	p.chunk = nil
+	p.nextCap = 0
+}
+
+// newChunkLocked starts a chunk big enough for n bytes. Under p.mu; the
+// caller admits it to the cache after releasing p.mu.
+func (p *tailPart) newChunkLocked(n int) *tailChunk {
+	size := max(p.nextCap, tailChunkMin)
+	p.nextCap = min(size*2, tailChunkMax)
+	size = max(size, n)
+	c := &tailChunk{buf: make([]byte, 0, size), size: int64(size), part: p}
+	p.chunk = c
+	return c
+}
+
+// admit counts a new chunk and evicts the oldest chunks while the cache is
+// over its budget (never the new one). Called with no part lock held, so
+// it may take other parts' locks.
+func (tc *tailCache) admit(c *tailChunk) {
+	tc.mu.Lock()
+	tc.fifo = append(tc.fifo, c)
+	tc.used += c.size
+	var evict []*tailChunk
+	for tc.used > tc.budget && len(tc.fifo) > 1 {
+		old := tc.fifo[0]
+		tc.fifo[0] = nil
+		tc.fifo = tc.fifo[1:]
+		tc.used -= old.size
+		evict = append(evict, old)
+	}
+	if len(tc.fifo) < cap(tc.fifo)/4 {
+		tc.fifo = append([]*tailChunk(nil), tc.fifo...)
+	}
+	tc.mu.Unlock()
+	for _, old := range evict {
+		old.part.dropChunk(old)
+	}
+}
+
+// dropChunk forgets the entries in c. Any goroutine, no other lock held.
+func (p *tailPart) dropChunk(c *tailChunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A chunk's entries are one run, usually at the front (chunks are
+	// admitted about in the order they were made, not exactly).
+	kept := p.entries[:0]
+	for _, e := range p.entries {
+		if e.chunk != c {
+			kept = append(kept, e)
+		}
+	}
+	clear(p.entries[len(kept):])
+	p.entries = kept
+	if p.chunk == c {
+		p.chunk = nil
+	}
+}
+
+// forgetTopic drops every partition of topic (DeleteTopics through this
+// gateway; a recreation elsewhere is caught by the identity). Any
+// goroutine.
+func (tc *tailCache) forgetTopic(topic string) {
+	if tc == nil {
+		return
+	}
+	tc.mu.Lock()
+	var parts []*tailPart
+	for k, p := range tc.parts {
+		if k.Topic == topic {
+			parts = append(parts, p)
+			delete(tc.parts, k)
+		}
+	}
+	tc.mu.Unlock()
+	for _, p := range parts {
+		p.mu.Lock()
+		p.resetLocked(tailIdentity{})
+		p.mu.Unlock()
+	}
+}
+
+// get returns cached batches of key from the one holding offset from: one
+// contiguous slice of a chunk (the caller may send it as it is; it never
+// changes), holding whole batches at consecutive offsets that end at or
+// below hwm, at most budget bytes, and the identity of the topic they
+// belong to. With want set, only batches of that life of the topic are
+// returned. ok is false when from is not cached or the first batch does
+// not fit budget (the store path then returns part of it, KIP-74). next
+// is one past the last offset returned. The first batch may start below
+// from: consumers skip those records, as Kafka sends whole stored batches.
+// Any goroutine.
+func (tc *tailCache) get(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) (b []byte, next uint64, ident tailIdentity, ok bool) {
+	if tc == nil {
+		return nil, 0, tailIdentity{}, false
+	}
+	b, next, ident, ok = tc.lookup(key, want, from, hwm, budget)
+	if ok {
+		tc.hits.Add(1)
+		tc.servedBytes.Add(int64(len(b)))
+	} else {
+		tc.misses.Add(1)
+	}
+	return b, next, ident, ok
+}
+
+func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) ([]byte, uint64, tailIdentity, bool) {
+	p := tc.part(key, false)
+	if p == nil {
+		return nil, 0, tailIdentity{}, false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if want != nil && p.ident != *want {
+		return nil, 0, tailIdentity{}, false
+	}
+	es := p.entries
+	i := sort.Search(len(es), func(i int) bool { return es[i].end > from })
+	if i == len(es) || es[i].base > from || es[i].end > hwm || es[i].n > budget {
+		return nil, 0, tailIdentity{}, false
+	}
+	first := es[i]
+	at, n, next := first.at, first.n, first.end
+	for j := i + 1; j < len(es); j++ {
+		e := es[j]
+		if e.base != next || e.end > hwm || e.chunk != first.chunk || e.at != at+n || n+e.n > budget {
+			break
+		}
+		n += e.n
+		next = e.end
+	}
+	return first.chunk.buf[at : at+n : at+n], next, p.ident, true
+}
+
+// forget drops key's entries when they belong to ident (a Fetch found
+// they are of another life of the topic than the store's). Any goroutine.
+func (tc *tailCache) forget(key PartitionKey, ident tailIdentity) {
+	if tc == nil {
+		return
+	}
+	if p := tc.part(key, false); p != nil {
+		p.mu.Lock()
+		if p.ident == ident {
+			p.resetLocked(tailIdentity{})
+		}
+		p.mu.Unlock()
+	}
+}

@@ -1,0 +1,210 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+)
+
+// tailBatch is a fake Kafka batch of n bytes whose bytes after the
+// header identify it; put only patches base offset and leader epoch.
+func tailBatch(tag byte, n int) []byte {
+	b := bytes.Repeat([]byte{tag}, n)
+	binary.BigEndian.PutUint64(b, 999)      // replaced by the base offset
+	binary.BigEndian.PutUint32(b[12:], 777) // replaced by epoch 0
+	return b
+}
+
+var tailKey = PartitionKey{Topic: "t", Partition: 0}
+var tailLife = tailIdentity{id: 1, created: 100}
+
+func TestTailCacheServesContiguousBatches(t *testing.T) {
+	tc := newTailCache(1 << 20)
+	tc.put(tailKey, tailLife, 0, 3, tailBatch('a', 100))
+	tc.put(tailKey, tailLife, 3, 2, tailBatch('b', 50))
+	tc.put(tailKey, tailLife, 5, 1, tailBatch('c', 70))
+
+	b, next, ident, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
+	if !ok || next != 6 || len(b) != 220 || ident != tailLife {
+		t.Fatalf("from 0: ok %v next %d len %d ident %v", ok, next, len(b), ident)
+	}
+	if got := binary.BigEndian.Uint64(b[100:]); got != 3 {
+		t.Errorf("second batch base offset %d, want 3", got)
+	}
+	if got := binary.BigEndian.Uint32(b[112:]); got != 0 {
+		t.Errorf("leader epoch %d, want 0", got)
+	}
+	if b[99] != 'a' || b[149] != 'b' || b[219] != 'c' {
+		t.Errorf("bytes out of place")
+	}
+	// From inside a batch: the whole batch that holds it.
+	if b, next, _, ok = tc.get(tailKey, &tailLife, 4, math.MaxUint64, 1<<20); !ok || next != 6 || len(b) != 120 {
+		t.Errorf("from 4: ok %v next %d len %d", ok, next, len(b))
+	}
+	// The budget stops at a whole batch; a first batch over it is a miss.
+	if _, next, _, ok = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 160); !ok || next != 5 {
+		t.Errorf("budget 160: ok %v next %d", ok, next)
+	}
+	if _, _, _, ok = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 99); ok {
+		t.Error("a first batch over the budget was served")
+	}
+	// Never past the high watermark.
+	if _, next, _, ok = tc.get(tailKey, &tailLife, 0, 5, 1<<20); !ok || next != 5 {
+		t.Errorf("hwm 5: ok %v next %d", ok, next)
+	}
+	if _, _, _, ok = tc.get(tailKey, &tailLife, 5, 5, 1<<20); ok {
+		t.Error("served at the high watermark")
+	}
+	// Past the end, another topic life, another partition: misses.
+	if _, _, _, ok = tc.get(tailKey, &tailLife, 6, math.MaxUint64, 1<<20); ok {
+		t.Error("served past the cached end")
+	}
+	other := tailIdentity{id: 1, created: 101}
+	if _, _, _, ok = tc.get(tailKey, &other, 0, math.MaxUint64, 1<<20); ok {
+		t.Error("served another life of the topic")
+	}
+	if _, _, _, ok = tc.get(PartitionKey{Topic: "t", Partition: 1}, nil, 0, math.MaxUint64, 1<<20); ok {
+		t.Error("served another partition")
+	}
+	if st := tc.Stats(); st.Hits != 4 || st.Misses != 5 || st.ServedBytes != 220+120+150+150 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestTailCacheGapsAndLateBatches(t *testing.T) {
+	tc := newTailCache(1 << 20)
+	tc.put(tailKey, tailLife, 10, 5, tailBatch('a', 40))
+	tc.put(tailKey, tailLife, 20, 5, tailBatch('c', 40)) // 15..20 written elsewhere
+	tc.put(tailKey, tailLife, 15, 5, tailBatch('b', 40)) // finished late: not cached
+
+	if _, next, _, ok := tc.get(tailKey, &tailLife, 10, math.MaxUint64, 1<<20); !ok || next != 15 {
+		t.Errorf("from 10: ok %v next %d: must stop at the gap", ok, next)
+	}
+	if _, _, _, ok := tc.get(tailKey, &tailLife, 15, math.MaxUint64, 1<<20); ok {
+		t.Error("the late batch was cached")
+	}
+	if _, next, _, ok := tc.get(tailKey, &tailLife, 22, math.MaxUint64, 1<<20); !ok || next != 25 {
+		t.Errorf("from 22: ok %v next %d", ok, next)
+	}
+}
+
+func TestTailCacheNewLifeForgetsTheOld(t *testing.T) {
+	tc := newTailCache(1 << 20)
+	tc.put(tailKey, tailLife, 0, 5, tailBatch('a', 40))
+	next := tailIdentity{id: 2, created: 200}
+	tc.put(tailKey, next, 0, 2, tailBatch('z', 30))
+	if _, _, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20); ok {
+		t.Error("the old life is still served")
+	}
+	b, end, ident, ok := tc.get(tailKey, nil, 0, math.MaxUint64, 1<<20)
+	if !ok || end != 2 || ident != next || b[29] != 'z' {
+		t.Errorf("new life: ok %v end %d ident %v", ok, end, ident)
+	}
+	tc.forget(tailKey, tailLife) // not its life: kept
+	if _, _, _, ok := tc.get(tailKey, &next, 0, math.MaxUint64, 1<<20); !ok {
+		t.Error("forget of another life dropped the entries")
+	}
+	tc.forget(tailKey, next)
+	if _, _, _, ok := tc.get(tailKey, &next, 0, math.MaxUint64, 1<<20); ok {
+		t.Error("forget kept the entries")
+	}
+	tc.put(tailKey, next, 2, 1, tailBatch('y', 30))
+	tc.forgetTopic("t")
+	if _, _, _, ok := tc.get(tailKey, nil, 2, math.MaxUint64, 1<<20); ok {
+		t.Error("forgetTopic kept the entries")
+	}
+}
+
+func TestTailCacheStaysWithinBudget(t *testing.T) {
+	const budget = 1 << 20
+	tc := newTailCache(budget)
+	var off uint64
+	for i := 0; i < 2000; i++ {
+		k := PartitionKey{Topic: "t", Partition: int32(i % 7)}
+		tc.put(k, tailLife, off, 1, tailBatch(byte(i), 1000+i%3000))
+		off++
+		if used := tc.Stats().UsedBytes; used > budget+tailChunkMax {
+			t.Fatalf("after %d puts %d bytes used, budget %d", i, used, budget)
+		}
+	}
+	// The newest batches are served, the oldest are gone.
+	k := PartitionKey{Topic: "t", Partition: int32(1999 % 7)}
+	if _, _, _, ok := tc.get(k, &tailLife, 1999, math.MaxUint64, 1<<20); !ok {
+		t.Error("the newest batch is not cached")
+	}
+	if _, _, _, ok := tc.get(PartitionKey{Topic: "t", Partition: 0}, &tailLife, 0, math.MaxUint64, 1<<20); ok {
+		t.Error("the oldest batch is still cached")
+	}
+	// A batch over a quarter of the budget is never cached.
+	tc.put(tailKey, tailLife, off, 1, tailBatch('x', budget/4+1))
+	if _, _, _, ok := tc.get(tailKey, &tailLife, off, math.MaxUint64, budget); ok {
+		t.Error("an oversized batch was cached")
+	}
+}
+
+// Served bytes never change afterwards, whatever is put or evicted later:
+// a Fetch response may still point at them.
+func TestTailCacheServedBytesStay(t *testing.T) {
+	tc := newTailCache(256 << 10)
+	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 1000))
+	b, _, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
+	if !ok {
+		t.Fatal("miss")
+	}
+	want := bytes.Clone(b)
+	for i := 1; i < 2000; i++ {
+		tc.put(tailKey, tailLife, uint64(i), 1, tailBatch(byte(i), 1000))
+	}
+	if !bytes.Equal(b, want) {
+		t.Error("served bytes changed")
+	}
+}
+
+// Puts, gets and evictions on many goroutines (run with -race).
+func TestTailCacheConcurrent(t *testing.T) {
+	tc := newTailCache(512 << 10)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		k := PartitionKey{Topic: fmt.Sprint("t", w%2), Partition: int32(w)}
+		wg.Go(func() {
+			for i := 0; i < 3000; i++ {
+				tc.put(k, tailLife, uint64(i), 1, tailBatch(byte(i), 100+i%900))
+			}
+		})
+		wg.Go(func() {
+			for i := 0; i < 3000; i++ {
+				if b, _, _, ok := tc.get(k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10); ok {
+					if off := binary.BigEndian.Uint64(b); off > uint64(i/2) {
+						t.Errorf("first batch at %d, asked %d", off, i/2)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; i < 50; i++ {
+			tc.forgetTopic("t0")
+		}
+	})
+	wg.Wait()
+}
+
+func TestTailCacheNilIsOff(t *testing.T) {
+	var tc *tailCache
+	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 100))
+	if _, _, _, ok := tc.get(tailKey, nil, 0, math.MaxUint64, 1<<20); ok {
+		t.Error("nil cache served")
+	}
+	tc.forgetTopic("t")
+	tc.forget(tailKey, tailLife)
+	if st := tc.Stats(); st != (TailCacheStats{}) {
+		t.Errorf("stats %+v", st)
+	}
+	if newTailCache(0) != nil {
+		t.Error("budget 0 made a cache")
+	}
+}

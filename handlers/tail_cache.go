@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -131,9 +132,8 @@ func (tc *tailCache) part(key PartitionKey, create bool) *tailPart {
 // put caches batch, a whole Kafka v2 record batch the store just stored at
 // offsets [base, base+count), as the producer sent it. The copy gets base
 // as its base offset and partition leader epoch 0, as Fetch's mapped
-// batches have (neither is under the batch's CRC). A batch below the
-// partition's newest cached offset (an append that finished after a later
-// one) is not cached. Any goroutine.
+// batches have (neither is under the batch's CRC). A batch overlapping
+// one already cached is not cached again. Any goroutine.
 func (tc *tailCache) put(key PartitionKey, ident tailIdentity, base uint64, count int, batch []byte) {
 	n := len(batch)
 	if tc == nil || count <= 0 || n < 17 || int64(n) > tc.budget/4 {
@@ -144,7 +144,12 @@ func (tc *tailCache) put(key PartitionKey, ident tailIdentity, base uint64, coun
 	if p.ident != ident {
 		p.resetLocked(ident)
 	}
-	if k := len(p.entries); k > 0 && base < p.entries[k-1].end {
+	// Appends to one partition may finish out of order (concurrent
+	// producers, or pipelined ones): a batch goes where its offsets
+	// belong, unless it overlaps one already there (a retried duplicate).
+	es := p.entries
+	i := sort.Search(len(es), func(i int) bool { return es[i].end > base })
+	if i < len(es) && es[i].base < base+uint64(count) {
 		p.mu.Unlock()
 		return
 	}
@@ -158,7 +163,7 @@ func (tc *tailCache) put(key PartitionKey, ident tailIdentity, base uint64, coun
 	b := c.buf[at : at+n]
 	binary.BigEndian.PutUint64(b[0:8], base)
 	binary.BigEndian.PutUint32(b[12:16], 0)
-	p.entries = append(p.entries, tailEntry{base: base, end: base + uint64(count), chunk: c, at: at, n: n})
+	p.entries = slices.Insert(p.entries, i, tailEntry{base: base, end: base + uint64(count), chunk: c, at: at, n: n})
 	p.mu.Unlock()
 	if fresh != nil {
 		tc.admit(fresh)

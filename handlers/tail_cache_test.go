@@ -78,16 +78,27 @@ func TestTailCacheGapsAndLateBatches(t *testing.T) {
 	tc := newTailCache(1 << 20)
 	tc.put(tailKey, tailLife, 10, 5, tailBatch('a', 40))
 	tc.put(tailKey, tailLife, 20, 5, tailBatch('c', 40)) // 15..20 written elsewhere
-	tc.put(tailKey, tailLife, 15, 5, tailBatch('b', 40)) // finished late: not cached
+	tc.put(tailKey, tailLife, 30, 5, tailBatch('e', 40)) // 25..30 not yet
 
 	if _, next, _, ok := tc.get(tailKey, &tailLife, 10, math.MaxUint64, 1<<20); !ok || next != 15 {
 		t.Errorf("from 10: ok %v next %d: must stop at the gap", ok, next)
 	}
 	if _, _, _, ok := tc.get(tailKey, &tailLife, 15, math.MaxUint64, 1<<20); ok {
-		t.Error("the late batch was cached")
+		t.Error("served a gap")
 	}
 	if _, next, _, ok := tc.get(tailKey, &tailLife, 22, math.MaxUint64, 1<<20); !ok || next != 25 {
 		t.Errorf("from 22: ok %v next %d", ok, next)
+	}
+	// Appends that finish late go where their offsets belong; one that
+	// overlaps a cached batch is not cached twice.
+	tc.put(tailKey, tailLife, 25, 5, tailBatch('d', 40))
+	tc.put(tailKey, tailLife, 15, 5, tailBatch('b', 40))
+	tc.put(tailKey, tailLife, 12, 5, tailBatch('x', 40))
+	for from, want := range map[uint64]byte{10: 'a', 15: 'b', 20: 'c', 25: 'd', 30: 'e'} {
+		b, next, _, ok := tc.get(tailKey, &tailLife, from, math.MaxUint64, 40)
+		if !ok || next != from+5 || b[39] != want {
+			t.Errorf("from %d: ok %v next %d", from, ok, next)
+		}
 	}
 }
 

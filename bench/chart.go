@@ -26,7 +26,7 @@ func (c *Comparison) Chart(path string) error {
 	var thr, lat []string
 	for _, w := range c.Workloads {
 		switch w.Kind {
-		case "produce", "consume":
+		case "produce", "consume", "perf-produce", "perf-consume":
 			thr = append(thr, w.Name)
 		case "latency", "e2e":
 			lat = append(lat, w.Name)

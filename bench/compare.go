@@ -16,7 +16,7 @@ import (
 // Workload is one row group of a comparison.
 type Workload struct {
 	Name       string `json:"name"`
-	Kind       string `json:"kind"` // produce, consume, latency (produce at half the gateway's peak), e2e, idle (Records connections held open; RSS per connection)
+	Kind       string `json:"kind"` // produce, consume, latency (produce at half the gateway's peak), e2e, idle (Records connections held open; RSS per connection), perf-produce, perf-consume (Kafka's perf tools: PerfWorkloads)
 	RecordSize int    `json:"record_size"`
 	Records    int    `json:"records"`
 	Partitions int32  `json:"partitions"`
@@ -133,6 +133,9 @@ type CompareOptions struct {
 	// ProfileDir, if set, receives a CPU profile of the gateway target per
 	// workload (first repetition), fetched from Target.PprofAddr.
 	ProfileDir string
+	// PerfProducerProps are KEY=VALUE producer settings for the
+	// perf-produce workloads, after their acks=all (a later one wins).
+	PerfProducerProps []string
 }
 
 // Comparison is the outcome of Compare.
@@ -262,9 +265,21 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 			}
 			c.Rates[w.Name] = rate
 		}
+		if isPerfKind(w.Kind) {
+			if _, err := o.Target.perfTools(); errors.Is(err, ErrSkip) {
+				fmt.Fprintf(o.Log, "SKIPPING %s: %v\n", w.Name, err)
+				c.Skipped[w.Name] = err.Error()
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			if c.Machine.Java == "" {
+				c.Machine.Java = javaVersion(o.Target.Java)
+			}
+		}
 		for rep := 0; rep < o.Reps; rep++ {
 			for _, t := range targets {
-				if (w.Kind == "consume" || w.Kind == "e2e") && t.Name() == "kfake-blackhole" {
+				if (w.Kind == "consume" || w.Kind == "perf-consume" || w.Kind == "e2e") && t.Name() == "kfake-blackhole" {
 					continue // it stores nothing to read
 				}
 				seq++
@@ -351,26 +366,11 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		}
 		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
-			// Count what the target stored, not only what it acknowledged.
-			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			var n int64
-			for _, tn := range topicNames(topic, po.Topics) {
-				m, e := EndOffsets(hctx, t.Brokers(), tn, po.Partitions, dial...)
-				n, err = n+m, errors.Join(err, e)
-			}
-			cancel()
-			want := int64(po.Records + po.Producers) // + one warm-up record each
-			if err != nil || n != want {
-				r.Complete = false
-				r.Err = fmt.Sprintf("high watermark %d, want %d (%v)", n, want, err)
-			}
+			checkStored(ctx, t, po, int64(po.Records+po.Producers), r) // + one warm-up record each
 		}
 	case "consume":
-		pre := po
-		pre.Progress = nil
-		pre.Linger = 0
-		if _, err := RunProduce(ctx, pre); err != nil {
-			return fail(fmt.Errorf("preload: %w", err))
+		if err := preload(ctx, po); err != nil {
+			return fail(err)
 		}
 		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
 		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
@@ -380,6 +380,10 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 			return fail(err)
 		}
 		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
+	case "perf-produce", "perf-consume":
+		if r, err = runPerf(ctx, o, t, w, po, label); err != nil {
+			return fail(err)
+		}
 	case "idle":
 		r, err = runIdle(ctx, t, w.Records)
 		if err != nil {
@@ -401,6 +405,40 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		r.ServerCPU = 0 // in this process: not separable
 	}
 	return r
+}
+
+// checkStored counts what the target stored, not only what it
+// acknowledged: the high watermarks of po's topics must add up to want,
+// else r is marked incomplete.
+func checkStored(ctx context.Context, t Target, po ProduceOptions, want int64, r *Result) {
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var n int64
+	var err error
+	for _, tn := range topicNames(po.Topic, po.Topics) {
+		m, e := EndOffsets(hctx, t.Brokers(), tn, max(po.Partitions, 1), po.Dial...)
+		n, err = n+m, errors.Join(err, e)
+	}
+	if err != nil || n != want {
+		r.Complete = false
+		r.Err = fmt.Sprintf("high watermark %d, want %d (%v)", n, want, err)
+	}
+}
+
+// preload writes the records a consume workload reads, with the
+// workload's producer settings but kgo's default linger and no progress
+// lines; it creates the topic.
+func preload(ctx context.Context, po ProduceOptions) error {
+	po.Progress = nil
+	po.Linger = 0
+	r, err := RunProduce(ctx, po)
+	if err == nil && !r.Complete {
+		err = errors.New(r.Err)
+	}
+	if err != nil {
+		return fmt.Errorf("preload: %w", err)
+	}
+	return nil
 }
 
 // targetCPU is the CPU time of t's processes: the gateway's, plus the Iggy
@@ -504,7 +542,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, ccpu, sper, cper, gper, rss, pergb, p50, p99, p999, pmax, ratios []float64
+			var rec, mb, cpu, ccpu, sper, cper, gper, rss, pergb, p50, p95, p99, p999, pmax, mean, ratios []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -534,6 +572,7 @@ func (c *Comparison) summarise() {
 				}
 				if l != nil {
 					p50, p99, p999, pmax = append(p50, l.P50), append(p99, l.P99), append(p999, l.P999), append(pmax, l.Max)
+					p95, mean = append(p95, l.P95), append(mean, l.Mean)
 				}
 				if i < len(baseRuns) && baseRuns[i].Complete && r.RecPerSec > 0 {
 					ratios = append(ratios, baseRuns[i].RecPerSec/r.RecPerSec)
@@ -547,7 +586,7 @@ func (c *Comparison) summarise() {
 				row.PairedX = median(ratios)
 			}
 			if len(p99) > 0 {
-				row.Latency = &Latency{P50: median(p50), P99: median(p99), P999: median(p999), Max: median(pmax)}
+				row.Latency = &Latency{P50: median(p50), P95: median(p95), P99: median(p99), P999: median(p999), Max: median(pmax), Mean: median(mean)}
 			}
 			c.Rows = append(c.Rows, row)
 		}

@@ -11,6 +11,11 @@ import (
 	"strings"
 )
 
+// kafkaJVMPerf is KAFKA_JVM_PERFORMANCE_OPTS of kafka-run-class.sh, which
+// every Kafka script starts its JVM with: the broker and the perf tools.
+var kafkaJVMPerf = []string{"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true"}
+
 // kafkaCommand prepares a single-node KRaft broker in t.dir (a generated
 // server.properties bound to 127.0.0.1, storage formatted with
 // kafka.tools.StorageTool) and returns the command line of kafka.Kafka.
@@ -84,9 +89,8 @@ func (t *procTarget) kafkaCommand(ctx context.Context, port int) ([]string, erro
 		heap = "1g"
 	}
 	// The JVM options of kafka-server-start.sh / kafka-run-class.sh.
-	jvm := []string{"-Xms" + heap, "-Xmx" + heap, "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-		"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-		"-Djava.awt.headless=true", "-Dlog4j2.configurationFile=" + log4j, "-cp", cp}
+	jvm := append(append([]string{"-Xms" + heap, "-Xmx" + heap}, kafkaJVMPerf...),
+		"-Dlog4j2.configurationFile="+log4j, "-cp", cp)
 	format := exec.CommandContext(ctx, javaPath, "-Xmx256m", "-Dlog4j2.configurationFile="+log4j, "-cp", cp,
 		"kafka.tools.StorageTool", "format", "-t", cluster, "-c", propsPath, "--ignore-formatted")
 	if out, err := format.CombinedOutput(); err != nil {

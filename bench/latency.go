@@ -11,6 +11,7 @@ import (
 type Latency struct {
 	Count int64   `json:"count"`
 	P50   float64 `json:"p50_ms"`
+	P95   float64 `json:"p95_ms,omitempty"` // Kafka's producer perf tool reports it; the harness's histogram does not
 	P99   float64 `json:"p99_ms"`
 	P999  float64 `json:"p999_ms"`
 	Max   float64 `json:"max_ms"`

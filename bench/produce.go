@@ -161,6 +161,10 @@ type Result struct {
 	RSSPerConn float64 `json:"rss_per_conn_bytes,omitempty"`
 	Complete   bool    `json:"complete"` // every record counted, no error, within the bounds
 	Err        string  `json:"error,omitempty"`
+	// ToolLine is the summary a perf tool printed (perf-produce,
+	// perf-consume), as printed: its MB are MiB and its rates its own
+	// timing; the fields above are read from it.
+	ToolLine string `json:"tool_line,omitempty"`
 }
 
 func (r *Result) finish(elapsed time.Duration) {

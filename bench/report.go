@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,6 +121,7 @@ func (c *Comparison) Markdown() string {
 			cpu, pergb, ratio, paired)
 	}
 	c.idleTable(&b)
+	c.perfTable(&b)
 	if slices.Contains(c.Targets, "iggy-native") {
 		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
 			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
@@ -152,8 +154,9 @@ func (c *Comparison) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", ck.What, ck.Want, ck.GotText, met)
 		}
 	}
-	for name, why := range c.Skipped {
-		fmt.Fprintf(&b, "\nskipped %s: %s\n", name, why)
+	skipped := slices.Sorted(maps.Keys(c.Skipped)) // a stable order from run to run
+	for _, name := range skipped {
+		fmt.Fprintf(&b, "\nskipped %s: %s\n", name, c.Skipped[name])
 	}
 	return b.String()
 }
@@ -246,5 +249,40 @@ func (c *Comparison) idleTable(b *strings.Builder) {
 			rss = fmt.Sprintf("%.1f KiB", r.RSSPerConn/1024)
 		}
 		fmt.Fprintf(b, "| %s | %s | %d/%d | %d | %s |\n", r.Workload, r.Target, r.OK, r.Runs, conns, rss)
+	}
+}
+
+// perfTable renders what only Kafka's perf tools report or cost: the
+// producer tool's mean and p95 latency, and the CPU per record of the
+// client JVM beside the server's.
+func (c *Comparison) perfTable(b *strings.Builder) {
+	var rows []Row
+	for _, r := range c.Rows {
+		if isPerfKind(c.kindOf(r.Workload)) {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\nKafka's perf tools (ProducerPerformance, ConsumerPerformance; one JVM per run): the producer's mean and " +
+		"p95 latency as it prints them (whole ms, send() to callback, of up to 500k sampled records); CPU per record " +
+		"(µs) of the client, the JVM with its start-up and JIT, and of the server; medians. \"–\": not reported, " +
+		"or the target runs in the harness's process.\n\n" +
+		"| workload | target | ok/runs | records/s | avg ms | p95 ms | client CPU s | client µs/rec | server µs/rec |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	num := func(v float64, format string) string {
+		if v <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	for _, r := range rows {
+		avg, p95 := "–", "–"
+		if r.Latency != nil {
+			avg, p95 = fmt.Sprintf("%.2f", r.Latency.Mean), fmt.Sprintf("%.2f", r.Latency.P95)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Target, r.OK, r.Runs,
+			human(r.RecPerSec), avg, p95, num(r.ClientCPU, "%.2f"), num(r.ClientUsPerRec, "%.3f"), num(r.ServerUsPerRec, "%.3f"))
 	}
 }

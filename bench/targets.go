@@ -58,6 +58,7 @@ type TargetConfig struct {
 	GatewayBin string // prebuilt gateway binary; built from ModuleDir when empty
 	KafkaLib   string // directory of the Kafka broker jars; default ModuleDir/bench/kafka/target/lib
 	Java       string // java binary; default "java" on PATH
+	ToolsLib   string // kafka-tools and its dependencies for the perf workloads; default: see perfTools
 	KafkaHeap  string // -Xmx/-Xms of the broker; default 1g (as kafka-server-start.sh)
 	IggyAddr   string // Iggy server for the iggy targets; empty: each starts its own from IggyServerDir
 	// IggyServerDir holds run.sh, iggy-server and iggy-bench; default
@@ -151,6 +152,7 @@ type procTarget struct {
 	iggyAddr                string // kind iggy: the server the gateway fronts
 	tls                     bool   // kind gateway: an SSL listener instead of PLAINTEXT
 	tlsClient               *tls.Config
+	caFile                  string
 	c                       *TargetConfig
 	addr                    string
 	dir                     string
@@ -275,9 +277,15 @@ func (t *procTarget) makeCerts() error {
 	if err != nil {
 		return err
 	}
+	t.caFile = f.CA
 	t.tlsClient, err = testcert.LoadClientConfig(f, false)
 	return err
 }
+
+// CAFile is the PEM file of the CA that signed the gateway-tls target's
+// certificate, for clients other than franz-go (Kafka's perf tools); ""
+// for the others.
+func (t *procTarget) CAFile() string { return t.caFile }
 
 // TLSClient is the TLS configuration that trusts the gateway-tls
 // target's certificate; nil for the others.

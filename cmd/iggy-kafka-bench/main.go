@@ -18,10 +18,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -177,11 +179,16 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	targets := fs.String("targets", "", "comma-separated targets (default: gateway,gateway-always,kfake,kfake-blackhole,kafka; --quick drops gateway-always; iggy is added with --iggy-addr; only iggy and iggy-native: the Iggy workloads, produce/consume x 100 B/1 KiB x 1/4 partitions); one of "+strings.Join(bench.TargetNames, ", "))
 	reps := fs.Int("reps", 0, "repetitions per workload and target (default 5, --quick 2)")
 	scale := fs.Float64("scale", 1, "multiply every workload's record count")
-	only := fs.String("workloads", "", "comma-separated workload names to run (default all)")
+	only := fs.String("workloads", "", "comma-separated workload names to run (default all but the perf-* ones); "+
+		"\"perf\" stands for perf-produce-100B,perf-produce-1KiB,perf-consume-100B,perf-consume-1KiB (Kafka's own perf tools as the client)")
 	out := fs.String("out", "bench/results", "directory for compare.json, compare.md, compare.png")
 	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
 	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib; bench/kafka/fetch.sh fills it)")
-	java := fs.String("java", "java", "java binary for the kafka target")
+	java := fs.String("java", "java", "java binary for the kafka target and the perf workloads")
+	toolsLib := fs.String("kafka-tools-lib", "", "kafka-tools 4.1.1 and its dependencies for the perf workloads "+
+		"(default e2e/java/target/lib, which e2e/java/fetch.sh fills; without them the perf workloads are skipped with a message)")
+	var perfProps multiFlag
+	fs.Var(&perfProps, "perf-producer-prop", "KEY=VALUE producer setting of the perf-produce workloads, after their acks=all, repeatable (e.g. --perf-producer-prop=batch.size=1048576)")
 	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy and iggy-native targets (default: each starts its own from ../shared/iggy/server)")
 	var iggyArgs multiFlag
 	fs.Var(&iggyArgs, "iggy-arg", "extra gateway flag for the iggy target, repeatable (e.g. --iggy-arg=--iggy-username=iggy)")
@@ -230,13 +237,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case onlyIggy(strings.Split(ts, ",")):
 		ws = bench.IggyWorkloads(*quick)
 	}
-	var picked []bench.Workload
-	for _, w := range ws {
-		if *only != "" && !contains(strings.Split(*only, ","), w.Name) {
-			continue
-		}
-		w.Records = int(float64(w.Records) * *scale)
-		picked = append(picked, w)
+	picked, err := pickWorkloads(ws, bench.PerfWorkloads(*quick), *only)
+	if err != nil {
+		return err
+	}
+	for i := range picked {
+		picked[i].Records = int(float64(picked[i].Records) * *scale)
 	}
 	modDir, err := moduleDir()
 	if err != nil && *gwBin == "" {
@@ -252,9 +258,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	c, err := bench.Compare(ctx, bench.CompareOptions{
 		Targets: strings.Split(ts, ","), Workloads: picked, Reps: *reps, MaxDuration: *maxDur,
 		Compression: *compression, Acks: *acks, Idempotent: *idem, Linger: *linger,
-		Target: bench.TargetConfig{ModuleDir: modDir, GatewayBin: *gwBin, KafkaLib: *kafkaLib, Java: *java,
+		Target: bench.TargetConfig{ModuleDir: modDir, GatewayBin: *gwBin, KafkaLib: *kafkaLib, Java: *java, ToolsLib: *toolsLib,
 			IggyAddr: *iggyAddr, IggyArgs: iggyArgs, GatewayArgs: gwArgs, SelfExe: self, PprofAddr: *pprofAddr},
-		Progress: stderr, Log: stderr, ProfileDir: *profile,
+		Progress: stderr, Log: stderr, ProfileDir: *profile, PerfProducerProps: perfProps,
 	})
 	if err != nil {
 		return err
@@ -300,6 +306,43 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
+// pickWorkloads is what --workloads names, in the order of the set and
+// then of the perf workloads: with no names the set alone (the perf
+// workloads start a JVM per run and would take the full comparison past
+// ten minutes); "perf" names every perf workload. An unknown name is an
+// error rather than a run that quietly does less.
+func pickWorkloads(set, perf []bench.Workload, only string) ([]bench.Workload, error) {
+	if only == "" {
+		return set, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n = strings.TrimSpace(n); n == "perf" {
+			for _, w := range perf {
+				want[w.Name] = true
+			}
+		} else if n != "" {
+			want[n] = true
+		}
+	}
+	var picked []bench.Workload
+	for _, w := range append(slices.Clone(set), perf...) {
+		if want[w.Name] {
+			picked = append(picked, w)
+			delete(want, w.Name)
+		}
+	}
+	if len(want) > 0 {
+		var names []string
+		for _, w := range append(slices.Clone(set), perf...) {
+			names = append(names, w.Name)
+		}
+		return nil, fmt.Errorf("unknown workloads %s (this run knows %s, and perf)",
+			strings.Join(slices.Sorted(maps.Keys(want)), ","), strings.Join(names, ","))
+	}
+	return picked, nil
+}
+
 // onlyIggy reports targets made only of iggy and iggy-native.
 func onlyIggy(targets []string) bool {
 	for _, t := range targets {
@@ -308,15 +351,6 @@ func onlyIggy(targets []string) bool {
 		}
 	}
 	return len(targets) > 0
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // moduleDir is the directory of the go.mod above the working directory.

@@ -63,7 +63,7 @@ func TestSmokeCompareIggy(t *testing.T) {
 	defer cancel()
 	ws := []Workload{
 		{Name: "produce-100B-4p", Kind: "produce", RecordSize: 100, Records: 20_000, Partitions: 4, Producers: 1},
-		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 5_000, Partitions: 1},
+		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 20_000, Partitions: 1},
 		{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 500, Partitions: 1, Producers: 1, Seconds: 1, Rate: 500, Linger: -1},
 	}
 	c, err := Compare(ctx, CompareOptions{Targets: []string{"iggy", "iggy-native"}, Workloads: ws, Reps: 1,
@@ -95,7 +95,9 @@ func TestSmokeCompareIggy(t *testing.T) {
 		}
 		// The gateway's own CPU is reported, as a part of the iggy row's
 		// server CPU (gateway plus iggy-server); iggy-native has none.
-		if g.GatewayUsPerRec <= 0 || g.GatewayUsPerRec >= g.ServerUsPerRec || n.GatewayUsPerRec != 0 {
+		// CPU comes in 10 ms ticks, and a short run may give iggy-server
+		// none, so the part may be the whole.
+		if g.GatewayUsPerRec <= 0 || g.GatewayUsPerRec > g.ServerUsPerRec || n.GatewayUsPerRec != 0 {
 			t.Fatalf("%s: gateway %.3f of server %.3f µs/record; native gateway %.3f", w, g.GatewayUsPerRec, g.ServerUsPerRec, n.GatewayUsPerRec)
 		}
 	}

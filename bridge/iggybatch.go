@@ -166,14 +166,38 @@ func StampIggyBatch(b []byte, partition, baseOffset, baseTimestamp uint64) {
 	if len(b) < BatchHeaderSize {
 		return
 	}
-	le.PutUint64(b[bhPartition:], partition)
-	le.PutUint64(b[bhBaseOffset:], baseOffset)
-	le.PutUint64(b[bhBaseTs:], baseTimestamp)
 	v, err := ParseIggyBatch(b)
 	if err != nil {
+		le.PutUint64(b[bhPartition:], partition)
+		le.PutUint64(b[bhBaseOffset:], baseOffset)
+		le.PutUint64(b[bhBaseTs:], baseTimestamp)
 		return
 	}
-	le.PutUint64(b[bhChecksum:], batchChecksum(v, v.Messages))
+	StampIggyHeader(b[:BatchHeaderSize], v.Messages, partition, baseOffset, baseTimestamp)
+}
+
+// StampIggyHeader is StampIggyBatch for a copy of a batch's header: hdr is
+// the batch's 256-byte header (its Length and Count unchanged), frames the
+// batch's message frames, which the batch checksum covers and which are
+// only read. A store that writes the stamped header beside the caller's
+// frames (the embedded segment log's writev) stamps without copying the
+// payloads. Nothing panics on malformed input; the checksum is then garbage.
+func StampIggyHeader(hdr, frames []byte, partition, baseOffset, baseTimestamp uint64) {
+	if len(hdr) < BatchHeaderSize {
+		return
+	}
+	le.PutUint64(hdr[bhPartition:], partition)
+	le.PutUint64(hdr[bhBaseOffset:], baseOffset)
+	le.PutUint64(hdr[bhBaseTs:], baseTimestamp)
+	v := BatchView{
+		PartitionID:     partition,
+		BaseOffset:      baseOffset,
+		BaseTimestamp:   baseTimestamp,
+		OriginTimestamp: le.Uint64(hdr[bhOriginTs:]),
+		Length:          le.Uint64(hdr[bhLength:]),
+		Count:           le.Uint32(hdr[bhCount:]),
+	}
+	le.PutUint64(hdr[bhChecksum:], batchChecksum(v, frames))
 }
 
 // hasherPool keeps xxh3 streaming state (over 1 KiB) off the per-batch

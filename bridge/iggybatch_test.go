@@ -127,6 +127,24 @@ func TestStampRecomputesChecksum(t *testing.T) {
 	StampIggyBatch(b[:10], 1, 1, 1) // must not panic
 }
 
+// StampIggyHeader on a copy of the header gives the header StampIggyBatch
+// writes into the whole batch, and reads the frames only.
+func TestStampHeaderMatchesStampBatch(t *testing.T) {
+	b := goldenBatch(t)
+	orig := append([]byte(nil), b...)
+	hdr := append([]byte(nil), b[:BatchHeaderSize]...)
+	StampIggyHeader(hdr, b[BatchHeaderSize:], 7, 1234, 5678)
+	if !bytes.Equal(b, orig) {
+		t.Fatal("StampIggyHeader modified the batch")
+	}
+	StampIggyBatch(b, 7, 1234, 5678)
+	if !bytes.Equal(hdr, b[:BatchHeaderSize]) {
+		t.Fatalf("header copy %x\nstamped batch %x", hdr, b[:BatchHeaderSize])
+	}
+	StampIggyHeader(hdr[:10], nil, 1, 1, 1) // must not panic
+	StampIggyHeader(hdr, b[BatchHeaderSize:BatchHeaderSize+10], 1, 1, 1)
+}
+
 func TestVerifyRejects(t *testing.T) {
 	good := goldenBatch(t)
 	mutate := map[string]func(b []byte) []byte{

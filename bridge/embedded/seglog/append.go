@@ -46,9 +46,10 @@ func (l *Log) Append(batch []byte, v bridge.BatchView, segBytes int64) (uint64, 
 
 // Import appends a batch that is already stamped, as it is (a migration
 // from another store). Its base offset must be at or past the log's next
-// offset; past it, the offsets between stay unused and a new segment starts
-// at the batch. The batch must pass bridge.VerifyIggyBatch. Same errors as
-// Append.
+// offset (or anything, in a log with no segment: a batch straddling the log
+// start); past it, the offsets between stay unused and a new segment starts
+// at the batch. The batch must pass bridge.VerifyIggyBatch. It returns the
+// logical position after the batch. Same errors as Append.
 func (l *Log) Import(batch []byte, segBytes int64) (int64, error) {
 	v, err := bridge.VerifyIggyBatch(batch)
 	if err != nil {
@@ -60,7 +61,7 @@ func (l *Log) Import(batch []byte, segBytes int64) (int64, error) {
 	if err := l.writable(); err != nil {
 		return 0, err
 	}
-	if v.BaseOffset < l.next {
+	if v.BaseOffset < l.next && len(l.segments()) > 0 {
 		return 0, fmt.Errorf("seglog: import of offset %d below the next offset %d", v.BaseOffset, l.next)
 	}
 	prev := l.next

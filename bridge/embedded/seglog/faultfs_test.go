@@ -28,6 +28,7 @@ type faultFS struct {
 	syncGate     chan struct{} // when set, data syncs wait for it to close
 	syncDelay    time.Duration
 	syncs        atomic.Int64 // data syncs of .log files
+	readAts      atomic.Int64 // reads of .log files
 }
 
 func (fs *faultFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
@@ -86,6 +87,11 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	return partial, err
+}
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.readAts.Add(1)
+	return f.File.ReadAt(p, off)
 }
 
 func (f *faultFile) SyncData() error {

@@ -9,10 +9,11 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// indexInterval is the most batch bytes between two index entries: a
-// lookup lands on a batch at most this far (plus one batch) before the one
-// it looks for, so a read covering maxBytes+2*indexInterval from the entry
-// holds the whole answer.
+// indexInterval bounds the batch bytes between two index entries: a batch
+// starts less than indexInterval past the last entry before it (an entry is
+// added at the first batch starting indexInterval or more past the last),
+// so a read of maxBytes+indexInterval (and a header) from the entry holds a
+// whole answer of maxBytes.
 const indexInterval = 4096
 
 // maxSegmentSize bounds a segment so positions fit the index's u32; a

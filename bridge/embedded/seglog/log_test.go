@@ -239,3 +239,30 @@ func TestOffsetForTimestamp(t *testing.T) {
 		t.Fatalf("origin-less message: %d %v", off, found)
 	}
 }
+
+// TestReadOnePread: a read within one segment is one pread, whatever
+// offset it starts at (the index entry is at most 4 KiB before its batch,
+// and the read covers maxBytes past that).
+func TestReadOnePread(t *testing.T) {
+	fs, _, l := openFaulty(t, false)
+	defer l.Close()
+	for i := 0; i < 1500; i++ { // 1.6 MB
+		appendBatch(t, l, makeBatch(t, fmt.Sprint(i), 1+i%10, 1, 90), 0)
+	}
+	for _, maxBytes := range []int{1, 64 << 10, 1 << 20} {
+		for k := uint64(0); k < 100; k++ {
+			from := (k * 7919) % l.Next()
+			before := fs.readAts.Load()
+			sent := 0
+			if err := l.Read(from, maxBytes, func(b []byte) bool { sent += len(b); return true }); err != nil {
+				t.Fatal(err)
+			}
+			if n := fs.readAts.Load() - before; n != 1 {
+				t.Fatalf("read of %d bytes from %d: %d preads", maxBytes, from, n)
+			}
+			if sent == 0 || sent > max(maxBytes, 2000) {
+				t.Fatalf("read of %d bytes from %d passed %d", maxBytes, from, sent)
+			}
+		}
+	}
+}

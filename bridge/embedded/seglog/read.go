@@ -8,8 +8,9 @@ import (
 )
 
 // Read calls fn with the log's batches in offset order, starting with the
-// one holding offset from (or the first, when from lies below the log),
-// up to the visible watermark: whole batches, the first always, then while
+// one holding offset from (from the log start at least: batches wholly
+// below it are gone even while their segment stays), up to the visible
+// watermark: whole batches, the first always, then while
 // the bytes passed stay within maxBytes; fn returning false stops it. Every
 // batch passed its checksums; a batch that fails them is an ErrCorrupt
 // error, never passed. The slice is valid only during fn, which must not
@@ -17,8 +18,12 @@ import (
 // pread per call when maxBytes allows (a segment boundary or a batch larger
 // than the read adds one) and allocates nothing in steady state.
 func (l *Log) Read(from uint64, maxBytes int, fn func(batch []byte) bool) error {
-	k := l.newWalk(maxBytes, int(min(int64(maxBytes)+2*indexInterval+bridge.BatchHeaderSize, maxChunk)))
+	// The batch holding from starts less than indexInterval past its index
+	// entry, and the answer ends within maxBytes of it, plus the header
+	// of the batch that does not fit: one read holds it all.
+	k := l.newWalk(maxBytes, int(min(int64(maxBytes)+indexInterval+bridge.BatchHeaderSize, maxChunk)))
 	defer k.w.release()
+	from = max(from, l.start.Load())
 	if from >= k.hwm {
 		return nil
 	}

@@ -24,6 +24,9 @@ type syncState struct {
 	leading bool  // a sync round is running
 	waiters []*waiter
 	err     error // a sync failed: every wait fails (the log is broken)
+	// abandoned counts waiters that left at their context's end while a
+	// round ran: their bytes may lie past it, so the leader runs one more.
+	abandoned int
 }
 
 // waiter is one WaitSynced call waiting for a round. ch (one slot)
@@ -37,9 +40,9 @@ type waiter struct {
 var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan bool, 1)} }}
 
 // WaitSynced returns once the log is durable up to logical position pos
-// (what Append returned), or with ctx's error (the bytes then become
-// durable with a later sync), or with the error of a failed fsync (the log
-// is broken). Under VisibleOnSync it is also what makes the batch visible.
+// (what Append returned), or with ctx's error (the round running then
+// runs once more, so the bytes still become durable and visible), or with
+// the error of a failed fsync (the log is broken). Under VisibleOnSync it is also what makes the batch visible.
 // Any goroutine; no lock is held while it waits.
 func (l *Log) WaitSynced(ctx context.Context, pos int64) error {
 	sc := &l.sc
@@ -70,6 +73,7 @@ func (l *Log) WaitSynced(ctx context.Context, pos int64) error {
 		i := slices.Index(sc.waiters, w)
 		if i >= 0 {
 			sc.waiters = slices.Delete(sc.waiters, i, i+1)
+			sc.abandoned++
 		}
 		sc.mu.Unlock()
 		if i >= 0 {
@@ -88,13 +92,25 @@ func (l *Log) WaitSynced(ctx context.Context, pos int64) error {
 	}
 }
 
-// lead runs one sync round as the leader and passes the lead on.
+// lead runs sync rounds as the leader, then passes the lead on (or
+// drops it). Its own bytes are covered by its first round; it runs another
+// only when a waiter left without them being synced.
 func (l *Log) lead() error {
+	for {
+		again, err := l.round()
+		if !again {
+			return err
+		}
+	}
+}
+
+// round is one sync round of the leader: it notes the end, fsyncs, records
+// and wakes; again is true when it must run another.
+func (l *Log) round() (again bool, err error) {
 	l.mu.Lock()
 	seg, end, next := l.active, l.endPos, l.next
 	ok := seg != nil && seg.acquire()
 	l.mu.Unlock()
-	var err error
 	if ok {
 		if err = seg.file.Load().f.SyncData(); err != nil {
 			err = l.breakWith(fmt.Errorf("sync %s: %w", seg.path, err))
@@ -124,13 +140,20 @@ func (l *Log) lead() error {
 	}
 	sc.waiters = slices.DeleteFunc(sc.waiters, func(w *waiter) bool { return sc.err != nil || w.pos <= sc.synced })
 	if len(sc.waiters) == 0 {
+		if sc.abandoned > 0 && sc.err == nil {
+			sc.abandoned = 0
+			return true, err
+		}
 		sc.leading = false
-		return err
+		return false, err
 	}
+	// The next leader notes the end after its own write, which came after
+	// any abandoned one's: its round covers them.
+	sc.abandoned = 0
 	next0 := sc.waiters[0]
 	sc.waiters = slices.Delete(sc.waiters, 0, 1)
 	next0.ch <- true
-	return err
+	return false, err
 }
 
 // markSynced records that the log is durable up to (pos, off). Under mu

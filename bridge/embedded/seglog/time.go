@@ -76,7 +76,8 @@ func firstAtOrAfter(b []byte, ts, start uint64) (uint64, bool, error) {
 // ExpiredBefore returns the base offset of the first visible batch (from
 // the one holding the log start) whose newest record time is at or after
 // cutoff (µs), or the watermark when every visible batch is older: the
-// start that removes exactly the expired leading batches. Segments whose
+// start that removes exactly the expired leading batches (never below the
+// current start: a batch holding it that stays gives the start itself). Segments whose
 // newest record is older than cutoff are skipped unread. Any goroutine
 // (the retention sweeper).
 func (l *Log) ExpiredBefore(cutoff uint64) (uint64, error) {
@@ -103,17 +104,17 @@ func (l *Log) ExpiredBefore(cutoff uint64) (uint64, error) {
 		_, err := k.segment(seg, max(start, seg.base), fn)
 		seg.release()
 		if err != nil || found {
-			return at, err
+			return max(at, start), err
 		}
 	}
-	return k.hwm, nil
+	return max(k.hwm, start), nil
 }
 
 // OversizeBefore returns the base offset of the oldest visible batch that
 // Kafka's size rule keeps with limit bytes per partition: from the batch
 // holding the log start, each batch goes while the batches after it alone
-// still hold at least limit bytes. The log start when nothing goes, the
-// watermark when everything does. Whole segments that go are skipped
+// still hold at least limit bytes. The log start when nothing goes (or
+// only the batch holding it would), the watermark when everything does. Whole segments that go are skipped
 // unread; the cost is the one segment the cut falls in. Any goroutine.
 func (l *Log) OversizeBefore(limit int64) (uint64, error) {
 	start := l.start.Load()
@@ -157,10 +158,10 @@ func (l *Log) OversizeBefore(limit int64) (uint64, error) {
 		_, err := k.segment(seg, max(start, seg.base), fn)
 		seg.release()
 		if err != nil || found {
-			return at, err
+			return max(at, start), err
 		}
 	}
-	return hwm, nil
+	return max(hwm, start), nil
 }
 
 func firstErr(errs ...error) error {

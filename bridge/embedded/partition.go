@@ -98,8 +98,11 @@ func (s *Store) Append(ctx context.Context, stream, name string, part int32, bat
 	if t.deleted {
 		return 0, bridge.ErrTopicNotFound
 	}
-	base, end, err := p.log.Append(batch[:v.Length], v, t.segBytes.Load())
+	base, end, err := p.log.Append(ctx, batch[:v.Length], v, t.segBytes.Load())
 	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, seglog.ErrBroken) {
+			return 0, err // waited for a sync round past the deadline: nothing written
+		}
 		return 0, s.writeFailed("append", err, int(v.Length))
 	}
 	if s.policy != SyncAlways {
@@ -149,6 +152,9 @@ func (s *Store) Poll(ctx context.Context, stream, name string, part int32, from 
 	defer s.ops.RUnlock()
 	_, p, err := s.lookupPartition(stream, name, part)
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return s.readFailed(p.log.Read(from, maxBytes, fn))

@@ -28,7 +28,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	var end int64
 	add := func() {
-		if _, end, err = l.Append(b, v, 0); err != nil {
+		if _, end, err = l.Append(ctx, b, v, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

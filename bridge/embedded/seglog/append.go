@@ -1,8 +1,10 @@
 package seglog
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -23,11 +25,20 @@ var ErrTooLarge = errors.New("seglog: batch larger than a segment may be")
 // On a write error nothing happened: the bytes written are cut off again,
 // the offsets stay free and nothing became visible; the error wraps the
 // cause (errors.Is finds ENOSPC). When the cut itself fails the log is
-// broken (ErrBroken). Any goroutine; appends to one log run one at a time.
-func (l *Log) Append(batch []byte, v bridge.BatchView, segBytes int64) (uint64, int64, error) {
+// broken (ErrBroken). Under VisibleOnSync it first waits, until ctx ends,
+// while a sync round runs (passGate). Any goroutine; appends to one log
+// run one at a time.
+func (l *Log) Append(ctx context.Context, batch []byte, v bridge.BatchView, segBytes int64) (uint64, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
+		return 0, 0, err
+	}
+	released, err := l.passGate(ctx)
+	if released {
+		defer l.written1()
+	}
+	if err != nil {
 		return 0, 0, err
 	}
 	n := int64(len(batch))
@@ -42,6 +53,63 @@ func (l *Log) Append(batch []byte, v bridge.BatchView, segBytes int64) (uint64, 
 	}
 	l.advance(seg, base, uint64(v.Count), n, newest(v, now))
 	return base, l.endPos, nil
+}
+
+// passGate waits, with mu released, while a sync round runs under
+// VisibleOnSync. A write landing in a file while it is fdatasynced makes
+// that fdatasync several times slower (ext4: about 0.66 ms instead of
+// 0.17 ms with appends going on). The appends held here are released
+// together when the round ends, and the next round starts only once they
+// all wrote (round waits for pending to drain), so it covers all of them:
+// rounds never overlap writes and groups stay large. The wait ends with
+// ctx. released says the append was let through by openGate and counts in
+// pending until written1 (also after an error). Under mu; returns under mu.
+func (l *Log) passGate(ctx context.Context) (released bool, err error) {
+	if !l.gated {
+		return false, nil
+	}
+	w := waiterPool.Get().(*waiter)
+	l.gateWaiters = append(l.gateWaiters, w)
+	l.mu.Unlock()
+	select {
+	case <-w.ch:
+		released = true
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	l.mu.Lock()
+	if err != nil {
+		if i := slices.Index(l.gateWaiters, w); i >= 0 {
+			l.gateWaiters = slices.Delete(l.gateWaiters, i, i+1)
+		} else {
+			<-w.ch // released meanwhile: counted in pending
+			released = true
+		}
+	}
+	waiterPool.Put(w)
+	if err == nil {
+		// A round cannot have started again: it waits for pending.
+		err = l.writable()
+	}
+	return released, err
+}
+
+// openGate ends a round's hold on appends: every append held is let
+// through and counted as pending. Under mu.
+func (l *Log) openGate() {
+	l.gated = false
+	l.pending += len(l.gateWaiters)
+	for _, w := range l.gateWaiters {
+		w.ch <- true
+	}
+	l.gateWaiters = l.gateWaiters[:0]
+}
+
+// written1 books a released append done (written, or failed). Under mu.
+func (l *Log) written1() {
+	if l.pending--; l.pending == 0 {
+		l.drained.Broadcast()
+	}
 }
 
 // Import appends a batch that is already stamped, as it is (a migration

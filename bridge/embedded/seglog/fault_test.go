@@ -200,9 +200,9 @@ func TestGroupCommit(t *testing.T) {
 }
 
 // TestWaitSyncedGated: under VisibleOnSync a written batch stays invisible
-// while its sync is held; a waiter whose context ends returns at once
-// (holding no lock), and the leader then runs another round, so its batch
-// is still synced and shown.
+// while its sync runs; an append arriving meanwhile waits (holding no
+// lock) until the round ends, or until its context ends, and then writes
+// nothing; released, it writes and its own round syncs it.
 func TestWaitSyncedGated(t *testing.T) {
 	fs, _, l := openFaulty(t, true)
 	defer l.Close()
@@ -211,26 +211,70 @@ func TestWaitSyncedGated(t *testing.T) {
 	_, end1 := appendBatch(t, l, makeBatch(t, "a", 2, 1, 0), 0)
 	done1 := make(chan error, 1)
 	go func() { done1 <- l.WaitSynced(ctx, end1) }()
-	// Wait for the leader to hold the sync, then a second append waits.
 	for !l.leading() {
 		time.Sleep(time.Millisecond)
 	}
-	_, end2 := appendBatch(t, l, makeBatch(t, "b", 1, 1, 0), 0)
-	if l.Next() != 0 || len(readAll(t, l, 0)) != 0 {
-		t.Fatal("unsynced batches visible")
-	}
+	written := l.written.Load()
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := l.WaitSynced(cctx, end2); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("wait with an ended context: %v", err)
+	if _, _, err := tryAppendCtx(cctx, l, makeBatch(t, "b", 1, 1, 0)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("append with an ended context during a round: %v", err)
+	}
+	if l.written.Load() != written {
+		t.Fatal("an append refused at the gate wrote")
+	}
+	done3 := make(chan error, 1)
+	go func() {
+		_, end, err := tryAppendCtx(ctx, l, makeBatch(t, "c", 1, 1, 0))
+		if err == nil {
+			err = l.WaitSynced(ctx, end)
+		}
+		done3 <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if l.Next() != 0 || len(readAll(t, l, 0)) != 0 || l.written.Load() != written {
+		t.Fatal("batches visible, or written during the round")
 	}
 	fs.set(func(fs *faultFS) { fs.syncGate = nil })
 	close(gate)
 	if err := <-done1; err != nil {
 		t.Fatal(err)
 	}
-	if l.Next() != 3 || l.Dirty() || l.leading() {
-		t.Fatalf("next %d dirty %v leading %v after the leader returned", l.Next(), l.Dirty(), l.leading())
+	if err := <-done3; err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, l, 0); l.Next() != 3 || len(got) != 3 || got[2].payload != "c-0" || l.Dirty() {
+		t.Fatalf("after both rounds: next %d, %v", l.Next(), got)
+	}
+}
+
+// TestWaitSyncedAbandoned: a waiter whose context ends returns at once
+// (holding no lock), and the round running then runs once more, so its
+// bytes are still synced.
+func TestWaitSyncedAbandoned(t *testing.T) {
+	fs, _, l := openFaulty(t, false)
+	defer l.Close()
+	gate := make(chan struct{})
+	fs.set(func(fs *faultFS) { fs.syncGate = gate })
+	appendBatch(t, l, makeBatch(t, "a", 2, 1, 0), 0)
+	done := make(chan error, 1)
+	go func() { done <- l.Sync(ctx) }()
+	for !l.leading() {
+		time.Sleep(time.Millisecond)
+	}
+	_, end := appendBatch(t, l, makeBatch(t, "b", 1, 1, 0), 0) // not held: no VisibleOnSync
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := l.WaitSynced(cctx, end); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait with an ended context: %v", err)
+	}
+	fs.set(func(fs *faultFS) { fs.syncGate = nil })
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if l.Dirty() || l.leading() || fs.syncs.Load() != 2 {
+		t.Fatalf("dirty %v leading %v after %d syncs", l.Dirty(), l.leading(), fs.syncs.Load())
 	}
 }
 

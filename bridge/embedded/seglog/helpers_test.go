@@ -95,7 +95,15 @@ func tryAppend(l *Log, b []byte, segBytes int64) (uint64, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return l.Append(b[:v.Length], v, segBytes)
+	return l.Append(ctx, b[:v.Length], v, segBytes)
+}
+
+func tryAppendCtx(c context.Context, l *Log, b []byte) (uint64, int64, error) {
+	v, err := bridge.VerifyIggyBatch(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	return l.Append(c, b[:v.Length], v, 0)
 }
 
 // msg is one message read back.

@@ -68,6 +68,14 @@ type Log struct {
 	closed  bool
 	w       writer
 	hdr     [bridge.BatchHeaderSize]byte // the stamped header of the batch being written
+	// gated holds appends while a sync round runs (VisibleOnSync only;
+	// append.go, passGate); gateWaiters are the appends held, pending the
+	// appends released and not yet written; drained (on mu) is signalled
+	// when pending reaches 0.
+	gated       bool
+	gateWaiters []*waiter
+	pending     int
+	drained     sync.Cond
 
 	broken atomic.Pointer[error] // set once (ErrBroken)
 
@@ -102,6 +110,7 @@ func Open(cfg Config) (*Log, error) {
 		}
 	}
 	l := &Log{cfg: cfg, log: cfg.Logger.With("segment_dir", cfg.Dir)}
+	l.drained.L = &l.mu
 	l.start.Store(cfg.Start)
 	segs, err := l.recover()
 	if err != nil {

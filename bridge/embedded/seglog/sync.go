@@ -108,8 +108,14 @@ func (l *Log) lead() error {
 // and wakes; again is true when it must run another.
 func (l *Log) round() (again bool, err error) {
 	l.mu.Lock()
+	// The appends the last round held write first, so this round covers
+	// them (they hold no lock and are only waiting for mu).
+	for l.pending > 0 {
+		l.drained.Wait()
+	}
 	seg, end, next := l.active, l.endPos, l.next
 	ok := seg != nil && seg.acquire()
+	l.gated = l.cfg.VisibleOnSync
 	l.mu.Unlock()
 	if ok {
 		if err = seg.file.Load().f.SyncData(); err != nil {
@@ -117,6 +123,9 @@ func (l *Log) round() (again bool, err error) {
 		}
 		seg.release()
 	}
+	l.mu.Lock()
+	l.openGate()
+	l.mu.Unlock()
 	if p := l.broken.Load(); p != nil && err == nil {
 		// Another sync failed meanwhile (a seal): after a failed fsync
 		// the kernel may have dropped pages, so a later success proves

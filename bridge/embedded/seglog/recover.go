@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -59,7 +60,9 @@ func (l *Log) load(seg *segment, last bool) error {
 		}
 	}
 	if !last {
-		if err := l.writeIndex(seg); err != nil {
+		if err := l.writeIndex(seg); errors.Is(err, ErrBroken) {
+			return err // its fsync failed: the disk is not to be trusted
+		} else if err != nil {
 			l.log.Warn("segment log: could not write a rebuilt index; rebuilt again at the next open",
 				"segment", seg.path, "err", err)
 		}

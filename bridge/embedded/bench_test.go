@@ -71,34 +71,54 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkPoll reads maxBytes at offsets spread over a partition of
-// 10 000 stored 10x100B batches (17 MB, in the page cache).
+// 10 000 stored 10x100B batches (17 MB, in the OS page cache), written,
+// then read after a reopen (a store keeping batches in pebble then reads
+// them from an sstable, not from its memtable). The "pebble-cache=1MiB"
+// runs reopen with a 1 MiB pebble block cache (Options.CacheSize), so such
+// a store reads and checksums blocks from its files as it does once the
+// data outgrows its block cache; the other runs have the default 256 MiB,
+// which holds all of it once warm.
 func BenchmarkPoll(b *testing.B) {
-	s := openStore(b, b.TempDir(), SyncNever)
-	defer s.Close()
-	if _, err := s.CreateTopic(ctx, "kafka", "t", 1); err != nil {
-		b.Fatal(err)
-	}
-	batch := benchBatch(b, "10x100B")
-	const batches = 10_000
-	for i := 0; i < batches; i++ {
-		if _, err := s.Append(ctx, "kafka", "t", 0, batch); err != nil {
+	for _, cache := range []int64{0, 1 << 20} {
+		name := ""
+		if cache > 0 {
+			name = "/pebble-cache=1MiB"
+		}
+		dir := b.TempDir()
+		s := openStore(b, dir, SyncNever)
+		if _, err := s.CreateTopic(ctx, "kafka", "t", 1); err != nil {
 			b.Fatal(err)
 		}
-	}
-	for _, maxBytes := range []int{64 << 10, 1 << 20} {
-		b.Run(fmt.Sprintf("%dKiB", maxBytes>>10), func(b *testing.B) {
-			var n int64
-			fn := func(v []byte) bool { n += int64(len(v)); return true }
-			b.ReportAllocs()
-			i := uint64(0)
-			for b.Loop() {
-				from := (i * 7919) % (batches * 10)
-				i++
-				if err := s.Poll(ctx, "kafka", "t", 0, from, maxBytes, fn); err != nil {
-					b.Fatal(err)
-				}
+		batch := benchBatch(b, "10x100B")
+		const batches = 10_000
+		for i := 0; i < batches; i++ {
+			if _, err := s.Append(ctx, "kafka", "t", 0, batch); err != nil {
+				b.Fatal(err)
 			}
-			b.SetBytes(n / int64(max(b.N, 1)))
-		})
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		s, err := Open(dir, Options{Sync: SyncNever, Logger: quietLogger(), CacheSize: cache})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, maxBytes := range []int{64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%dKiB%s", maxBytes>>10, name), func(b *testing.B) {
+				var n int64
+				fn := func(v []byte) bool { n += int64(len(v)); return true }
+				b.ReportAllocs()
+				i := uint64(0)
+				for b.Loop() {
+					from := (i * 7919) % (batches * 10)
+					i++
+					if err := s.Poll(ctx, "kafka", "t", 0, from, maxBytes, fn); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.SetBytes(n / int64(max(b.N, 1)))
+			})
+		}
+		_ = s.Close()
 	}
 }

@@ -100,7 +100,7 @@ func (s *Store) Append(ctx context.Context, stream, name string, part int32, bat
 	}
 	base, end, err := p.log.Append(ctx, batch[:v.Length], v, t.segBytes.Load())
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, seglog.ErrBroken) {
+		if isContextErr(err) {
 			return 0, err // waited for a sync round past the deadline: nothing written
 		}
 		return 0, s.writeFailed("append", err, int(v.Length))
@@ -110,12 +110,17 @@ func (s *Store) Append(ctx context.Context, stream, name string, part int32, bat
 		return base, nil
 	}
 	if err := p.log.WaitSynced(ctx, end); err != nil {
-		if ctx.Err() != nil && !errors.Is(err, seglog.ErrBroken) {
-			return 0, err // written; it becomes durable and visible with a later sync
+		if isContextErr(err) {
+			return 0, err // written; the running sync round syncs once more for it
 		}
 		return 0, s.fail("append sync", err)
 	}
 	return base, nil
+}
+
+// isContextErr reports an error that is only the call's context ending.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // writeFailed answers an error from a segment log write. A full disk (the

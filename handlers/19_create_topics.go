@@ -32,7 +32,8 @@
 //     are enforced (on Iggy as the topic's message_expiry /
 //     max_topic_size, which the server enforces on sealed segments, and
 //     segment.bytes as its segment_size; the embedded store's retention
-//     sweeper deletes whole batches); message.timestamp.type,
+//     sweeper deletes whole batches, and segment.bytes sizes its segment
+//     files); message.timestamp.type,
 //     min.insync.replicas and remote.storage.enable only with the
 //     gateway's own value (CreateTime, 1, false); other Kafka log-file
 //     tuning (segment.ms, ...) is kept with no effect. Unknown names and

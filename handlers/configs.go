@@ -81,7 +81,8 @@ var topicConfigs = func() map[string]*configDef {
 		{"segment.bytes", cfgKept, kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes",
 			"On Iggy the topic's segment_size, set at creation only (a multiple of 512 from 1 MiB to 1 GiB): Iggy deletes " +
 				"whole sealed segments, so records past retention stay until their segment is full and the server's cleaner runs. " +
-				"Kept, with no effect, on the embedded store (it deletes whole produce batches)."},
+				"On the embedded store the size of a partition's segment files (any positive value; applies from the next roll): " +
+				"retention and DeleteRecords move the log start per batch and free disk space a whole segment at a time."},
 		{"segment.ms", cfgInert, kmsg.ConfigTypeLong, "604800000", "log.roll.ms", "Kafka log segment roll time." + inertDoc},
 		{"segment.jitter.ms", cfgInert, kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms", "Kafka log segment roll jitter." + inertDoc},
 		{"segment.index.bytes", cfgInert, kmsg.ConfigTypeInt, "10485760", "log.index.size.max.bytes", "Kafka offset index size." + inertDoc},

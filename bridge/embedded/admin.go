@@ -16,11 +16,13 @@ var (
 )
 
 // DeleteRecords moves the partition's log start to before
-// (bridge.RecordDeleter). The new start and the range delete of every
-// batch wholly below it are one synced commit; a batch holding offsets on
-// both sides of before stays stored, its offsets below before unreadable
-// (Poll callers skip them, Partition reports before as Earliest). Readers
-// in flight keep their pebble snapshot. Worker goroutines (it fsyncs).
+// (bridge.RecordDeleter): the new start is committed to pebble (synced),
+// then the segments that end at or below it are removed from the log. A
+// batch holding offsets on both sides of before stays stored, its offsets
+// below before unreadable (Poll callers skip them, Partition reports
+// before as Earliest), and so do the other batches of its segment: disk
+// space comes back a whole segment at a time. Readers in flight finish
+// reading a removed segment. Worker goroutines (it fsyncs).
 func (s *Store) DeleteRecords(ctx context.Context, stream, name string, part int32, before uint64) (bridge.PartitionState, error) {
 	if err := s.enterWrite(); err != nil {
 		return bridge.PartitionState{}, err
@@ -31,7 +33,7 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, name string, part int
 		return bridge.PartitionState{}, err
 	}
 	// Shared with Appends; DeleteTopic and SetPartitions take it
-	// exclusively, so the topic's keys stay as they are meanwhile.
+	// exclusively, so the partition's log stays meanwhile.
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.deleted {
@@ -39,69 +41,40 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, name string, part int
 	}
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
-	hwm := p.visible.Load()
+	hwm := p.log.Next()
 	if before > hwm {
 		return p.state(), fmt.Errorf("%w: %d above the high watermark %d", bridge.ErrOffsetOutOfRange, before, hwm)
 	}
-	if before <= p.earliest.Load() {
+	if before <= p.log.Earliest() {
 		return p.state(), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return bridge.PartitionState{}, err
 	}
-	cut, err := s.trimPoint(t.info.ID, uint32(part), before)
-	if err != nil {
+	if err := s.moveStart(t.info.ID, part, p, before); err != nil {
 		return bridge.PartitionState{}, err
 	}
-	var tr trimmed // the bytes retention.bytes no longer counts
-	if cut != nil {
-		if tr, err = s.countTrim(t.info.ID, uint32(part), p, cut); err != nil {
-			return bridge.PartitionState{}, err
-		}
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	_ = b.Set(logStartKey(t.info.ID, uint32(part)), be.AppendUint64(nil, before), nil)
-	if lo, _ := partitionBounds(t.info.ID, uint32(part)); cut != nil {
-		_ = b.DeleteRange(lo, cut, nil)
-	}
-	if err := s.db.Apply(b, pebble.Sync); err != nil {
-		return bridge.PartitionState{}, fmt.Errorf("%w: delete records: %w", bridge.ErrUnavailable, err)
-	}
-	tr.apply(p)
-	p.earliest.Store(before)
 	return p.state(), nil
 }
 
-// trimPoint returns the key below which every batch of the partition ends
-// at or before offset before: the key of the last batch starting below
-// before when that batch runs past it, else dataKey(before). nil when no
-// batch starts below before. Every batch below the high watermark is
-// committed, so the iterator sees them all.
-func (s *Store) trimPoint(id, part uint32, before uint64) ([]byte, error) {
-	it, err := s.visibleIter(id, part, before)
-	if err != nil {
-		return nil, err
+// moveStart makes start the partition's log start: the 'l' key first,
+// synced (a crash after it finds the start and removes the segments below
+// it at Open), then the log, which removes the segments wholly below it.
+// Under p.trimMu.
+func (s *Store) moveStart(id uint32, part int32, p *partition, start uint64) error {
+	if err := s.db.Set(logStartKey(id, uint32(part)), be.AppendUint64(nil, start), pebble.Sync); err != nil {
+		return fmt.Errorf("%w: log start: %w", bridge.ErrUnavailable, err)
 	}
-	defer it.Close()
-	if !it.Last() {
-		return nil, it.Error()
+	if err := p.log.SetStart(start); err != nil {
+		s.log.Warn("embedded store: removing segments below the log start; removed again at the next open", "err", err)
 	}
-	v, err := bridge.ParseIggyBatch(it.Value())
-	if err != nil {
-		return nil, fmt.Errorf("embedded: topic %d partition %d: stored batch: %w", id, part, err)
-	}
-	if offsetOfKey(it.Key())+uint64(v.Count) > before {
-		return append([]byte(nil), it.Key()...), nil
-	}
-	return dataKey(id, part, before), nil
+	return nil
 }
 
-// PartitionSizes estimates each partition's stored bytes
-// (bridge.SizeReporter): pebble's estimate of the partition's key range on
-// disk, or the bytes appended since Open when that is more (data still in
-// the memtable is not on disk yet). Deleted ranges count until pebble
-// compacts them away.
+// PartitionSizes returns each partition's bytes on disk
+// (bridge.SizeReporter): the sizes of its segment files, which include the
+// batches below its log start in its first segment until that segment
+// goes whole.
 func (s *Store) PartitionSizes(ctx context.Context, stream, name string) ([]int64, error) {
 	if err := s.enterRead(); err != nil {
 		return nil, err
@@ -113,15 +86,7 @@ func (s *Store) PartitionSizes(ctx context.Context, stream, name string) ([]int6
 	}
 	out := make([]int64, len(t.parts))
 	for i, p := range t.parts {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		lo, hi := partitionBounds(t.info.ID, uint32(i))
-		n, err := s.db.EstimateDiskUsage(lo, hi)
-		if err != nil {
-			return nil, fmt.Errorf("embedded: estimate size: %w", err)
-		}
-		out[i] = max(int64(n), p.appended.Load())
+		out[i] = p.log.Size()
 	}
 	return out, nil
 }

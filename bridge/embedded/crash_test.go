@@ -50,7 +50,79 @@ func TestCrashChild(t *testing.T) {
 	}
 }
 
+// TestCrashChildSegments is TestCrashChild with three partitions written
+// at once and 16 KiB segments, so segments roll (sealed, indexed, synced)
+// all the time: "ack <partition> <base> <count> <tag>".
+func TestCrashChildSegments(t *testing.T) {
+	dir := os.Getenv(crashSegDirEnv)
+	if dir == "" {
+		t.Skip("crash child; run by TestCrashKeepsAcknowledgedWritesSegments")
+	}
+	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger()})
+	if err == nil {
+		_, err = s.CreateTopicWithConfigs(ctx, "kafka", "crash", 3, bridge.TopicConfigs{"segment.bytes": "16384"})
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("ready")
+	for p := int32(0); p < 3; p++ {
+		go func() {
+			for i := 0; ; i++ {
+				n := 1 + (i+int(p))%7
+				tag := fmt.Sprintf("p%db%d", p, i)
+				base, err := s.Append(ctx, "kafka", "crash", p, makeBatch(t, tag, n, 1))
+				if err != nil {
+					fmt.Println("error", err)
+					os.Exit(2)
+				}
+				fmt.Printf("ack %d %d %d %s\n", p, base, n, tag)
+			}
+		}()
+	}
+	select {}
+}
+
+const crashSegDirEnv = "EMBEDDED_CRASH_SEGMENTS_CHILD_DIR"
+
+// TestCrashKeepsAcknowledgedWritesSegments kills TestCrashChildSegments
+// and checks every partition as TestCrashKeepsAcknowledgedWrites does.
+func TestCrashKeepsAcknowledgedWritesSegments(t *testing.T) {
+	dir, acks := runCrashChild(t, "TestCrashChildSegments", crashSegDirEnv)
+	byPart := map[int32][]string{}
+	for _, a := range acks {
+		var p int32
+		var base, n uint64
+		var tag string
+		if _, err := fmt.Sscanf(a, "ack %d %d %d %s", &p, &base, &n, &tag); err != nil {
+			t.Fatalf("bad ack line %q", a)
+		}
+		byPart[p] = append(byPart[p], fmt.Sprintf("ack %d %d %s", base, n, tag))
+	}
+	s := openStore(t, dir, SyncAlways)
+	defer s.Close()
+	info, _ := s.Topic(ctx, "kafka", "crash")
+	for p := int32(0); p < 3; p++ {
+		if len(byPart[p]) == 0 {
+			t.Fatalf("nothing acknowledged on partition %d", p)
+		}
+		checkPartitionAcks(t, s, p, byPart[p])
+	}
+	if n := len(segmentFiles(t, dir, info.ID, 0)); n < 3 {
+		t.Fatalf("%d segments on partition 0: rolls not exercised", n)
+	}
+	t.Logf("%d appends acknowledged on 3 partitions, %d segments on partition 0", len(acks), len(segmentFiles(t, dir, info.ID, 0)))
+}
+
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
+	dir, acks := runCrashChild(t, "TestCrashChild", crashDirEnv)
+	checkAcks(t, dir, acks)
+}
+
+// runCrashChild starts the test binary's child test, lets it append for a
+// second, SIGKILLs it and returns its directory and acknowledgement lines.
+func runCrashChild(t *testing.T, child, env string) (string, []string) {
 	if testing.Short() {
 		t.Skip("crash test in -short mode")
 	}
@@ -58,8 +130,8 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Skip("needs SIGKILL")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +165,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatal("child acknowledged nothing before it was killed")
 	}
 	t.Logf("child acknowledged %d appends before SIGKILL", len(acks))
-	checkAcks(t, dir, acks)
+	return dir, acks
 }
 
 // waitReady waits for the child's "ready" line (it has created the topic).
@@ -122,12 +194,20 @@ func waitReady(t *testing.T, lines chan string) {
 func checkAcks(t *testing.T, dir string, acks []string) {
 	s := openStore(t, dir, SyncAlways)
 	defer s.Close()
-	msgs := pollAll(t, s, "crash", 0, 0)
+	checkPartitionAcks(t, s, 0, acks)
+}
+
+// checkPartitionAcks reads every acknowledged batch of a partition back
+// ("ack <base> <count> <tag>" lines), byte for byte, and checks that the
+// recovered partition has no gap and verifies.
+func checkPartitionAcks(t *testing.T, s *Store, part int32, acks []string) {
+	t.Helper()
+	msgs := pollAll(t, s, "crash", part, 0)
 	byOffset := make(map[uint64]string, len(msgs))
 	for _, m := range msgs {
 		byOffset[m.offset] = m.payload
 	}
-	st, _ := s.Partition(ctx, "kafka", "crash", 0)
+	st, _ := s.Partition(ctx, "kafka", "crash", part)
 	for _, a := range acks {
 		var base, n uint64
 		var tag string
@@ -150,7 +230,7 @@ func checkAcks(t *testing.T, dir string, acks []string) {
 		}
 	}
 	var err error
-	_ = s.Poll(ctx, "kafka", "crash", 0, 0, 1<<30, func(b []byte) bool {
+	_ = s.Poll(ctx, "kafka", "crash", part, 0, 1<<30, func(b []byte) bool {
 		_, err = bridge.VerifyIggyBatch(b)
 		return err == nil
 	})

@@ -249,6 +249,14 @@ func (f eioFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteAt fails too: segment logs write with it.
+func (f eioFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fail.Load() {
+		return 0, &os.PathError{Op: "write", Path: "segment", Err: syscall.EIO}
+	}
+	return f.File.WriteAt(p, off)
+}
+
 // An I/O error on the WAL is "restart needed": the Append in flight is
 // answered with ErrStorage at once (pebble never sees the error, so it
 // neither panics nor calls Fatalf), later writes and disk reads are refused

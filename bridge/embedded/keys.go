@@ -1,15 +1,17 @@
 package embedded
 
 // Key layout (docs/STORAGE.md). One keyspace, split by a one-byte prefix so
-// the catalog, the counter and the data never interleave:
+// the catalog, the counter and the log starts never interleave:
 //
 //	'c' u8 len(stream) stream topic        -> catalog entry (topicValue)
 //	'n'                                    -> next topic id, u32 BE
-//	'd' u32 BE topic id, u32 BE partition, u64 BE base offset -> stamped Iggy batch
-//	'l' u32 BE topic id, u32 BE partition  -> log start offset, u64 BE (DeleteRecords)
+//	'l' u32 BE topic id, u32 BE partition  -> log start offset, u64 BE (DeleteRecords, retention)
+//	'd' u32 BE topic id, u32 BE partition, u64 BE base offset -> stamped Iggy batch,
+//	    written by versions before the segment logs; only read, to move
+//	    them into the logs at Open (migrate.go)
 //
 // Big-endian numbers make pebble's byte order the numeric order, so one
-// partition's batches are contiguous and sorted by offset.
+// partition's old batches are contiguous and sorted by offset.
 
 import (
 	"encoding/binary"
@@ -108,18 +110,6 @@ func partitionBounds(topic, partition uint32) (lo, hi []byte) {
 	// partition+1 overflows only for partition 2^32-1, which CreateTopic
 	// never makes.
 	be.PutUint32(hi[5:], partition+1)
-	return lo, hi
-}
-
-// topicBounds bracket all data of one topic, for DeleteRange.
-func topicBounds(topic uint32) (lo, hi []byte) {
-	lo = []byte{prefixData, 0, 0, 0, 0}
-	be.PutUint32(lo[1:], topic)
-	hi = []byte{prefixData, 0, 0, 0, 0}
-	be.PutUint32(hi[1:], topic+1)
-	if topic == ^uint32(0) {
-		hi = []byte{prefixData + 1}
-	}
 	return lo, hi
 }
 

@@ -99,6 +99,7 @@ func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, p
 	if err := s.db.Set(offsetKey(stream, group, t.info.ID, partition), encodeCommitted(o), s.writeOpts); err != nil {
 		return fmt.Errorf("%w: commit offset: %w", bridge.ErrUnavailable, err)
 	}
+	s.wroteUnsynced()
 	return nil
 }
 
@@ -206,6 +207,7 @@ func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, p
 	if err := s.db.Delete(offsetKey(stream, group, t.info.ID, partition), s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete offset: %w", bridge.ErrUnavailable, err)
 	}
+	s.wroteUnsynced()
 	return nil
 }
 
@@ -223,6 +225,7 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) er
 	if err := s.db.DeleteRange(lo, prefixEnd(lo), s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete group offsets: %w", bridge.ErrUnavailable, err)
 	}
+	s.wroteUnsynced()
 	return nil
 }
 

@@ -2,122 +2,79 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
-	"sync/atomic"
-
-	"github.com/cockroachdb/pebble/v2"
+	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/embedded/seglog"
 )
 
-// partition orders the appends of one partition. Offsets are handed out
-// under mu, but the pebble commit (and its fsync) runs outside it, so
-// concurrent appends share an fsync. Commits can therefore finish out of
-// order; visible (the high watermark readers see) only moves past a range
-// once every lower range has committed, so no reader ever sees a gap.
+// partition is one partition's data: its segment log (seglog), which
+// orders appends, keeps the high watermark and holds the batches. trimMu
+// serializes the moves of its log start (DeleteRecords, retention).
 type partition struct {
-	mu       sync.Mutex
-	next     uint64        // next offset to hand out
-	inflight []reservation // handed-out ranges not yet visible, by offset
-	head     int           // first live element of inflight
-
-	// earliest is the first readable offset: the first stored batch's
-	// base, or the log start DeleteRecords set when that is higher.
-	earliest atomic.Uint64
-	// trimMu serializes DeleteRecords on the partition.
+	log    *seglog.Log
 	trimMu sync.Mutex
-	// appended counts the batch bytes committed since Open, so a size
-	// estimate also sees data not yet flushed from the memtable.
-	appended atomic.Int64
-
-	// Byte accounting for retention.bytes (retention.go storedBytes):
-	// visibleBytes (under mu) sums the batches appended since Open below
-	// the watermark; the rest is under trimMu: oldBytes the batches from
-	// before Open still stored (read once, when oldKnown is false), and
-	// trimmedNew the bytes of batches appended since Open and deleted.
-	visibleBytes int64
-	openNext     uint64 // next offset at Open: batches below it are old
-	oldKnown     bool
-	oldBytes     int64
-	trimmedNew   int64
-
-	visible atomic.Uint64 // high watermark: every offset below is committed
-}
-
-// reservation is one append's offset range [base, end) and whether its
-// commit has finished.
-type reservation struct {
-	base, end uint64
-	bytes     int64 // the batch's stored length
-	done      bool
-}
-
-// init sets the offsets recovered at Open.
-func (p *partition) init(earliest, next uint64) {
-	p.earliest.Store(earliest)
-	p.next = next
-	p.openNext = next
-	p.visible.Store(next)
-}
-
-// reserve hands out the next n offsets for a batch of size bytes and
-// queues their range.
-func (p *partition) reserve(n uint64, size int) uint64 {
-	p.mu.Lock()
-	base := p.next
-	p.next += n
-	p.inflight = append(p.inflight, reservation{base: base, end: base + n, bytes: int64(size)})
-	p.mu.Unlock()
-	return base
-}
-
-// commit marks the range starting at base committed and advances the
-// visible watermark over every leading committed range.
-func (p *partition) commit(base uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := p.head; i < len(p.inflight); i++ {
-		if p.inflight[i].base == base {
-			p.inflight[i].done = true
-			break
-		}
-	}
-	for p.head < len(p.inflight) && p.inflight[p.head].done {
-		p.visible.Store(p.inflight[p.head].end)
-		p.visibleBytes += p.inflight[p.head].bytes
-		p.head++
-	}
-	p.compact()
-}
-
-// compact reuses the queue's backing array: reset when drained, shift the
-// live tail down when the dead head is the larger part, so a queue that
-// never drains under load does not grow without bound.
-func (p *partition) compact() {
-	switch {
-	case p.head == len(p.inflight):
-		p.inflight, p.head = p.inflight[:0], 0
-	case p.head > len(p.inflight)/2:
-		n := copy(p.inflight, p.inflight[p.head:])
-		p.inflight, p.head = p.inflight[:n], 0
-	}
 }
 
 // state returns the partition's offsets as readers may see them.
 func (p *partition) state() bridge.PartitionState {
-	next := p.visible.Load()
+	next := p.log.Next()
 	if next == 0 {
 		return bridge.PartitionState{}
 	}
-	return bridge.PartitionState{Earliest: min(p.earliest.Load(), next), Next: next}
+	return bridge.PartitionState{Earliest: min(p.log.Earliest(), next), Next: next}
+}
+
+// partDir is the directory of a partition's segment log:
+// <data dir>/logs/<topic id>/<partition>. Topic ids are never reused, so a
+// directory never outlives its topic's identity.
+func (s *Store) partDir(id uint32, part int) string {
+	return s.fs.PathJoin(s.topicDir(id), strconv.Itoa(part))
+}
+
+func (s *Store) topicDir(id uint32) string {
+	return s.fs.PathJoin(s.logsDir, strconv.FormatUint(uint64(id), 10))
+}
+
+// openPartition opens (recovers) the segment log of partition part of
+// topic id; start is its log start offset (the 'l' key, 0 when none). The
+// directory is made at the first append.
+func (s *Store) openPartition(id uint32, part int, start uint64) (*partition, error) {
+	dir := s.partDir(id, part)
+	l, err := seglog.Open(seglog.Config{
+		FS: s.fs, Dir: dir, Partition: uint64(part), Start: start,
+		VisibleOnSync: s.policy == SyncAlways, Direct: s.direct,
+		Logger: s.log.With("topic_id", id, "partition", part), Clock: nowMicros,
+		MakeDir: func() error { return s.makePartDir(id, dir) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: topic %d partition %d: %w", id, part, err)
+	}
+	return &partition{log: l}, nil
+}
+
+// makePartDir creates a partition's directory and makes its entry, and its
+// topic directory's, durable. Under the partition log's lock (first roll).
+func (s *Store) makePartDir(id uint32, dir string) error {
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := syncDir(s.fs, s.topicDir(id)); err != nil {
+		return err
+	}
+	return syncDir(s.fs, s.logsDir)
 }
 
 // Append verifies batch as the Iggy server would (lengths, offset deltas,
-// checksums), stores a stamped copy under the next offsets and returns the
-// first. The copy is written straight into pebble's batch buffer, so the
-// bytes are copied once. See docs/STORAGE.md for what a nil error promises
-// under each sync policy.
+// checksums) and writes it at the end of the partition's log, stamped with
+// the next offsets, with no copy of its payloads. Under SyncAlways it
+// returns once the batch is synced (group commit: concurrent appends share
+// one fdatasync). See docs/STORAGE.md for what a nil error promises under
+// each policy. Any goroutine.
 func (s *Store) Append(ctx context.Context, stream, name string, part int32, batch []byte) (uint64, error) {
 	if err := s.enterWrite(); err != nil {
 		return 0, err
@@ -134,90 +91,95 @@ func (s *Store) Append(ctx context.Context, stream, name string, part int32, bat
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	// Shared with other appends; DeleteTopic and SetPartitions take it
+	// exclusively before they remove logs.
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.deleted {
 		return 0, bridge.ErrTopicNotFound
 	}
-	return s.commitBatch(t.info.ID, part, p, batch[:v.Length], uint64(v.Count))
-}
-
-// commitBatch copies, stamps and commits one verified batch. Once offsets
-// are reserved the commit must happen or the store fails (see fail).
-func (s *Store) commitBatch(id uint32, part int32, p *partition, batch []byte, count uint64) (uint64, error) {
-	b := s.db.NewBatch()
-	defer b.Close()
-	op := b.SetDeferred(dataKeyLen, len(batch))
-	copy(op.Value, batch)
-	base := p.reserve(count, len(batch))
-	putDataKey(op.Key, id, uint32(part), base)
-	bridge.StampIggyBatch(op.Value, uint64(part), base, nowMicros())
-	if err := op.Finish(); err != nil {
-		return 0, s.fail("append", err)
+	base, end, err := p.log.Append(ctx, batch[:v.Length], v, t.segBytes.Load())
+	if err != nil {
+		if isContextErr(err) {
+			return 0, err // waited for a sync round past the deadline: nothing written
+		}
+		return 0, s.writeFailed("append", err, int(v.Length))
 	}
-	if err := s.db.Apply(b, s.writeOpts); err != nil {
-		return 0, s.fail("append", err)
+	if s.policy != SyncAlways {
+		s.wroteUnsynced()
+		return base, nil
 	}
-	p.commit(base)
-	p.appended.Add(int64(len(batch)))
-	if s.policy == SyncInterval {
-		s.dirty.Add(1)
+	if err := p.log.WaitSynced(ctx, end); err != nil {
+		if isContextErr(err) {
+			return 0, err // written; the running sync round syncs once more for it
+		}
+		return 0, s.fail("append sync", err)
 	}
 	return base, nil
+}
+
+// isContextErr reports an error that is only the call's context ending.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// writeFailed answers an error from a segment log write. A full disk (the
+// write was undone: nothing stored, the offsets free again) puts the store
+// in the disk-full state, with a space probe that brings it back by
+// itself; need is the size of the write, what the probe makes room for.
+// Anything else (an I/O error, a write that could not be undone, a failed
+// fsync) fails the store until a restart recovers from what is on disk.
+func (s *Store) writeFailed(what string, err error, need int) error {
+	if isNoSpace(err) && !errors.Is(err, seglog.ErrBroken) {
+		s.startProbe(int64(need))
+		s.health.diskFull(what, s.logsDir, err)
+		if herr := s.health.err(); herr != nil {
+			return herr
+		}
+		return fmt.Errorf("%w: %s: %w", bridge.ErrStorage, what, err)
+	}
+	if errors.Is(err, seglog.ErrClosed) {
+		return bridge.ErrClosed
+	}
+	return s.fail(what, err)
 }
 
 // Poll passes the partition's batches, from the one holding offset from,
 // up to the visible high watermark. maxBytes is a cap on the bytes passed:
 // a batch that would go over it is not passed, unless it is the first.
-// fn must not call back into the store (a pending Close would deadlock it).
+// Every batch passed its checksums; a corrupt one is an error
+// (bridge.ErrStorage), never passed. fn must not call back into the store
+// (a pending Close would deadlock it). Any goroutine.
 func (s *Store) Poll(ctx context.Context, stream, name string, part int32, from uint64, maxBytes int, fn func(batch []byte) bool) error {
 	if err := s.enterRead(); err != nil {
 		return err
 	}
 	defer s.ops.RUnlock()
-	t, p, err := s.lookupPartition(stream, name, part)
+	_, p, err := s.lookupPartition(stream, name, part)
 	if err != nil {
 		return err
 	}
-	// Read the watermark before the iterator takes its snapshot: every
-	// batch below it is committed, so the snapshot holds all of them.
-	hwm := p.visible.Load()
-	if from >= hwm {
-		return nil
-	}
-	it, err := s.visibleIter(t.info.ID, uint32(part), hwm)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer it.Close()
-	if !it.SeekLT(dataKey(t.info.ID, uint32(part), from+1)) {
-		it.First()
-	}
-	sent := 0
-	for ; it.Valid(); it.Next() {
-		val, err := it.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		if sent > 0 && sent+len(val) > maxBytes {
-			break
-		}
-		if !fn(val) {
-			break
-		}
-		sent += len(val)
-		if sent >= maxBytes {
-			break
-		}
-	}
-	return it.Error()
+	return s.readFailed(p.log.Read(from, maxBytes, fn))
 }
 
-// visibleIter iterates a partition's batches whose base offset is below
-// hwm. Batches are whole, so each of them ends at or below hwm.
-func (s *Store) visibleIter(id, part uint32, hwm uint64) (*pebble.Iterator, error) {
-	lo, _ := partitionBounds(id, part)
-	return s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: dataKey(id, part, hwm)})
+// readFailed maps an error from reading a partition's log: the log closed
+// under the call (its topic or partition was deleted), or its bytes are not
+// what was written (logged; the call gets bridge.ErrStorage).
+func (s *Store) readFailed(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, seglog.ErrClosed):
+		return bridge.ErrTopicNotFound
+	case errors.Is(err, seglog.ErrCorrupt):
+		if every(&s.lastCorrupt, 10*time.Second) {
+			s.log.Error("embedded store: corrupt data in a segment log", "err", err)
+		}
+	}
+	return fmt.Errorf("%w: %w", bridge.ErrStorage, err)
 }
 
 // Partition returns the partition's offsets.
@@ -233,62 +195,23 @@ func (s *Store) Partition(ctx context.Context, stream, name string, part int32) 
 	return p.state(), nil
 }
 
-// OffsetForTimestamp scans the partition from its start for the first
-// message whose timestamp is >= ts. A message's timestamp is its origin
-// timestamp, or its batch's append time when it has none (origin 0), the
-// same time Fetch shows for it. Cost: one pass over the partition's frame
-// headers (payloads are not read but do pass through the block cache), so
-// it is O(partition size); ListOffsets by time is rare in Kafka clients.
+// OffsetForTimestamp returns the first offset (from the log start on)
+// whose time is >= ts: a message's origin timestamp, or its batch's append
+// time when it has none (origin 0), the time Fetch shows for it. Segments
+// whose newest record is older than ts are skipped unread; the first other
+// one is scanned. Any goroutine.
 func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, part int32, ts uint64) (uint64, bool, error) {
 	if err := s.enterRead(); err != nil {
 		return 0, false, err
 	}
 	defer s.ops.RUnlock()
-	t, p, err := s.lookupPartition(stream, name, part)
+	_, p, err := s.lookupPartition(stream, name, part)
 	if err != nil {
 		return 0, false, err
 	}
-	hwm := p.visible.Load()
-	if hwm == 0 {
-		return 0, false, nil
+	off, found, err := p.log.OffsetForTimestamp(ctx, ts)
+	if err != nil && ctx.Err() == nil {
+		return 0, false, s.readFailed(err)
 	}
-	it, err := s.visibleIter(t.info.ID, uint32(part), hwm)
-	if err != nil {
-		return 0, false, err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := ctx.Err(); err != nil {
-			return 0, false, err
-		}
-		off, found, err := firstAtOrAfter(it.Value(), ts, p.earliest.Load())
-		if err != nil || found {
-			return off, found, err
-		}
-	}
-	return 0, false, it.Error()
-}
-
-// firstAtOrAfter finds the first message of a stored batch at or after ts,
-// among the offsets from start on (below it DeleteRecords removed them).
-func firstAtOrAfter(b []byte, ts, start uint64) (uint64, bool, error) {
-	v, err := bridge.ParseIggyBatch(b)
-	if err != nil {
-		return 0, false, fmt.Errorf("embedded: stored batch: %w", err)
-	}
-	mi := bridge.NewIggyMessageIter(v)
-	for mi.Next() {
-		m := mi.Message()
-		if m.Offset < start {
-			continue
-		}
-		mts := m.OriginTimestamp
-		if mts == 0 {
-			mts = m.Timestamp
-		}
-		if mts >= ts {
-			return m.Offset, true, nil
-		}
-	}
-	return 0, false, mi.Err()
+	return off, found, err
 }

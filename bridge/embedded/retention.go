@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
@@ -28,11 +26,12 @@ import (
 //     limit).
 //
 // Whole batches only, and only batches below the high watermark; the
-// deletion is DeleteRecords' (a synced commit of the new start and a range
-// delete of the batches below it). The sweep stops at the first batch that
-// must stay, so its cost is the batches that go plus one. The partition's
-// size comes from a running count (storedBytes), read from disk once per
-// partition after Open for the batches stored before it.
+// deletion is DeleteRecords' (a synced commit of the new start, then the
+// removal of the log's segments wholly below it). Segments whose newest
+// record is older than the cutoff, or that go whole by size, are skipped
+// unread; within the segment where the cut falls the sweep reads up to
+// the first batch that stays. The partition's size is its log's byte
+// positions (the visible end minus the batch holding the start).
 
 // DefaultRetentionCheckInterval is how often the sweeper runs when
 // Options.RetentionCheckInterval is zero.
@@ -108,9 +107,9 @@ func (s *Store) retentionLoop(period time.Duration) {
 }
 
 // sweep applies every topic's retention once. It runs only while the
-// store is healthy: enterWrite refuses a full disk, and deleting would not
-// help there, since a range delete is a WAL write and frees space only
-// once pebble compacts the range. Any goroutine; the sweeper's.
+// store is healthy: enterWrite refuses a full disk (the new start is a
+// pebble write, which would wait for space there). Any goroutine; the
+// sweeper's.
 func (s *Store) sweep(ctx context.Context) error {
 	if err := s.enterWrite(); err != nil {
 		return nil // closed, full or failed: nothing to do now
@@ -166,26 +165,24 @@ func (s *Store) applyRetention(t *topic, part int32, l retentionLimits, now uint
 	p := t.parts[part]
 	p.trimMu.Lock()
 	defer p.trimMu.Unlock()
-	hwm := p.visible.Load()
-	start := p.earliest.Load()
-	if hwm <= start {
+	start := p.log.Earliest()
+	if p.log.Next() <= start {
 		return false, nil
 	}
-	id := t.info.ID
 	before := start
 	if l.ms >= 0 {
 		var cutoff uint64 // records newer than this stay; 0 when retention.ms reaches before 1970
 		if uint64(l.ms) < now/1000 {
 			cutoff = now - uint64(l.ms)*1000
 		}
-		b, err := s.expiredBefore(id, uint32(part), hwm, cutoff)
+		b, err := p.log.ExpiredBefore(cutoff)
 		if err != nil {
 			return false, err
 		}
 		before = max(before, b)
 	}
 	if l.bytes >= 0 {
-		b, err := s.oversizeBefore(id, uint32(part), p, hwm, l.bytes)
+		b, err := p.log.OversizeBefore(l.bytes)
 		if err != nil {
 			return false, err
 		}
@@ -195,157 +192,10 @@ func (s *Store) applyRetention(t *topic, part int32, l retentionLimits, now uint
 		return false, nil
 	}
 	// Whole batches only: before is a batch boundary (or the high
-	// watermark), so every batch below it goes.
-	lo, _ := partitionBounds(id, uint32(part))
-	cut := dataKey(id, uint32(part), before)
-	tr, err := s.countTrim(id, uint32(part), p, cut)
-	if err != nil {
+	// watermark), so every batch below it goes; whole segments below it
+	// leave the disk.
+	if err := s.moveStart(t.info.ID, part, p, before); err != nil {
 		return false, err
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	_ = b.Set(logStartKey(id, uint32(part)), be.AppendUint64(nil, before), nil)
-	_ = b.DeleteRange(lo, cut, nil)
-	if err := s.db.Apply(b, pebble.Sync); err != nil {
-		return false, fmt.Errorf("%w: retention: %w", bridge.ErrUnavailable, err)
-	}
-	tr.apply(p)
-	p.earliest.Store(before)
 	return true, nil
-}
-
-// expiredBefore returns the base offset of the first batch below hwm
-// whose newest record is at or after cutoff (µs), or hwm when every batch
-// is older: the start that removes exactly the expired leading batches.
-func (s *Store) expiredBefore(id, part uint32, hwm, cutoff uint64) (uint64, error) {
-	it, err := s.visibleIter(id, part, hwm)
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := bridge.ParseIggyBatch(it.Value())
-		if err != nil {
-			return 0, fmt.Errorf("stored batch: %w", err)
-		}
-		newest, err := newestTimestamp(v)
-		if err != nil {
-			return 0, err
-		}
-		if newest >= cutoff {
-			return offsetOfKey(it.Key()), nil
-		}
-	}
-	return hwm, it.Error()
-}
-
-// newestTimestamp is the largest record time of a batch (µs): origin
-// timestamps, or the append time for a record without one.
-func newestTimestamp(v bridge.BatchView) (uint64, error) {
-	var newest uint64
-	mi := bridge.NewIggyMessageIter(v)
-	for mi.Next() {
-		m := mi.Message()
-		ts := m.OriginTimestamp
-		if ts == 0 {
-			ts = m.Timestamp
-		}
-		newest = max(newest, ts)
-	}
-	return newest, mi.Err()
-}
-
-// storedBytes is the partition's stored batch bytes: those from before
-// Open (counted by one scan, the first time it is needed), plus those
-// appended since and below the watermark, minus those of them deleted.
-// Under p.trimMu.
-func (s *Store) storedBytes(id, part uint32, p *partition) (int64, error) {
-	if !p.oldKnown {
-		lo, _ := partitionBounds(id, part)
-		n, err := s.sumBatches(lo, dataKey(id, part, p.openNext))
-		if err != nil {
-			return 0, err
-		}
-		p.oldBytes, p.oldKnown = n, true
-	}
-	p.mu.Lock()
-	vb := p.visibleBytes
-	p.mu.Unlock()
-	return p.oldBytes + vb - p.trimmedNew, nil
-}
-
-// sumBatches adds up the stored lengths of the batches in [lo, hi).
-func (s *Store) sumBatches(lo, hi []byte) (int64, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	var n int64
-	for ok := it.First(); ok; ok = it.Next() {
-		lv := it.LazyValue()
-		n += int64(lv.Len())
-	}
-	return n, it.Error()
-}
-
-// trimmed is what deleting the batches below cut takes off the byte
-// accounting; apply it once the delete committed.
-type trimmed struct{ old, new int64 }
-
-// countTrim measures the batches of the partition below cut, split at
-// the partition's Open point. Under p.trimMu, before the delete.
-func (s *Store) countTrim(id, part uint32, p *partition, cut []byte) (trimmed, error) {
-	lo, _ := partitionBounds(id, part)
-	split := dataKey(id, part, p.openNext)
-	if string(cut) < string(split) {
-		split = cut
-	}
-	var tr trimmed
-	var err error
-	if p.oldKnown {
-		if tr.old, err = s.sumBatches(lo, split); err != nil {
-			return trimmed{}, err
-		}
-	}
-	if string(split) < string(cut) {
-		if tr.new, err = s.sumBatches(split, cut); err != nil {
-			return trimmed{}, err
-		}
-	}
-	return tr, nil
-}
-
-// apply books a committed delete. Under p.trimMu.
-func (tr trimmed) apply(p *partition) {
-	if p.oldKnown {
-		p.oldBytes -= tr.old
-	}
-	p.trimmedNew += tr.new
-}
-
-// oversizeBefore returns the base offset of the oldest batch below hwm
-// that Kafka's size rule keeps: walking from the oldest batch, each one
-// goes while the partition without it still holds at least limit bytes.
-// hwm when every batch below it goes. Cost: the batches that go, plus
-// one. Under p.trimMu.
-func (s *Store) oversizeBefore(id, part uint32, p *partition, hwm uint64, limit int64) (uint64, error) {
-	size, err := s.storedBytes(id, part, p)
-	if err != nil || size <= limit {
-		return 0, err
-	}
-	it, err := s.visibleIter(id, part, hwm)
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		lv := it.LazyValue()
-		n := int64(lv.Len())
-		if size-n < limit {
-			return offsetOfKey(it.Key()), nil
-		}
-		size -= n
-	}
-	return hwm, it.Error()
 }

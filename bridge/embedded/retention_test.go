@@ -261,9 +261,8 @@ func TestRetentionPausedWhileDiskFull(t *testing.T) {
 	wantState(t, s, "t", 0, bridge.PartitionState{Earliest: 2, Next: 2})
 }
 
-// The running size behind retention.bytes stays the real stored size
-// across a reopen (batches from before Open counted once from disk),
-// DeleteRecords, retention and new appends.
+// The size behind retention.bytes stays the real stored size across a
+// reopen, DeleteRecords, retention and new appends.
 func TestRetentionBytesAccounting(t *testing.T) {
 	dir := t.TempDir()
 	var c fakeClock
@@ -282,18 +281,25 @@ func TestRetentionBytesAccounting(t *testing.T) {
 			}
 		}
 	}
+	// The size retention.bytes measures is the live batches' (those
+	// ending above the start): retention takes the oldest one exactly
+	// when the rest alone still hold the limit.
 	check := func(wantBatches int) {
 		t.Helper()
 		p := s.topics["kafka"]["t"].parts[0]
-		p.trimMu.Lock()
-		got, err := s.storedBytes(info.ID, 0, p)
-		p.trimMu.Unlock()
-		lo, hi := partitionBounds(info.ID, 0)
-		real, rerr := s.sumBatches(lo, hi)
-		if err != nil || rerr != nil || got != real || real != int64(wantBatches*one) {
-			t.Fatalf("running size %d (%v), stored %d (%v), want %d batches of %d", got, err, real, rerr, wantBatches, one)
+		if real := liveBytes(t, p); real != int64(wantBatches*one) {
+			t.Fatalf("live batches hold %d bytes, want %d batches of %d", real, wantBatches, one)
+		}
+		start := p.log.Earliest()
+		if got, err := p.log.OversizeBefore(int64((wantBatches-1)*one + 1)); err != nil || got != start {
+			t.Fatalf("size rule at %d batches + 1 byte moves the start to %d (%v), want %d", wantBatches-1, got, err, start)
+		}
+		second := liveBases(t, p)[1]
+		if got, err := p.log.OversizeBefore(int64((wantBatches - 1) * one)); err != nil || got != second {
+			t.Fatalf("size rule at %d batches moves the start to %d (%v), want %d", wantBatches-1, got, err, second)
 		}
 	}
+	_ = info
 	appendN(5) // offsets 0-9
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,10 @@
-// Package embedded is a bridge.Store kept in-process on pebble, so the
-// gateway runs with no Iggy server. It stores exactly the bytes a real Iggy
-// server would: each Append is one stamped Iggy batch under one key.
-// docs/STORAGE.md explains the layout and what each sync policy promises.
+// Package embedded is a bridge.Store kept in-process, so the gateway runs
+// with no Iggy server. It stores exactly the bytes a real Iggy server
+// would: each Append is one stamped Iggy batch, written at the end of its
+// partition's segment log (package seglog). Everything else (the catalog,
+// counters, log starts, committed offsets, producer marks, configs, the
+// security log) is in pebble. docs/STORAGE.md explains the layout and what
+// each sync policy promises.
 package embedded
 
 import (
@@ -11,6 +14,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,19 +24,22 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/embedded/seglog"
 )
 
 // SyncPolicy says when an Append is made durable.
 type SyncPolicy int
 
 const (
-	// SyncAlways commits every Append with an fsync of the WAL before it
-	// returns. Concurrent Appends share fsyncs (pebble's group commit).
+	// SyncAlways returns from every Append once its partition's segment
+	// file is fdatasynced past it; concurrent Appends to a partition share
+	// one fdatasync (group commit), and readers see only synced batches.
 	SyncAlways SyncPolicy = iota
-	// SyncInterval commits without waiting for the disk and syncs the WAL
-	// in the background every Options.SyncInterval.
+	// SyncInterval returns once the batch is written (in the page cache)
+	// and syncs written segment files in the background every
+	// Options.SyncInterval.
 	SyncInterval
-	// SyncNever leaves syncing to pebble and the OS (and to Close).
+	// SyncNever leaves syncing to the OS (and to Close and Sync).
 	SyncNever
 )
 
@@ -72,16 +79,17 @@ type Options struct {
 	Sync         SyncPolicy
 	SyncInterval time.Duration // SyncInterval only; default 100ms
 	Logger       *slog.Logger
-	// MemTableSize is pebble's memtable size; default 64 MiB. Batches over
-	// half of it are written to their own flushable, so keep it well above
-	// the largest produce request.
+	// MemTableSize is pebble's memtable size; default 64 MiB. Pebble keeps
+	// only the catalog, log starts, offsets and other small records (the
+	// batches are in the segment logs), so it rarely fills one.
 	MemTableSize uint64
-	// CacheSize is pebble's block cache in bytes; default 256 MiB, so
-	// consumers reading what was just produced hit memory, not pread +
-	// checksum per block (docs/PERFORMANCE.md).
+	// CacheSize bounds pebble's block cache in bytes; default 256 MiB. It
+	// holds the few metadata blocks read; batches are read from the
+	// segment logs through the OS page cache, not through it.
 	CacheSize int64
-	// DiskRetry is the pause between attempts of a disk operation that
-	// failed for lack of space (health.go); default 250ms.
+	// DiskRetry is the pause between attempts of a pebble disk operation
+	// that failed for lack of space, and between two space probes after a
+	// segment write did (health.go, space.go); default 250ms.
 	DiskRetry time.Duration
 	// RetentionCheckInterval is how often retention.ms and retention.bytes
 	// are applied (retention.go); default 30s, negative: never.
@@ -100,6 +108,18 @@ type Store struct {
 	writeOpts *pebble.WriteOptions
 	policy    SyncPolicy
 
+	// The segment logs: under logsDir on fs (opts.baseFS itself, not
+	// diskFS: a log undoes a failed write and reports it, writeFailed).
+	fs      vfs.FS
+	direct  bool // fs is the OS's own: logs write with pwritev
+	logsDir string
+
+	// The space probe (space.go) after a segment write found the disk full.
+	diskRetry   time.Duration
+	probing     atomic.Bool
+	stopProbe   chan struct{}
+	lastCorrupt atomic.Int64 // rate limit of corrupt-data log lines
+
 	catMu  sync.RWMutex // guards topics and nextID; held across catalog commits
 	topics map[string]map[string]*topic
 	nextID uint32
@@ -110,7 +130,7 @@ type Store struct {
 	closed atomic.Bool
 	health *healthState // disk full / failed (health.go)
 
-	dirty    atomic.Uint64 // unsynced appends, for SyncInterval
+	dirty    atomic.Uint64 // unsynced writes, for SyncInterval
 	stopSync chan struct{}
 	syncDone chan struct{}
 
@@ -134,18 +154,42 @@ var (
 type topic struct {
 	info bridge.TopicInfo
 	// mu is held shared by Appends in flight and exclusively by
-	// DeleteTopic, so no Append can write data after its topic's range
-	// was deleted.
+	// DeleteTopic and SetPartitions, so no Append writes to a log being
+	// removed.
 	mu      sync.RWMutex
 	deleted bool
 	parts   []*partition
 	// cfg is the topic's configs; guarded by Store.catMu, replaced (never
 	// changed in place) by SetTopicConfigs.
 	cfg bridge.TopicConfigs
+	// segBytes is cfg's segment.bytes (0: the default), read by Append
+	// without the catalog lock.
+	segBytes atomic.Int64
 }
 
-// Open opens (or creates) the store in dir and recovers every partition's
-// next offset from its last stored batch.
+// newTopic makes the in-memory topic of a catalog entry with its
+// partitions' logs.
+func newTopic(info bridge.TopicInfo, cfg bridge.TopicConfigs, parts []*partition) *topic {
+	t := &topic{info: info, parts: parts}
+	t.setConfigs(cfg)
+	return t
+}
+
+// setConfigs replaces the topic's configs. Under Store.catMu (or before
+// the topic is shared).
+func (t *topic) setConfigs(cfg bridge.TopicConfigs) {
+	t.cfg = cfg
+	n, err := strconv.ParseInt(cfg["segment.bytes"], 10, 64)
+	if err != nil || n <= 0 {
+		n = 0
+	}
+	t.segBytes.Store(n)
+}
+
+// Open opens (or creates) the store in dir: pebble at dir, the segment
+// logs under dir/logs. It recovers every partition's log (cutting a torn
+// tail), removes the logs of deleted topics and partitions, and moves the
+// batches an older version kept in pebble into the logs (migrate.go).
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -165,6 +209,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.baseFS == nil {
 		opts.baseFS = vfs.Default
 	}
+	logsDir := opts.baseFS.PathJoin(dir, "logs")
 	if opts.RetentionCheckInterval == 0 {
 		opts.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
@@ -188,16 +233,19 @@ func Open(dir string, opts Options) (*Store, error) {
 			},
 		},
 	}
-	// One flush makes one L0 file, not ~30 of pebble's default 2 MiB: L0
-	// stops filling with small files and writes stop stalling (3x sustained
-	// 1 KiB produce in docs/PERFORMANCE.md).
+	// One flush makes one L0 file, not ~30 of pebble's default 2 MiB (this
+	// mattered when batches were in pebble; docs/PERFORMANCE.md).
 	po.TargetFileSizes[0] = int64(opts.MemTableSize)
-	// Values are Kafka payloads that clients compress themselves, or that
-	// do not compress: block compression cost 10-12 % of produce CPU.
+	// Small records; block compression is not worth its CPU (it cost
+	// 10-12 % of produce CPU when batches were in pebble).
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
+	}
+	if err := makeLogsDir(opts.baseFS, dir, logsDir); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	s := &Store{
 		db:        db,
@@ -205,6 +253,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		log:       opts.Logger,
 		policy:    opts.Sync,
 		writeOpts: pebble.NoSync,
+		fs:        opts.baseFS,
+		direct:    opts.baseFS == vfs.Default,
+		logsDir:   logsDir,
+		diskRetry: opts.DiskRetry,
+		stopProbe: make(chan struct{}),
 		topics:    make(map[string]map[string]*topic),
 		health:    h,
 		clock:     opts.clock,
@@ -213,6 +266,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.writeOpts = pebble.Sync
 	}
 	if err := s.load(); err != nil {
+		s.closeLogs()
 		_ = db.Close()
 		return nil, err
 	}
@@ -228,7 +282,21 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// load reads the id counter and the catalog and recovers every partition.
+// makeLogsDir creates <data dir>/logs, its entry durable.
+func makeLogsDir(fs vfs.FS, dir, logsDir string) error {
+	if err := fs.MkdirAll(logsDir, 0o755); err != nil {
+		return fmt.Errorf("embedded: create %s: %w", logsDir, err)
+	}
+	if err := syncDir(fs, dir); err != nil {
+		return fmt.Errorf("embedded: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// load reads the id counter and the catalog, recovers every partition's
+// log, removes the directories of topics and partitions no longer in the
+// catalog, and moves batches a previous version kept in pebble into the
+// logs (migrate.go).
 func (s *Store) load() error {
 	s.nextID = 1
 	v, closer, err := s.db.Get(counterKey)
@@ -251,12 +319,20 @@ func (s *Store) load() error {
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		t, err := s.loadTopic(it.Key(), it.Value())
+		if t != nil {
+			s.addTopic(t) // also on an error, so closeLogs closes its logs
+		}
 		if err != nil {
 			return err
 		}
-		s.addTopic(t)
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if err := s.removeOrphans(); err != nil {
+		return err
+	}
+	return s.migrate()
 }
 
 // loadTopic rebuilds one topic from its catalog entry and its data.
@@ -269,44 +345,23 @@ func (s *Store) loadTopic(k, v []byte) (*topic, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := newTopic(bridge.TopicInfo{Stream: stream, Name: name, ID: id, Partitions: n, CreatedAt: created})
-	t.cfg = cfg
-	for i, p := range t.parts {
+	info := bridge.TopicInfo{Stream: stream, Name: name, ID: id, Partitions: n, CreatedAt: created}
+	t := newTopic(info, cfg, make([]*partition, 0, n))
+	for i := 0; i < int(n); i++ {
+		// The log start DeleteRecords or retention left (0: none): the
+		// log removes the segments below it and never hands out offsets
+		// below it again.
 		start, err := s.readLogStart(id, uint32(i))
 		if err != nil {
-			return nil, err
+			return t, err
 		}
-		if err := s.recoverPartition(id, uint32(i), p, start); err != nil {
-			return nil, err
+		p, err := s.openPartition(id, i, start)
+		if err != nil {
+			return t, err
 		}
+		t.parts = append(t.parts, p)
 	}
 	return t, nil
-}
-
-// recoverPartition sets a partition's offsets from its first and last
-// stored batches: next = last base offset + last message count. start is
-// the log start DeleteRecords left (0: none): earliest is never below it,
-// and when DeleteRecords removed every batch it is also next, so offsets
-// are not handed out again.
-func (s *Store) recoverPartition(id, part uint32, p *partition, start uint64) error {
-	lo, hi := partitionBounds(id, part)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	if !it.Last() {
-		p.init(start, start)
-		return it.Error()
-	}
-	v, err := bridge.ParseIggyBatch(it.Value())
-	if err != nil {
-		return fmt.Errorf("embedded: topic %d partition %d: last batch: %w", id, part, err)
-	}
-	next := max(offsetOfKey(it.Key())+uint64(v.Count), start)
-	it.First()
-	p.init(max(offsetOfKey(it.Key()), start), next)
-	return it.Error()
 }
 
 // readLogStart reads a partition's stored log start offset, 0 when none.
@@ -323,14 +378,6 @@ func (s *Store) readLogStart(id, part uint32) (uint64, error) {
 		return 0, fmt.Errorf("embedded: topic %d partition %d: %w", id, part, errCorrupt)
 	}
 	return be.Uint64(v), nil
-}
-
-func newTopic(info bridge.TopicInfo) *topic {
-	t := &topic{info: info, parts: make([]*partition, info.Partitions)}
-	for i := range t.parts {
-		t.parts[i] = &partition{}
-	}
-	return t
 }
 
 func (s *Store) addTopic(t *topic) {
@@ -411,15 +458,17 @@ func (s *Store) fail(what string, err error) error {
 	return s.health.err()
 }
 
-// Close waits for calls in flight, syncs and closes the db. Calls after
-// Close return bridge.ErrClosed. Close is idempotent. When the disk is full
-// or the store failed, pebble cannot close (its WAL writer is waiting for
-// the disk): Close then returns an error at once and leaves the db as it
-// is. What was acknowledged under SyncAlways is already on disk.
+// Close waits for calls in flight, syncs and closes the segment logs and
+// the db. Calls after Close return bridge.ErrClosed. Close is idempotent.
+// When the disk is full or the store failed, pebble cannot close (its WAL
+// writer may be waiting for the disk): Close then returns an error at once
+// and leaves the logs and the db as they are. What was acknowledged under
+// SyncAlways is already on disk.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	close(s.stopProbe)
 	// A sweep in flight holds ops shared, so the wait for the sweeper's
 	// end comes after ops.Lock below; new sweeps refuse the closed store.
 	if s.stopRet != nil {
@@ -437,9 +486,13 @@ func (s *Store) Close() error {
 		close(s.stopSync)
 		<-s.syncDone
 	}
-	// Sync first: it takes milliseconds and makes every returned Append
-	// durable whatever the policy, even if the caller stops waiting for
-	// the flush below.
+	// The logs first: each syncs its active segment and writes its index,
+	// so every returned Append is durable whatever the policy, and the
+	// next Open reads no segment.
+	if err := s.closeLogs(); err != nil {
+		return errors.Join(err, s.db.Close())
+	}
+	// Then pebble's WAL (committed offsets under SyncInterval/SyncNever).
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return errors.Join(err, s.db.Close())
 	}
@@ -462,13 +515,56 @@ func (s *Store) roomToFlush() bool {
 	return du.AvailBytes >= 2*s.db.Metrics().MemTable.Size+1<<20
 }
 
-// Sync makes every Append that has returned durable, whatever the policy.
+// closeLogs closes every partition's log (syncing it). Under ops held
+// exclusively, or during Open.
+func (s *Store) closeLogs() error {
+	var errs []error
+	for _, p := range s.allPartitions() {
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// allPartitions lists every partition of every topic.
+func (s *Store) allPartitions() []*partition {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	var out []*partition
+	for _, byName := range s.topics {
+		for _, t := range byName {
+			out = append(out, t.parts...)
+		}
+	}
+	return out
+}
+
+// Sync makes every Append that has returned durable, whatever the policy:
+// every segment log with unsynced bytes, then pebble's WAL.
 func (s *Store) Sync() error {
 	if err := s.enterWrite(); err != nil {
 		return err
 	}
 	defer s.exitWrite()
+	if err := s.syncLogs(); err != nil {
+		return err
+	}
 	return s.syncWAL()
+}
+
+// syncLogs syncs every log holding unsynced bytes. A failed sync fails the
+// store (health.go says why a failed fsync is never retried).
+func (s *Store) syncLogs() error {
+	for _, p := range s.allPartitions() {
+		if !p.log.Dirty() {
+			continue
+		}
+		if err := p.log.Sync(context.Background()); err != nil && !errors.Is(err, seglog.ErrClosed) {
+			return s.fail("sync", err)
+		}
+	}
+	return nil
 }
 
 // syncWAL fsyncs the WAL: an empty LogData record committed with Sync
@@ -480,7 +576,17 @@ func (s *Store) syncWAL() error {
 	return nil
 }
 
-// syncLoop is SyncInterval's background syncer. It skips idle ticks.
+// wroteUnsynced notes a write made without a sync (an offset commit under
+// the store's policy), for SyncInterval's syncer.
+func (s *Store) wroteUnsynced() {
+	if s.policy == SyncInterval {
+		s.dirty.Add(1)
+	}
+}
+
+// syncLoop is SyncInterval's background syncer: every interval with
+// writes, the segment logs holding unsynced bytes, then pebble's WAL. It
+// skips idle ticks.
 func (s *Store) syncLoop(every time.Duration) {
 	defer close(s.syncDone)
 	t := time.NewTicker(every)
@@ -492,7 +598,9 @@ func (s *Store) syncLoop(every time.Duration) {
 		case <-t.C:
 			if s.dirty.Load() > 0 && s.health.beginWrite() == nil {
 				s.dirty.Store(0)
-				_ = s.syncWAL()
+				if s.syncLogs() == nil {
+					_ = s.syncWAL()
+				}
 				s.health.endWrite()
 			}
 		}
@@ -593,6 +701,10 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, name string,
 	if err != nil {
 		return bridge.TopicInfo{}, err
 	}
+	parts, err := s.newPartitions(info.ID, 0, int(n))
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(catalogKey(stream, name), val, nil)
@@ -601,9 +713,7 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, name string,
 		return bridge.TopicInfo{}, fmt.Errorf("%w: create topic: %w", bridge.ErrUnavailable, err)
 	}
 	s.nextID++
-	t := newTopic(info)
-	t.cfg = cfg
-	s.addTopic(t)
+	s.addTopic(newTopic(info, cfg, parts))
 	return info, nil
 }
 
@@ -645,7 +755,7 @@ func (s *Store) SetTopicConfigs(ctx context.Context, stream, name string, cfg br
 	if err := s.db.Set(catalogKey(stream, name), val, pebble.Sync); err != nil {
 		return fmt.Errorf("%w: set topic configs: %w", bridge.ErrUnavailable, err)
 	}
-	t.cfg = cfg
+	t.setConfigs(cfg)
 	return nil
 }
 
@@ -657,38 +767,81 @@ func checkName(what, name string) error {
 	return nil
 }
 
-// DeleteTopic removes the catalog entry and range-deletes the topic's
-// data in one synced commit. It waits for Appends in flight on the topic.
-// The space comes back as pebble compacts the range.
+// DeleteTopic removes the catalog entry (and the log starts) in one synced
+// commit, then the topic's segment logs with their directory, so the space
+// comes back at once. It waits for Appends in flight on the topic. A crash
+// between the two leaves a directory no catalog entry names: Open removes
+// it.
 func (s *Store) DeleteTopic(ctx context.Context, stream, name string) error {
 	if err := s.enterWrite(); err != nil {
 		return err
 	}
 	defer s.exitWrite()
+	t, err := s.deleteTopic(stream, name)
+	if err != nil {
+		return err
+	}
+	// Outside the catalog lock: removing big files takes a while.
+	s.removeLogs(t.parts)
+	if err := s.fs.RemoveAll(s.topicDir(t.info.ID)); err != nil {
+		s.log.Warn("embedded store: removing a deleted topic's directory; removed at the next open", "topic_id", t.info.ID, "err", err)
+	}
+	return nil
+}
+
+// deleteTopic commits the deletion of a topic and takes it out of the
+// catalog.
+func (s *Store) deleteTopic(stream, name string) (*topic, error) {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	t := s.topics[stream][name]
 	if t == nil {
-		return bridge.ErrTopicNotFound
+		return nil, bridge.ErrTopicNotFound
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lo, hi := topicBounds(t.info.ID)
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Delete(catalogKey(stream, name), nil)
-	_ = b.DeleteRange(lo, hi, nil)
 	slo, shi := logStartBounds(t.info.ID, 0)
 	_ = b.DeleteRange(slo, shi, nil)
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
-		return fmt.Errorf("%w: delete topic: %w", bridge.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: delete topic: %w", bridge.ErrUnavailable, err)
 	}
 	t.deleted = true
 	delete(s.topics[stream], name)
 	if len(s.topics[stream]) == 0 {
 		delete(s.topics, stream)
 	}
-	return nil
+	return t, nil
+}
+
+// removeLogs removes the logs of deleted partitions (their files; a
+// failure is logged, Open removes what is left).
+func (s *Store) removeLogs(parts []*partition) {
+	for _, p := range parts {
+		if err := p.log.Remove(); err != nil {
+			s.log.Warn("embedded store: removing a deleted partition's log; removed at the next open", "err", err)
+		}
+	}
+}
+
+// newPartitions opens empty logs for partitions [from, to) of a topic,
+// removing any directory left there (a partition removed by a shrink
+// whose directory removal did not finish). Under catMu.
+func (s *Store) newPartitions(id uint32, from, to int) ([]*partition, error) {
+	parts := make([]*partition, 0, to-from)
+	for i := from; i < to; i++ {
+		if err := s.fs.RemoveAll(s.partDir(id, i)); err != nil && !isNotExist(err) {
+			return nil, fmt.Errorf("%w: remove %s: %w", bridge.ErrStorage, s.partDir(id, i), err)
+		}
+		p, err := s.openPartition(id, i, 0)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
 }
 
 // Topic returns one topic.
@@ -749,14 +902,27 @@ func (s *Store) setPartitions(stream, name string, n int32, growOnly bool) (brid
 	if n < 0 || n > MaxPartitions {
 		return bridge.TopicInfo{}, fmt.Errorf("embedded: %d partitions, want 0..%d", n, MaxPartitions)
 	}
+	info, removed, err := s.changePartitions(stream, name, n, growOnly)
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	// Outside the catalog lock: the removed partitions' logs and files.
+	s.removeLogs(removed)
+	return info, nil
+}
+
+// changePartitions commits a topic's new partition count and swaps in its
+// new in-memory topic; it returns the partitions removed, whose logs the
+// caller removes. New partitions get empty logs, opened before the commit.
+func (s *Store) changePartitions(stream, name string, n int32, growOnly bool) (bridge.TopicInfo, []*partition, error) {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	old := s.topics[stream][name]
 	if old == nil {
-		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
+		return bridge.TopicInfo{}, nil, bridge.ErrTopicNotFound
 	}
 	if growOnly && n <= old.info.Partitions {
-		return old.info, nil
+		return old.info, nil, nil
 	}
 	old.mu.Lock()
 	defer old.mu.Unlock()
@@ -764,33 +930,35 @@ func (s *Store) setPartitions(stream, name string, n int32, growOnly bool) (brid
 	info.Partitions = n
 	val, err := topicValue(info.ID, n, info.CreatedAt, old.cfg)
 	if err != nil {
-		return bridge.TopicInfo{}, err
+		return bridge.TopicInfo{}, nil, err
+	}
+	kept := old.parts[:min(int(n), len(old.parts))]
+	added, err := s.newPartitions(info.ID, len(kept), int(n))
+	if err != nil {
+		return bridge.TopicInfo{}, nil, err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	_ = b.Set(catalogKey(stream, name), val, nil)
 	if n < old.info.Partitions {
-		lo, _ := partitionBounds(info.ID, uint32(n))
-		_, hi := partitionBounds(info.ID, uint32(old.info.Partitions-1))
-		_ = b.DeleteRange(lo, hi, nil)
 		slo, shi := logStartBounds(info.ID, uint32(n))
 		_ = b.DeleteRange(slo, shi, nil)
 	}
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: set partitions: %w", bridge.ErrUnavailable, err)
+		return bridge.TopicInfo{}, nil, fmt.Errorf("%w: set partitions: %w", bridge.ErrUnavailable, err)
 	}
 	// A new topic object, so readers of the old one's info never race
 	// with this change; kept partitions carry over with their state.
-	t := newTopic(info)
-	copy(t.parts, old.parts)
-	t.cfg = old.cfg
+	parts := append(append(make([]*partition, 0, n), kept...), added...)
+	t := newTopic(info, old.cfg, parts)
 	old.deleted = true
 	s.topics[stream][name] = t
-	return info, nil
+	return info, old.parts[len(kept):], nil
 }
 
 // RenameTopic gives a topic a new name in its stream, keeping its id, data
-// and offsets (they are keyed by id), as Iggy's UpdateTopic does.
+// and offsets (they are keyed by id: its log directories stay where they
+// are), as Iggy's UpdateTopic does.
 // ErrTopicNotFound when from is missing, ErrTopicExists when to is taken.
 func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridge.TopicInfo, error) {
 	if err := s.enterWrite(); err != nil {
@@ -827,9 +995,7 @@ func (s *Store) RenameTopic(ctx context.Context, stream, from, to string) (bridg
 	if err := s.db.Apply(b, pebble.Sync); err != nil {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: rename topic: %w", bridge.ErrUnavailable, err)
 	}
-	t := newTopic(info)
-	copy(t.parts, old.parts)
-	t.cfg = old.cfg
+	t := newTopic(info, old.cfg, old.parts)
 	old.deleted = true
 	delete(s.topics[stream], from)
 	s.topics[stream][to] = t

@@ -361,25 +361,6 @@ func TestFailedStoreRefusesCalls(t *testing.T) {
 	}
 }
 
-// The watermark must move only over ranges whose every predecessor has
-// committed, whatever order commits finish in.
-func TestWatermarkOrder(t *testing.T) {
-	var p partition
-	a, b, c := p.reserve(2, 10), p.reserve(3, 20), p.reserve(1, 40)
-	p.commit(c)
-	p.commit(b)
-	if v := p.visible.Load(); v != 0 || p.visibleBytes != 0 {
-		t.Fatalf("visible %d (%d bytes) before the first commit", v, p.visibleBytes)
-	}
-	p.commit(a)
-	if v := p.visible.Load(); v != 6 || p.visibleBytes != 70 {
-		t.Fatalf("visible %d (%d bytes) after all commits", v, p.visibleBytes)
-	}
-	if len(p.inflight) != 0 || p.head != 0 {
-		t.Fatalf("queue not reset: %d %d", len(p.inflight), p.head)
-	}
-}
-
 func TestConcurrentAppendsAreGapFree(t *testing.T) {
 	s := openStore(t, t.TempDir(), SyncAlways)
 	defer s.Close()

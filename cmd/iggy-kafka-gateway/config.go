@@ -202,7 +202,7 @@ func options() []option {
 			usage: "sync period with --fsync=interval (embedded store only)",
 			set:   millisIn(1, func(c *config, d time.Duration) { c.FsyncInterval = d })},
 		{flag: "store-cache-mb", def: "256",
-			usage: "embedded store block cache in MiB (reads of recent data come from memory)",
+			usage: "embedded store: pebble's block cache in MiB, for its metadata (batches are read through the OS page cache)",
 			set:   intIn(8, 1<<20, func(c *config, n int) { c.StoreCacheMB = n })},
 		{flag: "store-timeout-ms", def: "10000",
 			usage: "deadline of one embedded-store call; past it the request gets a retriable error (on Iggy: --iggy-call-timeout-ms)",

@@ -1,0 +1,5 @@
+//go:build race
+
+package seglog
+
+const raceEnabled = true

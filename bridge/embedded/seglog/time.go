@@ -1,0 +1,174 @@
+package seglog
+
+import (
+	"context"
+	"math"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// A record's time is its origin timestamp (the Kafka record timestamp),
+// or its batch's append time when it has none (origin 0): the time Fetch
+// shows. Each segment keeps the newest record time of its batches, so a
+// search by time skips whole segments.
+
+// OffsetForTimestamp returns the first visible offset at or after the log
+// start whose record time is >= ts, or found=false when there is none.
+// Segments whose newest record is older than ts are skipped unread; the
+// first other one is read from the start (or from the batch holding the
+// log start). Any goroutine.
+func (l *Log) OffsetForTimestamp(ctx context.Context, ts uint64) (uint64, bool, error) {
+	start := l.start.Load()
+	k := l.newWalk(math.MaxInt, scanChunk)
+	defer k.w.release()
+	var (
+		off   uint64
+		found bool
+		ferr  error
+	)
+	fn := func(b []byte) bool {
+		off, found, ferr = firstAtOrAfter(b, ts, start)
+		return !found && ferr == nil && ctx.Err() == nil
+	}
+	for _, seg := range l.segments() {
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		if seg.next.Load() <= start || seg.maxTs.Load() < ts {
+			continue
+		}
+		if !seg.acquire() {
+			continue // removed meanwhile: below the start now
+		}
+		_, err := k.segment(seg, max(start, seg.base), fn)
+		seg.release()
+		if err != nil || ferr != nil || found {
+			return off, found, firstErr(err, ferr)
+		}
+	}
+	return 0, false, ctx.Err()
+}
+
+// firstAtOrAfter finds the first message of a stored batch at or after ts,
+// among the offsets from start on.
+func firstAtOrAfter(b []byte, ts, start uint64) (uint64, bool, error) {
+	v, err := bridge.ParseIggyBatch(b)
+	if err != nil {
+		return 0, false, err
+	}
+	mi := bridge.NewIggyMessageIter(v)
+	for mi.Next() {
+		m := mi.Message()
+		if m.Offset < start {
+			continue
+		}
+		t := m.OriginTimestamp
+		if t == 0 {
+			t = m.Timestamp
+		}
+		if t >= ts {
+			return m.Offset, true, nil
+		}
+	}
+	return 0, false, mi.Err()
+}
+
+// ExpiredBefore returns the base offset of the first visible batch (from
+// the one holding the log start) whose newest record time is at or after
+// cutoff (µs), or the watermark when every visible batch is older: the
+// start that removes exactly the expired leading batches (never below the
+// current start: a batch holding it that stays gives the start itself). Segments whose
+// newest record is older than cutoff are skipped unread. Any goroutine
+// (the retention sweeper).
+func (l *Log) ExpiredBefore(cutoff uint64) (uint64, error) {
+	start := l.start.Load()
+	k := l.newWalk(math.MaxInt, scanChunk)
+	defer k.w.release()
+	var (
+		at    uint64
+		found bool
+	)
+	fn := func(b []byte) bool {
+		if newestStored(b) >= cutoff {
+			at, found = le.Uint64(b[hdrBaseOffset:]), true
+		}
+		return !found
+	}
+	for _, seg := range l.segments() {
+		if seg.next.Load() <= start || seg.maxTs.Load() < cutoff {
+			continue
+		}
+		if !seg.acquire() {
+			continue
+		}
+		_, err := k.segment(seg, max(start, seg.base), fn)
+		seg.release()
+		if err != nil || found {
+			return max(at, start), err
+		}
+	}
+	return max(k.hwm, start), nil
+}
+
+// OversizeBefore returns the base offset of the oldest visible batch that
+// Kafka's size rule keeps with limit bytes per partition: from the batch
+// holding the log start, each batch goes while the batches after it alone
+// still hold at least limit bytes. The log start when nothing goes (or
+// only the batch holding it would), the watermark when everything does. Whole segments that go are skipped
+// unread; the cost is the one segment the cut falls in. Any goroutine.
+func (l *Log) OversizeBefore(limit int64) (uint64, error) {
+	start := l.start.Load()
+	hwm, vpos := l.visiblePair()
+	from, err := l.posOf(start, hwm, vpos)
+	if err != nil {
+		return 0, err
+	}
+	size := vpos - from
+	if size <= limit {
+		return start, nil
+	}
+	k := walk{l: l, hwm: hwm, vpos: vpos, budget: math.MaxInt, want: scanChunk}
+	defer k.w.release()
+	var (
+		at    uint64
+		found bool
+	)
+	fn := func(b []byte) bool {
+		n := int64(len(b))
+		if size-n < limit {
+			at, found = le.Uint64(b[hdrBaseOffset:]), true
+			return false
+		}
+		size -= n
+		return true
+	}
+	for _, seg := range l.segments() {
+		segFrom := max(from, seg.startPos)
+		segTo := min(seg.startPos+seg.size.Load(), vpos)
+		if segTo <= segFrom {
+			continue
+		}
+		if size-(segTo-segFrom) >= limit {
+			size -= segTo - segFrom
+			continue
+		}
+		if !seg.acquire() {
+			continue
+		}
+		_, err := k.segment(seg, max(start, seg.base), fn)
+		seg.release()
+		if err != nil || found {
+			return max(at, start), err
+		}
+	}
+	return max(hwm, start), nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

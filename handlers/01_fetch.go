@@ -229,9 +229,18 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 				pmax := min(max(int(rp.PartitionMaxBytes), 0), room)
 				key := PartitionKey{Topic: rt.Topic, Partition: rp.Partition}
 				want := identityOf(&ti)
-				if b, _, _, ok := g.tail.get(key, &want, uint64(rp.FetchOffset), state.Next, pmax); ok {
-					spans = append(spans, span{t: i, p: j, direct: b})
-					total += len(b)
+				var pieces [tailPieces][]byte
+				if ps, n, _, _, ok := g.tail.get(key, &want, uint64(rp.FetchOffset), state.Next, pmax, pieces[:0]); ok {
+					if len(ps) == 1 {
+						spans = append(spans, span{t: i, p: j, direct: ps[0]})
+					} else {
+						start := len(buf.B)
+						for _, b := range ps {
+							buf.B = append(buf.B, b...)
+						}
+						spans = append(spans, span{t: i, p: j, start: start, end: len(buf.B)})
+					}
+					total += n
 				} else if total == 0 || room > 0 {
 					start := len(buf.B)
 					var n int

@@ -46,8 +46,10 @@ type fetchPart struct {
 
 	buf *bytebufferpool.ByteBuffer // own buffer: polls run at once
 	n   int                        // Kafka bytes appended to buf, or in direct
-	// direct holds the data when the tail cache answered (buf unused),
-	// cached for the topic life ident, checked against the lookup's.
+	// cached: the tail cache answered, for the topic life ident, which
+	// assembly checks against the lookup's; the data is in direct when
+	// it is one run of the cache's bytes, else copied into buf.
+	cached bool
 	direct []byte
 	ident  tailIdentity
 	next   uint64 // one past the last offset returned
@@ -197,8 +199,17 @@ func (c *Call) pollPart(fp *fetchPart) {
 	// checks it against the lookup's. Cached batches were acknowledged
 	// by the store, so they are below its high watermark.
 	key := PartitionKey{Topic: fp.topic, Partition: fp.partition}
-	if b, next, ident, ok := c.G.tail.get(key, nil, uint64(fp.offset), math.MaxUint64, fp.pmax); ok {
-		fp.direct, fp.n, fp.next, fp.ident = b, len(b), next, ident
+	var pieces [tailPieces][]byte
+	if ps, n, next, ident, ok := c.G.tail.get(key, nil, uint64(fp.offset), math.MaxUint64, fp.pmax, pieces[:0]); ok {
+		fp.cached, fp.n, fp.next, fp.ident = true, n, next, ident
+		if len(ps) == 1 {
+			fp.direct = ps[0]
+			return
+		}
+		fp.buf = getBig()
+		for _, b := range ps {
+			fp.buf.B = append(fp.buf.B, b...)
+		}
 		return
 	}
 	fp.buf = getBig()
@@ -226,12 +237,12 @@ func (c *Call) assemblePart(sp *kmsg.FetchResponseTopicPartition, rp *kmsg.Fetch
 	if fp.stateErr != nil {
 		return 0, errCode(fp.stateErr, opRead)
 	}
-	if fp.direct != nil && fp.ident != identityOf(&ti) {
+	if fp.cached && fp.ident != identityOf(&ti) {
 		// Cached for another life of the topic (made again elsewhere
 		// under the same name): not these records. The next Fetch reads
 		// the store.
 		c.G.tail.forget(PartitionKey{Topic: fp.topic, Partition: fp.partition}, fp.ident)
-		fp.direct, fp.n = nil, 0
+		fp.cached, fp.direct, fp.n = false, nil, 0
 	}
 	hwm := fp.state.Next
 	if fp.n > 0 && fp.next > hwm {

@@ -256,56 +256,73 @@ func (tc *tailCache) forgetTopic(topic string) {
 	}
 }
 
-// get returns cached batches of key from the one holding offset from: one
-// contiguous slice of a chunk (the caller may send it as it is; it never
-// changes), holding whole batches at consecutive offsets that end at or
-// below hwm, at most budget bytes, and the identity of the topic they
-// belong to. With want set, only batches of that life of the topic are
-// returned. ok is false when from is not cached or the first batch does
-// not fit budget (the store path then returns part of it, KIP-74). next
-// is one past the last offset returned. The first batch may start below
-// from: consumers skip those records, as Kafka sends whole stored batches.
-// Any goroutine.
-func (tc *tailCache) get(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) (b []byte, next uint64, ident tailIdentity, ok bool) {
+// tailPieces is how many byte runs one get may return: runs end where a
+// chunk does, and a Fetch of a few MiB spans a few chunks.
+const tailPieces = 8
+
+// get returns cached batches of key from the one holding offset from, as
+// byte runs appended to pieces (each one contiguous slice of a chunk,
+// which never changes: the caller may send it as it is). Together they
+// hold whole batches at consecutive offsets that end at or below hwm, at
+// most budget bytes; it also returns the identity of the topic they belong
+// to. With want set, only batches of that life of the topic are returned.
+// ok is false when from is not cached or the first batch does not fit
+// budget (the store path then returns part of it, KIP-74). next is one
+// past the last offset returned. The first batch may start below from:
+// consumers skip those records, as Kafka sends whole stored batches. At
+// most cap(pieces) runs (at least one). Any goroutine.
+func (tc *tailCache) get(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int, pieces [][]byte) (out [][]byte, n int, next uint64, ident tailIdentity, ok bool) {
 	if tc == nil {
-		return nil, 0, tailIdentity{}, false
+		return pieces, 0, 0, tailIdentity{}, false
 	}
-	b, next, ident, ok = tc.lookup(key, want, from, hwm, budget)
+	out, n, next, ident, ok = tc.lookup(key, want, from, hwm, budget, pieces)
 	if ok {
 		tc.hits.Add(1)
-		tc.servedBytes.Add(int64(len(b)))
+		tc.servedBytes.Add(int64(n))
 	} else {
 		tc.misses.Add(1)
 	}
-	return b, next, ident, ok
+	return out, n, next, ident, ok
 }
 
-func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) ([]byte, uint64, tailIdentity, bool) {
+func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int, pieces [][]byte) ([][]byte, int, uint64, tailIdentity, bool) {
 	p := tc.part(key, false)
 	if p == nil {
-		return nil, 0, tailIdentity{}, false
+		return pieces, 0, 0, tailIdentity{}, false
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if want != nil && p.ident != *want {
-		return nil, 0, tailIdentity{}, false
+		return pieces, 0, 0, tailIdentity{}, false
 	}
 	es := p.entries
 	i := sort.Search(len(es), func(i int) bool { return es[i].end > from })
 	if i == len(es) || es[i].base > from || es[i].end > hwm || es[i].n > budget {
-		return nil, 0, tailIdentity{}, false
+		return pieces, 0, 0, tailIdentity{}, false
 	}
-	first := es[i]
-	at, n, next := first.at, first.n, first.end
+	limit := max(cap(pieces)-len(pieces), 1)
+	cur := es[i]
+	at, run, total, next := cur.at, cur.n, cur.n, cur.end
 	for j := i + 1; j < len(es); j++ {
 		e := es[j]
-		if e.base != next || e.end > hwm || e.chunk != first.chunk || e.at != at+n || n+e.n > budget {
+		if e.base != next || e.end > hwm || total+e.n > budget {
 			break
 		}
-		n += e.n
+		if e.chunk != cur.chunk || e.at != at+run {
+			// A new run: the next chunk, or bytes not next to these.
+			if limit == 1 {
+				break
+			}
+			limit--
+			pieces = append(pieces, cur.chunk.buf[at:at+run:at+run])
+			cur, at, run = e, e.at, 0
+		}
+		run += e.n
+		total += e.n
 		next = e.end
 	}
-	return first.chunk.buf[at : at+n : at+n], next, p.ident, true
+	pieces = append(pieces, cur.chunk.buf[at:at+run:at+run])
+	return pieces, total, next, p.ident, true
 }
 
 // forget drops key's entries when they belong to ident (a Fetch found

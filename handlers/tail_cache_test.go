@@ -27,7 +27,7 @@ func TestTailCacheServesContiguousBatches(t *testing.T) {
 	tc.put(tailKey, tailLife, 3, 2, tailBatch('b', 50))
 	tc.put(tailKey, tailLife, 5, 1, tailBatch('c', 70))
 
-	b, next, ident, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
+	b, next, ident, ok := tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
 	if !ok || next != 6 || len(b) != 220 || ident != tailLife {
 		t.Fatalf("from 0: ok %v next %d len %d ident %v", ok, next, len(b), ident)
 	}
@@ -41,32 +41,32 @@ func TestTailCacheServesContiguousBatches(t *testing.T) {
 		t.Errorf("bytes out of place")
 	}
 	// From inside a batch: the whole batch that holds it.
-	if b, next, _, ok = tc.get(tailKey, &tailLife, 4, math.MaxUint64, 1<<20); !ok || next != 6 || len(b) != 120 {
+	if b, next, _, ok = tcGet(tc, tailKey, &tailLife, 4, math.MaxUint64, 1<<20); !ok || next != 6 || len(b) != 120 {
 		t.Errorf("from 4: ok %v next %d len %d", ok, next, len(b))
 	}
 	// The budget stops at a whole batch; a first batch over it is a miss.
-	if _, next, _, ok = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 160); !ok || next != 5 {
+	if _, next, _, ok = tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 160); !ok || next != 5 {
 		t.Errorf("budget 160: ok %v next %d", ok, next)
 	}
-	if _, _, _, ok = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 99); ok {
+	if _, _, _, ok = tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 99); ok {
 		t.Error("a first batch over the budget was served")
 	}
 	// Never past the high watermark.
-	if _, next, _, ok = tc.get(tailKey, &tailLife, 0, 5, 1<<20); !ok || next != 5 {
+	if _, next, _, ok = tcGet(tc, tailKey, &tailLife, 0, 5, 1<<20); !ok || next != 5 {
 		t.Errorf("hwm 5: ok %v next %d", ok, next)
 	}
-	if _, _, _, ok = tc.get(tailKey, &tailLife, 5, 5, 1<<20); ok {
+	if _, _, _, ok = tcGet(tc, tailKey, &tailLife, 5, 5, 1<<20); ok {
 		t.Error("served at the high watermark")
 	}
 	// Past the end, another topic life, another partition: misses.
-	if _, _, _, ok = tc.get(tailKey, &tailLife, 6, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok = tcGet(tc, tailKey, &tailLife, 6, math.MaxUint64, 1<<20); ok {
 		t.Error("served past the cached end")
 	}
 	other := tailIdentity{id: 1, created: 101}
-	if _, _, _, ok = tc.get(tailKey, &other, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok = tcGet(tc, tailKey, &other, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("served another life of the topic")
 	}
-	if _, _, _, ok = tc.get(PartitionKey{Topic: "t", Partition: 1}, nil, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok = tcGet(tc, PartitionKey{Topic: "t", Partition: 1}, nil, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("served another partition")
 	}
 	if st := tc.Stats(); st.Hits != 4 || st.Misses != 5 || st.ServedBytes != 220+120+150+150 {
@@ -80,13 +80,13 @@ func TestTailCacheGapsAndLateBatches(t *testing.T) {
 	tc.put(tailKey, tailLife, 20, 5, tailBatch('c', 40)) // 15..20 written elsewhere
 	tc.put(tailKey, tailLife, 30, 5, tailBatch('e', 40)) // 25..30 not yet
 
-	if _, next, _, ok := tc.get(tailKey, &tailLife, 10, math.MaxUint64, 1<<20); !ok || next != 15 {
+	if _, next, _, ok := tcGet(tc, tailKey, &tailLife, 10, math.MaxUint64, 1<<20); !ok || next != 15 {
 		t.Errorf("from 10: ok %v next %d: must stop at the gap", ok, next)
 	}
-	if _, _, _, ok := tc.get(tailKey, &tailLife, 15, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, tailKey, &tailLife, 15, math.MaxUint64, 1<<20); ok {
 		t.Error("served a gap")
 	}
-	if _, next, _, ok := tc.get(tailKey, &tailLife, 22, math.MaxUint64, 1<<20); !ok || next != 25 {
+	if _, next, _, ok := tcGet(tc, tailKey, &tailLife, 22, math.MaxUint64, 1<<20); !ok || next != 25 {
 		t.Errorf("from 22: ok %v next %d", ok, next)
 	}
 	// Appends that finish late go where their offsets belong; one that
@@ -95,7 +95,7 @@ func TestTailCacheGapsAndLateBatches(t *testing.T) {
 	tc.put(tailKey, tailLife, 15, 5, tailBatch('b', 40))
 	tc.put(tailKey, tailLife, 12, 5, tailBatch('x', 40))
 	for from, want := range map[uint64]byte{10: 'a', 15: 'b', 20: 'c', 25: 'd', 30: 'e'} {
-		b, next, _, ok := tc.get(tailKey, &tailLife, from, math.MaxUint64, 40)
+		b, next, _, ok := tcGet(tc, tailKey, &tailLife, from, math.MaxUint64, 40)
 		if !ok || next != from+5 || b[39] != want {
 			t.Errorf("from %d: ok %v next %d", from, ok, next)
 		}
@@ -107,24 +107,24 @@ func TestTailCacheNewLifeForgetsTheOld(t *testing.T) {
 	tc.put(tailKey, tailLife, 0, 5, tailBatch('a', 40))
 	next := tailIdentity{id: 2, created: 200}
 	tc.put(tailKey, next, 0, 2, tailBatch('z', 30))
-	if _, _, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("the old life is still served")
 	}
-	b, end, ident, ok := tc.get(tailKey, nil, 0, math.MaxUint64, 1<<20)
+	b, end, ident, ok := tcGet(tc, tailKey, nil, 0, math.MaxUint64, 1<<20)
 	if !ok || end != 2 || ident != next || b[29] != 'z' {
 		t.Errorf("new life: ok %v end %d ident %v", ok, end, ident)
 	}
 	tc.forget(tailKey, tailLife) // not its life: kept
-	if _, _, _, ok := tc.get(tailKey, &next, 0, math.MaxUint64, 1<<20); !ok {
+	if _, _, _, ok := tcGet(tc, tailKey, &next, 0, math.MaxUint64, 1<<20); !ok {
 		t.Error("forget of another life dropped the entries")
 	}
 	tc.forget(tailKey, next)
-	if _, _, _, ok := tc.get(tailKey, &next, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, tailKey, &next, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("forget kept the entries")
 	}
 	tc.put(tailKey, next, 2, 1, tailBatch('y', 30))
 	tc.forgetTopic("t")
-	if _, _, _, ok := tc.get(tailKey, nil, 2, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, tailKey, nil, 2, math.MaxUint64, 1<<20); ok {
 		t.Error("forgetTopic kept the entries")
 	}
 }
@@ -143,15 +143,15 @@ func TestTailCacheStaysWithinBudget(t *testing.T) {
 	}
 	// The newest batches are served, the oldest are gone.
 	k := PartitionKey{Topic: "t", Partition: int32(1999 % 7)}
-	if _, _, _, ok := tc.get(k, &tailLife, 1999, math.MaxUint64, 1<<20); !ok {
+	if _, _, _, ok := tcGet(tc, k, &tailLife, 1999, math.MaxUint64, 1<<20); !ok {
 		t.Error("the newest batch is not cached")
 	}
-	if _, _, _, ok := tc.get(PartitionKey{Topic: "t", Partition: 0}, &tailLife, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, PartitionKey{Topic: "t", Partition: 0}, &tailLife, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("the oldest batch is still cached")
 	}
 	// A batch over a quarter of the budget is never cached.
 	tc.put(tailKey, tailLife, off, 1, tailBatch('x', budget/4+1))
-	if _, _, _, ok := tc.get(tailKey, &tailLife, off, math.MaxUint64, budget); ok {
+	if _, _, _, ok := tcGet(tc, tailKey, &tailLife, off, math.MaxUint64, budget); ok {
 		t.Error("an oversized batch was cached")
 	}
 }
@@ -161,7 +161,7 @@ func TestTailCacheStaysWithinBudget(t *testing.T) {
 func TestTailCacheServedBytesStay(t *testing.T) {
 	tc := newTailCache(256 << 10)
 	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 1000))
-	b, _, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
+	b, _, _, ok := tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
 	if !ok {
 		t.Fatal("miss")
 	}
@@ -187,7 +187,7 @@ func TestTailCacheConcurrent(t *testing.T) {
 		})
 		wg.Go(func() {
 			for i := 0; i < 3000; i++ {
-				if b, _, _, ok := tc.get(k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10); ok {
+				if b, _, _, ok := tcGet(tc, k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10); ok {
 					if off := binary.BigEndian.Uint64(b); off > uint64(i/2) {
 						t.Errorf("first batch at %d, asked %d", off, i/2)
 						return
@@ -207,7 +207,7 @@ func TestTailCacheConcurrent(t *testing.T) {
 func TestTailCacheNilIsOff(t *testing.T) {
 	var tc *tailCache
 	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 100))
-	if _, _, _, ok := tc.get(tailKey, nil, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, tailKey, nil, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("nil cache served")
 	}
 	tc.forgetTopic("t")
@@ -217,5 +217,51 @@ func TestTailCacheNilIsOff(t *testing.T) {
 	}
 	if newTailCache(0) != nil {
 		t.Error("budget 0 made a cache")
+	}
+}
+
+// tcGet is get with the runs joined, for tests that look at bytes.
+func tcGet(tc *tailCache, key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) ([]byte, uint64, tailIdentity, bool) {
+	var pieces [tailPieces][]byte
+	ps, n, next, ident, ok := tc.get(key, want, from, hwm, budget, pieces[:0])
+	if !ok {
+		return nil, 0, ident, false
+	}
+	var b []byte
+	for _, p := range ps {
+		b = append(b, p...)
+	}
+	if len(b) != n {
+		panic(fmt.Sprintf("runs hold %d bytes, get said %d", len(b), n))
+	}
+	return b, next, ident, true
+}
+
+// Runs end where chunks do; get returns as many as its pieces hold, all
+// of the partition's consecutive batches within the budget.
+func TestTailCacheRunsAcrossChunks(t *testing.T) {
+	tc := newTailCache(64 << 20)
+	const size = 40 << 10 // one fits the first 64 KiB chunk, then chunks grow to 4 MiB
+	for i := range 400 {
+		tc.put(tailKey, tailLife, uint64(i), 1, tailBatch(byte('a'+i%26), size))
+	}
+	var pieces [tailPieces][]byte
+	ps, n, next, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0])
+	if !ok || len(ps) != tailPieces || next >= 400 || n != int(next)*size {
+		t.Fatalf("ok %v, %d runs, %d bytes, next %d", ok, len(ps), n, next)
+	}
+	var off uint64
+	for _, p := range ps {
+		for len(p) > 0 {
+			if got := binary.BigEndian.Uint64(p); got != off {
+				t.Fatalf("batch at offset %d, want %d", got, off)
+			}
+			p, off = p[size:], off+1
+		}
+	}
+	// One piece: the first run only.
+	ps, n, next, _, _ = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0:1])
+	if len(ps) != 1 || n != 40<<10 || next != 1 {
+		t.Errorf("one piece: %d runs, %d bytes, next %d", len(ps), n, next)
 	}
 }

@@ -146,15 +146,19 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	var total int
 	var anyErr bool
 	var bufs []*bytebufferpool.ByteBuffer
+	var held []tailRefs // tail-cache chunks the response points into
 	if g.Cfg.FetchConcurrency > 1 && !full && fetchBudgetsFit(req, limit) {
-		total, anyErr, bufs = c.fetchConcurrently(req, resp, limit)
+		total, anyErr, bufs, held = c.fetchConcurrently(req, resp, limit)
 	} else {
-		total, anyErr, bufs = c.fetchSequentially(req, resp, limit, full)
+		total, anyErr, bufs, held = c.fetchSequentially(req, resp, limit, full)
 	}
 
 	if keys != nil && total < int(req.MinBytes) && !anyErr {
 		for _, b := range bufs {
 			putBig(b)
+		}
+		for i := range held {
+			g.tail.release(&held[i])
 		}
 		wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 		if g.Cfg.MaxFetchWait > 0 && wait > g.Cfg.MaxFetchWait {
@@ -164,10 +168,13 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		return nil, nil
 	}
 	g.fetchSessions.finish(plan, resp)
-	if len(bufs) > 0 {
+	if len(bufs) > 0 || len(held) > 0 {
 		c.Defer(func() {
 			for _, b := range bufs {
 				putBig(b)
+			}
+			for i := range held {
+				g.tail.release(&held[i])
 			}
 		})
 	}
@@ -177,8 +184,8 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 // fetchSequentially fills resp's partitions one after another into one
 // pooled buffer, each partition's budget what the ones before it left.
 // It returns the Kafka bytes returned, whether a partition failed, and the
-// buffers the response points into.
-func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, limit int, full bool) (int, bool, []*bytebufferpool.ByteBuffer) {
+// buffers and tail-cache chunks the response points into.
+func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, limit int, full bool) (int, bool, []*bytebufferpool.ByteBuffer, []tailRefs) {
 	g := c.G
 	buf := getBig()
 	// Where each partition's records sit in buf.B; slices are taken only
@@ -189,6 +196,7 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 		direct           []byte
 	}
 	var spans []span
+	var held []tailRefs
 	total := 0
 	anyErr := false
 	for i := range req.Topics {
@@ -230,14 +238,17 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 				key := PartitionKey{Topic: rt.Topic, Partition: rp.Partition}
 				want := identityOf(&ti)
 				var pieces [tailPieces][]byte
-				if ps, n, _, _, ok := g.tail.get(key, &want, uint64(rp.FetchOffset), state.Next, pmax, pieces[:0]); ok {
+				var refs tailRefs
+				if ps, n, _, _, ok := g.tail.get(key, &want, uint64(rp.FetchOffset), state.Next, pmax, pieces[:0], &refs); ok {
 					if len(ps) == 1 {
 						spans = append(spans, span{t: i, p: j, direct: ps[0]})
+						held = append(held, refs)
 					} else {
 						start := len(buf.B)
 						for _, b := range ps {
 							buf.B = append(buf.B, b...)
 						}
+						g.tail.release(&refs)
 						spans = append(spans, span{t: i, p: j, start: start, end: len(buf.B)})
 					}
 					total += n
@@ -274,9 +285,9 @@ func (c *Call) fetchSequentially(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 	}
 	if !inBuf {
 		putBig(buf)
-		return total, anyErr, nil
+		return total, anyErr, nil, held
 	}
-	return total, anyErr, []*bytebufferpool.ByteBuffer{buf}
+	return total, anyErr, []*bytebufferpool.ByteBuffer{buf}, held
 }
 
 // fetchKeys lists the requested partitions for Call.Park.

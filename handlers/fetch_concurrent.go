@@ -51,6 +51,7 @@ type fetchPart struct {
 	// it is one run of the cache's bytes, else copied into buf.
 	cached bool
 	direct []byte
+	refs   tailRefs // the chunks direct points into
 	ident  tailIdentity
 	next   uint64 // one past the last offset returned
 	over   bool   // the data goes over pmax (KIP-74 first record)
@@ -78,7 +79,7 @@ func fetchBudgetsFit(req *kmsg.FetchRequest, limit int) bool {
 // failed, and the buffers the response points into (the caller releases
 // them after encoding). Worker goroutine only; it starts and waits for its
 // own goroutines.
-func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, limit int) (total int, anyErr bool, bufs []*bytebufferpool.ByteBuffer) {
+func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, limit int) (total int, anyErr bool, bufs []*bytebufferpool.ByteBuffer, held []tailRefs) {
 	g := c.G
 	// A store that reads a topic and all its partitions' states in one
 	// call (Iggy: one GetTopic) is asked once per topic instead of once
@@ -135,6 +136,8 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 			switch {
 			case n > 0 && fp.direct != nil:
 				sp.RecordBatches = fp.direct
+				held = append(held, fp.refs)
+				fp.refs.n = 0
 				total += n
 			case n > 0:
 				sp.RecordBatches = fp.buf.B[:n:n]
@@ -150,8 +153,9 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 	}
 	for _, fp := range parts {
 		putBig(fp.buf) // the ones not answered
+		c.G.tail.release(&fp.refs)
 	}
-	return total, anyErr, bufs
+	return total, anyErr, bufs, held
 }
 
 // fetchTopic is a Fetch's lookup of one topic: the topic, its error code,
@@ -200,7 +204,7 @@ func (c *Call) pollPart(fp *fetchPart) {
 	// by the store, so they are below its high watermark.
 	key := PartitionKey{Topic: fp.topic, Partition: fp.partition}
 	var pieces [tailPieces][]byte
-	if ps, n, next, ident, ok := c.G.tail.get(key, nil, uint64(fp.offset), math.MaxUint64, fp.pmax, pieces[:0]); ok {
+	if ps, n, next, ident, ok := c.G.tail.get(key, nil, uint64(fp.offset), math.MaxUint64, fp.pmax, pieces[:0], &fp.refs); ok {
 		fp.cached, fp.n, fp.next, fp.ident = true, n, next, ident
 		if len(ps) == 1 {
 			fp.direct = ps[0]
@@ -210,6 +214,7 @@ func (c *Call) pollPart(fp *fetchPart) {
 		for _, b := range ps {
 			fp.buf.B = append(fp.buf.B, b...)
 		}
+		c.G.tail.release(&fp.refs)
 		return
 	}
 	fp.buf = getBig()
@@ -242,6 +247,7 @@ func (c *Call) assemblePart(sp *kmsg.FetchResponseTopicPartition, rp *kmsg.Fetch
 		// under the same name): not these records. The next Fetch reads
 		// the store.
 		c.G.tail.forget(PartitionKey{Topic: fp.topic, Partition: fp.partition}, fp.ident)
+		c.G.tail.release(&fp.refs)
 		fp.cached, fp.direct, fp.n = false, nil, 0
 	}
 	hwm := fp.state.Next

@@ -31,8 +31,11 @@ import (
 //
 // Memory is bounded by a byte budget over all partitions; the oldest chunk
 // of any partition goes first. Batches are copied into per-partition
-// chunks and never modified after, so a Fetch response may point into a
-// chunk (no copy) and keep it alive after it was evicted.
+// chunks and never modified while cached, so a Fetch response may point
+// into a chunk (no copy). Evicted chunks' buffers are used again for new
+// chunks (memory the process already touched: on a VM first writes to new
+// pages are dear), so a response holds a reference on each chunk it
+// points into (get, release) and a buffer is reused only once none does.
 
 // tailChunkMin and tailChunkMax bound a partition's chunk size: small
 // first (a partition with little traffic costs little), doubling with each
@@ -56,14 +59,34 @@ func identityOf(ti *bridge.TopicInfo) tailIdentity {
 // tailCache is the gateway's tail cache. A nil *tailCache caches nothing.
 // Any goroutine.
 type tailCache struct {
-	budget int64
+	budget   int64
+	maxChunk int // the largest chunk a part grows to
 
-	mu    sync.Mutex // guards parts, fifo and used
-	parts map[PartitionKey]*tailPart
-	fifo  []*tailChunk // every live chunk, oldest first
-	used  int64        // capacity of the chunks in fifo
+	partsMu sync.RWMutex
+	parts   map[PartitionKey]*tailPart
+
+	mu        sync.Mutex   // guards fifo, used, free and freeBytes
+	fifo      []*tailChunk // every live chunk, oldest first
+	used      int64        // capacity of the chunks in fifo
+	free      [tailClasses][][]byte
+	freeBytes int64
 
 	hits, misses, servedBytes atomic.Int64
+}
+
+// tailClasses are the pooled chunk sizes, tailChunkMin << k up to
+// tailChunkMax; a chunk for a larger batch is made to measure and left to
+// the garbage collector.
+const tailClasses = 7
+
+// classOf is the pooled class of a chunk of size bytes, -1 for none.
+func classOf(size int) int {
+	for k := 0; k < tailClasses; k++ {
+		if tailChunkMin<<k >= size {
+			return k
+		}
+	}
+	return -1
 }
 
 // tailPart is one partition's cached run of batches.
@@ -83,11 +106,23 @@ type tailEntry struct {
 }
 
 // tailChunk holds batches back to back. buf's length grows under the
-// owning part's lock; bytes below it never change.
+// owning part's lock; bytes below it never change until the buffer is
+// reused, which waits for refs to reach 0 after eviction.
 type tailChunk struct {
 	buf  []byte
 	size int64 // cap(buf), read without the part's lock
 	part *tailPart
+	// refs counts the responses pointing into buf (get, release);
+	// evicted is set once the chunk left the cache, recycled once its
+	// buffer went back to the free lists.
+	refs              atomic.Int32
+	evicted, recycled atomic.Bool
+}
+
+// tailRefs are the chunks a get's runs point into, held until release.
+type tailRefs struct {
+	chunks [tailPieces]*tailChunk
+	n      int
 }
 
 // newTailCache returns a cache of at most budget bytes, nil when budget <= 0.
@@ -95,7 +130,13 @@ func newTailCache(budget int64) *tailCache {
 	if budget <= 0 {
 		return nil
 	}
-	return &tailCache{budget: budget, parts: make(map[PartitionKey]*tailPart)}
+	// Chunks of at most an eighth of the budget, so eviction works in
+	// steps smaller than what a small cache holds.
+	maxChunk := tailChunkMin
+	for maxChunk*2 <= tailChunkMax && int64(maxChunk*2) <= budget/8 {
+		maxChunk *= 2
+	}
+	return &tailCache{budget: budget, maxChunk: maxChunk, parts: make(map[PartitionKey]*tailPart)}
 }
 
 // TailCacheStats are the tail cache's counts, for metrics.
@@ -119,10 +160,15 @@ func (tc *tailCache) Stats() TailCacheStats {
 
 // part returns key's part, making it when create is set.
 func (tc *tailCache) part(key PartitionKey, create bool) *tailPart {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
+	tc.partsMu.RLock()
 	p := tc.parts[key]
-	if p == nil && create {
+	tc.partsMu.RUnlock()
+	if p != nil || !create {
+		return p
+	}
+	tc.partsMu.Lock()
+	defer tc.partsMu.Unlock()
+	if p = tc.parts[key]; p == nil {
 		p = &tailPart{}
 		tc.parts[key] = p
 	}
@@ -155,7 +201,7 @@ func (tc *tailCache) put(key PartitionKey, ident tailIdentity, base uint64, coun
 	}
 	var fresh *tailChunk
 	if c := p.chunk; c == nil || cap(c.buf)-len(c.buf) < n {
-		fresh = p.newChunkLocked(n)
+		fresh = p.newChunkLocked(tc, n)
 	}
 	c := p.chunk
 	at := len(c.buf)
@@ -179,13 +225,29 @@ func (p *tailPart) resetLocked(ident tailIdentity) {
 	p.nextCap = 0
 }
 
-// newChunkLocked starts a chunk big enough for n bytes. Under p.mu; the
+// newChunkLocked starts a chunk big enough for n bytes, on a reused
+// buffer when one of its class is free. Under p.mu (it takes tc.mu); the
 // caller admits it to the cache after releasing p.mu.
-func (p *tailPart) newChunkLocked(n int) *tailChunk {
+func (p *tailPart) newChunkLocked(tc *tailCache, n int) *tailChunk {
 	size := max(p.nextCap, tailChunkMin)
-	p.nextCap = min(size*2, tailChunkMax)
+	p.nextCap = min(size*2, tc.maxChunk)
 	size = max(size, n)
-	c := &tailChunk{buf: make([]byte, 0, size), size: int64(size), part: p}
+	var buf []byte
+	if k := classOf(size); k >= 0 {
+		size = tailChunkMin << k
+		tc.mu.Lock()
+		if f := tc.free[k]; len(f) > 0 {
+			buf = f[len(f)-1]
+			f[len(f)-1] = nil
+			tc.free[k] = f[:len(f)-1]
+			tc.freeBytes -= int64(cap(buf))
+		}
+		tc.mu.Unlock()
+	}
+	if buf == nil {
+		buf = make([]byte, 0, size)
+	}
+	c := &tailChunk{buf: buf, size: int64(size), part: p}
 	p.chunk = c
 	return c
 }
@@ -211,7 +273,37 @@ func (tc *tailCache) admit(c *tailChunk) {
 	tc.mu.Unlock()
 	for _, old := range evict {
 		old.part.dropChunk(old)
+		// After dropChunk no get can take a new reference.
+		old.evicted.Store(true)
+		if old.refs.Load() == 0 {
+			tc.recycle(old)
+		}
 	}
+}
+
+// recycle puts an evicted chunk's buffer on the free lists, once, unless
+// they already hold a quarter of the budget. Any goroutine, no lock held.
+func (tc *tailCache) recycle(c *tailChunk) {
+	k := classOf(int(c.size))
+	if k < 0 || !c.recycled.CompareAndSwap(false, true) {
+		return
+	}
+	tc.mu.Lock()
+	if tc.freeBytes+c.size <= tc.budget/4 {
+		tc.free[k] = append(tc.free[k], c.buf[:0])
+		tc.freeBytes += c.size
+	}
+	tc.mu.Unlock()
+}
+
+// release drops the references a get took. Any goroutine, once per get.
+func (tc *tailCache) release(r *tailRefs) {
+	for _, c := range r.chunks[:r.n] {
+		if c.refs.Add(-1) == 0 && c.evicted.Load() {
+			tc.recycle(c)
+		}
+	}
+	r.n = 0
 }
 
 // dropChunk forgets the entries in c. Any goroutine, no other lock held.
@@ -240,7 +332,7 @@ func (tc *tailCache) forgetTopic(topic string) {
 	if tc == nil {
 		return
 	}
-	tc.mu.Lock()
+	tc.partsMu.Lock()
 	var parts []*tailPart
 	for k, p := range tc.parts {
 		if k.Topic == topic {
@@ -248,7 +340,7 @@ func (tc *tailCache) forgetTopic(topic string) {
 			delete(tc.parts, k)
 		}
 	}
-	tc.mu.Unlock()
+	tc.partsMu.Unlock()
 	for _, p := range parts {
 		p.mu.Lock()
 		p.resetLocked(tailIdentity{})
@@ -262,20 +354,22 @@ const tailPieces = 8
 
 // get returns cached batches of key from the one holding offset from, as
 // byte runs appended to pieces (each one contiguous slice of a chunk,
-// which never changes: the caller may send it as it is). Together they
-// hold whole batches at consecutive offsets that end at or below hwm, at
-// most budget bytes; it also returns the identity of the topic they belong
-// to. With want set, only batches of that life of the topic are returned.
-// ok is false when from is not cached or the first batch does not fit
-// budget (the store path then returns part of it, KIP-74). next is one
-// past the last offset returned. The first batch may start below from:
-// consumers skip those records, as Kafka sends whole stored batches. At
-// most cap(pieces) runs (at least one). Any goroutine.
-func (tc *tailCache) get(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int, pieces [][]byte) (out [][]byte, n int, next uint64, ident tailIdentity, ok bool) {
+// unchanged until refs is released: the caller may send it as it is).
+// Together they hold whole batches at consecutive offsets that end at or
+// below hwm, at most budget bytes; it also returns the identity of the
+// topic they belong to. With want set, only batches of that life of the
+// topic are returned. ok is false when from is not cached or the first
+// batch does not fit budget (the store path then returns part of it,
+// KIP-74). next is one past the last offset returned. The first batch may
+// start below from: consumers skip those records, as Kafka sends whole
+// stored batches. At most cap(pieces) runs (at least one, at most
+// tailPieces). On ok the caller must release refs once it is done with
+// the runs. Any goroutine.
+func (tc *tailCache) get(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int, pieces [][]byte, refs *tailRefs) (out [][]byte, n int, next uint64, ident tailIdentity, ok bool) {
 	if tc == nil {
 		return pieces, 0, 0, tailIdentity{}, false
 	}
-	out, n, next, ident, ok = tc.lookup(key, want, from, hwm, budget, pieces)
+	out, n, next, ident, ok = tc.lookup(key, want, from, hwm, budget, pieces, refs)
 	if ok {
 		tc.hits.Add(1)
 		tc.servedBytes.Add(int64(n))
@@ -285,7 +379,7 @@ func (tc *tailCache) get(key PartitionKey, want *tailIdentity, from, hwm uint64,
 	return out, n, next, ident, ok
 }
 
-func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int, pieces [][]byte) ([][]byte, int, uint64, tailIdentity, bool) {
+func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint64, budget int, pieces [][]byte, refs *tailRefs) ([][]byte, int, uint64, tailIdentity, bool) {
 	p := tc.part(key, false)
 	if p == nil {
 		return pieces, 0, 0, tailIdentity{}, false
@@ -300,9 +394,15 @@ func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint
 	if i == len(es) || es[i].base > from || es[i].end > hwm || es[i].n > budget {
 		return pieces, 0, 0, tailIdentity{}, false
 	}
-	limit := max(cap(pieces)-len(pieces), 1)
+	limit := min(max(cap(pieces)-len(pieces), 1), tailPieces-refs.n)
 	cur := es[i]
 	at, run, total, next := cur.at, cur.n, cur.n, cur.end
+	take := func(c *tailChunk, b []byte) {
+		c.refs.Add(1)
+		refs.chunks[refs.n] = c
+		refs.n++
+		pieces = append(pieces, b)
+	}
 	for j := i + 1; j < len(es); j++ {
 		e := es[j]
 		if e.base != next || e.end > hwm || total+e.n > budget {
@@ -314,14 +414,14 @@ func (tc *tailCache) lookup(key PartitionKey, want *tailIdentity, from, hwm uint
 				break
 			}
 			limit--
-			pieces = append(pieces, cur.chunk.buf[at:at+run:at+run])
+			take(cur.chunk, cur.chunk.buf[at:at+run:at+run])
 			cur, at, run = e, e.at, 0
 		}
 		run += e.n
 		total += e.n
 		next = e.end
 	}
-	pieces = append(pieces, cur.chunk.buf[at:at+run:at+run])
+	take(cur.chunk, cur.chunk.buf[at:at+run:at+run])
 	return pieces, total, next, p.ident, true
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -156,21 +157,60 @@ func TestTailCacheStaysWithinBudget(t *testing.T) {
 	}
 }
 
-// Served bytes never change afterwards, whatever is put or evicted later:
-// a Fetch response may still point at them.
-func TestTailCacheServedBytesStay(t *testing.T) {
-	tc := newTailCache(256 << 10)
+// Served bytes do not change while the response holds them, whatever is
+// put or evicted meanwhile; once released, the evicted chunk's buffer goes
+// back to the free lists.
+func TestTailCacheServedBytesStayWhileHeld(t *testing.T) {
+	tc := newTailCache(1 << 20)
 	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 1000))
-	b, _, _, ok := tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
-	if !ok {
+	var pieces [tailPieces][]byte
+	var refs tailRefs
+	ps, _, _, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20, pieces[:0], &refs)
+	if !ok || len(ps) != 1 || refs.n != 1 {
 		t.Fatal("miss")
 	}
-	want := bytes.Clone(b)
-	for i := 1; i < 2000; i++ {
+	held := refs.chunks[0]
+	b, want := ps[0], bytes.Clone(ps[0])
+	for i := 1; i < 3000; i++ { // evicts the first chunk, then others
 		tc.put(tailKey, tailLife, uint64(i), 1, tailBatch(byte(i), 1000))
 	}
 	if !bytes.Equal(b, want) {
-		t.Error("served bytes changed")
+		t.Fatal("held bytes changed")
+	}
+	if !held.evicted.Load() || held.recycled.Load() {
+		t.Fatalf("held chunk: evicted %v, recycled %v; want evicted, not recycled", held.evicted.Load(), held.recycled.Load())
+	}
+	tc.release(&refs)
+	if !held.recycled.Load() {
+		t.Error("released chunk not recycled")
+	}
+}
+
+// An evicted chunk no response holds gives its buffer to the next chunk of
+// its size.
+func TestTailCacheReusesBuffers(t *testing.T) {
+	tc := newTailCache(1 << 20) // chunks of 64 and 128 KiB
+	a := PartitionKey{Topic: "a"}
+	tc.put(a, tailLife, 0, 1, tailBatch('a', 60<<10)) // a's first chunk: 64 KiB
+	first := tc.part(a, false).chunk
+	firstBuf := &first.buf[:1][0]
+	for i := 1; i < 40; i++ { // other partitions fill the budget; a's chunk goes first
+		tc.put(PartitionKey{Topic: "b", Partition: int32(i)}, tailLife, 0, 1, tailBatch('b', 60<<10))
+	}
+	if !first.recycled.Load() {
+		t.Fatal("the oldest chunk was not recycled")
+	}
+	tc.put(PartitionKey{Topic: "c"}, tailLife, 0, 1, tailBatch('c', 60<<10))
+	reused := false
+	tc.mu.Lock()
+	for _, c := range tc.fifo {
+		if c.size == tailChunkMin && &c.buf[:1][0] == firstBuf {
+			reused = true
+		}
+	}
+	tc.mu.Unlock()
+	if !reused {
+		t.Error("no new chunk took the recycled buffer")
 	}
 }
 
@@ -187,12 +227,23 @@ func TestTailCacheConcurrent(t *testing.T) {
 		})
 		wg.Go(func() {
 			for i := 0; i < 3000; i++ {
-				if b, _, _, ok := tcGet(tc, k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10); ok {
-					if off := binary.BigEndian.Uint64(b); off > uint64(i/2) {
-						t.Errorf("first batch at %d, asked %d", off, i/2)
-						return
-					}
+				var pieces [tailPieces][]byte
+				var refs tailRefs
+				ps, _, _, _, ok := tc.get(k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10, pieces[:0], &refs)
+				if !ok {
+					continue
 				}
+				// What a held run says must not change under us: its
+				// batches' base offsets stay consecutive.
+				first := binary.BigEndian.Uint64(ps[0])
+				if first > uint64(i/2) {
+					t.Errorf("first batch at %d, asked %d", first, i/2)
+				}
+				runtime.Gosched()
+				if again := binary.BigEndian.Uint64(ps[0]); again != first {
+					t.Errorf("held batch changed from offset %d to %d", first, again)
+				}
+				tc.release(&refs)
 			}
 		})
 	}
@@ -223,7 +274,8 @@ func TestTailCacheNilIsOff(t *testing.T) {
 // tcGet is get with the runs joined, for tests that look at bytes.
 func tcGet(tc *tailCache, key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) ([]byte, uint64, tailIdentity, bool) {
 	var pieces [tailPieces][]byte
-	ps, n, next, ident, ok := tc.get(key, want, from, hwm, budget, pieces[:0])
+	var refs tailRefs
+	ps, n, next, ident, ok := tc.get(key, want, from, hwm, budget, pieces[:0], &refs)
 	if !ok {
 		return nil, 0, ident, false
 	}
@@ -231,6 +283,7 @@ func tcGet(tc *tailCache, key PartitionKey, want *tailIdentity, from, hwm uint64
 	for _, p := range ps {
 		b = append(b, p...)
 	}
+	tc.release(&refs)
 	if len(b) != n {
 		panic(fmt.Sprintf("runs hold %d bytes, get said %d", len(b), n))
 	}
@@ -246,7 +299,8 @@ func TestTailCacheRunsAcrossChunks(t *testing.T) {
 		tc.put(tailKey, tailLife, uint64(i), 1, tailBatch(byte('a'+i%26), size))
 	}
 	var pieces [tailPieces][]byte
-	ps, n, next, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0])
+	var refs tailRefs
+	ps, n, next, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0], &refs)
 	if !ok || len(ps) != tailPieces || next >= 400 || n != int(next)*size {
 		t.Fatalf("ok %v, %d runs, %d bytes, next %d", ok, len(ps), n, next)
 	}
@@ -259,8 +313,13 @@ func TestTailCacheRunsAcrossChunks(t *testing.T) {
 			p, off = p[size:], off+1
 		}
 	}
+	if refs.n != len(ps) {
+		t.Errorf("%d references for %d runs", refs.n, len(ps))
+	}
+	tc.release(&refs)
 	// One piece: the first run only.
-	ps, n, next, _, _ = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0:1])
+	ps, n, next, _, _ = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0:1], &refs)
+	tc.release(&refs)
 	if len(ps) != 1 || n != 40<<10 || next != 1 {
 		t.Errorf("one piece: %d runs, %d bytes, next %d", len(ps), n, next)
 	}

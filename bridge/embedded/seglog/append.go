@@ -264,6 +264,7 @@ func (l *Log) advance(seg *segment, base, count uint64, n int64, newestTs uint64
 	pos := seg.size.Load()
 	seg.idx.add(uint32(base-seg.base), pos)
 	seg.size.Store(pos + n)
+	seg.markChecked(pos, pos+n) // Append and Import take verified batches only
 	l.next = base + count
 	seg.next.Store(l.next)
 	seg.raiseMaxTs(newestTs)

@@ -12,8 +12,9 @@ import (
 // below it are gone even while their segment stays), up to the visible
 // watermark: whole batches, the first always, then while
 // the bytes passed stay within maxBytes; fn returning false stops it. Every
-// batch passed its checksums; a batch that fails them is an ErrCorrupt
-// error, never passed. The slice is valid only during fn, which must not
+// batch passed its checksums (hashed once: when this process appended it,
+// or at the first read after Open); a batch that fails them is an
+// ErrCorrupt error, never passed. The slice is valid only during fn, which must not
 // call back into the log. Any goroutine; it takes no lock, reads with one
 // pread per call when maxBytes allows (a segment boundary or a batch larger
 // than the read adds one) and allocates nothing in steady state.
@@ -126,8 +127,11 @@ func (k *walk) segment(seg *segment, from uint64, fn func([]byte) bool) (bool, e
 			if err != nil {
 				return true, corruptAt(seg.path, pos, "read", err)
 			}
-			if err := verify(b, h); err != nil {
-				return true, corruptAt(seg.path, pos, "batch", err)
+			if pos+h.length > seg.checked.Load() {
+				if err := verify(b, h); err != nil {
+					return true, corruptAt(seg.path, pos, "batch", err)
+				}
+				seg.markChecked(pos, pos+h.length)
 			}
 			k.cur = seg.startPos + pos
 			if !fn(b) {

@@ -51,6 +51,13 @@ type segment struct {
 
 	idx sparseIndex // offset -> position, an entry at least every indexInterval bytes
 
+	// checked: the bytes below it passed their checksums since the log
+	// opened (appended by this process, which verifies every batch it
+	// writes, or read and verified once), so reads pass them without
+	// hashing them again. Bytes recovered from disk are checked at their
+	// first read.
+	checked atomic.Int64
+
 	// refs is 1 while the segment is in its log's list, plus one per
 	// reader or syncer using its file; the file closes when it drops to 0.
 	refs atomic.Int64
@@ -122,6 +129,17 @@ func (s *segment) raiseMaxTs(ts uint64) {
 	for {
 		cur := s.maxTs.Load()
 		if ts <= cur || s.maxTs.CompareAndSwap(cur, ts) {
+			return
+		}
+	}
+}
+
+// markChecked records that the batch at [pos, end) passed its checksums:
+// the checked prefix grows when the batch continues it. Any goroutine.
+func (s *segment) markChecked(pos, end int64) {
+	for {
+		c := s.checked.Load()
+		if c != pos || s.checked.CompareAndSwap(c, end) {
 			return
 		}
 	}

@@ -1,0 +1,23 @@
+package bridge
+
+import (
+	"context"
+	"testing"
+)
+
+// The guard's own cost per call, over a store that answers at once (its
+// release channel closed): what every Append, Poll and state read pays
+// for its deadline and its goroutine.
+func BenchmarkGuardAppend(b *testing.B) {
+	s := newHangStore()
+	close(s.release)
+	g := Guard(s, GuardOptions{})
+	ctx := context.Background()
+	batch := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Append(ctx, "s", "t", 0, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -82,3 +82,17 @@ func AsTopicStater(s Store) (TopicStater, bool) {
 	ts, ok := s.(TopicStater)
 	return ts, ok
 }
+
+// StagedAppender is implemented by a store that can take a batch this
+// package's mapping built (EncodeKafkaRecords: well formed and checksummed
+// by construction, its timestamps summed up in times) without verifying it
+// again, and can tell when the batch is written from when it is durable.
+// AppendStaged returns once the batch is written at the next offsets, in
+// order with the partition's other appends; durable, when not nil, then
+// waits until the batch is as durable as Append's return promises (and
+// visible to readers, which may not see it before). A Produce so lets the
+// connection's next request start while this one's fsync runs (the
+// embedded store under SyncAlways), and verifies nothing twice.
+type StagedAppender interface {
+	AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, times BatchTimes) (base uint64, durable func(context.Context) error, err error)
+}

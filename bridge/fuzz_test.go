@@ -139,12 +139,18 @@ func FuzzKafkaRoundTrip(f *testing.F) {
 		// comp: the codec the producer used (the records are already
 		// decompressed, as the handler passes them); Fetch compresses again.
 		rb := codec.RecordBatch{NumRecords: n, FirstTimestamp: firstTs, ProducerID: producer, Records: records, Attributes: int16(comp % 5)}
-		iggy, _, err := EncodeKafkaRecords(nil, &rb, records, 0)
+		iggy, stats, err := EncodeKafkaRecords(nil, &rb, records, 0)
 		if err != nil {
 			return
 		}
-		if _, err := VerifyIggyBatch(iggy); err != nil {
+		v, err := VerifyIggyBatch(iggy)
+		if err != nil {
 			t.Fatalf("encoded batch fails verification: %v", err)
+		}
+		// What the encoder says of its timestamps is what a store finds
+		// walking the frames (a StagedAppender trusts the former).
+		if stats.Times != v.Times || !v.Times.Known {
+			t.Fatalf("encoder's times %+v, the frames' %+v", stats.Times, v.Times)
 		}
 		StampIggyBatch(iggy, 0, 0, testServerTs)
 		cur := FetchCursor{MaxBytes: 1 << 30}

@@ -215,3 +215,33 @@ func (g *Guarded) TopicState(ctx context.Context, stream, topic string) (TopicIn
 	})
 	return a.ti, a.states, err
 }
+
+var _ StagedAppender = (*Guarded)(nil)
+
+// AppendStaged implements StagedAppender: the write and the wait for
+// durability are each a guarded call with its own deadline. Over a store
+// without it, it is Append (durable nil).
+func (g *Guarded) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, times BatchTimes) (uint64, func(context.Context) error, error) {
+	sa, ok := g.inner.(StagedAppender)
+	if !ok {
+		base, err := g.Append(ctx, stream, topic, partition, batch)
+		return base, nil, err
+	}
+	type staged struct {
+		base    uint64
+		durable func(context.Context) error
+	}
+	st, err := run(g, ctx, "append", true, nil, func(ctx context.Context) (staged, error) {
+		base, durable, err := sa.AppendStaged(ctx, stream, topic, partition, batch, times)
+		return staged{base, durable}, err
+	})
+	if err != nil || st.durable == nil {
+		return st.base, nil, err
+	}
+	return st.base, func(ctx context.Context) error {
+		_, err := run(g, ctx, "append_sync", true, nil, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, st.durable(ctx)
+		})
+		return err
+	}, nil
+}

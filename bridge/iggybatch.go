@@ -75,6 +75,27 @@ type BatchView struct {
 	Checksum        uint64
 	Count           uint32
 	Messages        []byte // the message frames, aliasing the batch
+	// Times are the messages' origin timestamps in brief, known when the
+	// batch was verified (VerifyIggyBatch) or built here (ProduceStats).
+	Times BatchTimes
+}
+
+// BatchTimes sums up a batch's message origin timestamps, so a store
+// learns its newest record time without walking the frames again.
+type BatchTimes struct {
+	Known      bool
+	MaxOrigin  uint64 // the largest message origin timestamp, µs
+	ZeroOrigin bool   // some message has none (origin 0)
+}
+
+// Newest is the batch's newest record time (µs) given its append time: a
+// message with no origin timestamp counts at the append time, the time
+// Fetch shows for it. Meaningful only when Known.
+func (t BatchTimes) Newest(appendTs uint64) uint64 {
+	if t.ZeroOrigin {
+		return max(t.MaxOrigin, appendTs)
+	}
+	return t.MaxOrigin
 }
 
 // ParseIggyBatch checks and reads the batch header at the start of b.
@@ -121,7 +142,7 @@ func VerifyIggyBatch(b []byte) (BatchView, error) {
 	if string(b[bhReserved:BatchHeaderSize]) != zeroReserved {
 		return BatchView{}, ErrInvalidBatch
 	}
-	if err := verifyFrames(v); err != nil {
+	if err := verifyFrames(&v); err != nil {
 		return BatchView{}, err
 	}
 	return v, nil
@@ -133,8 +154,8 @@ var zeroReserved = string(make([]byte, BatchHeaderSize-bhReserved))
 // verifyFrames checks the frames of a parsed batch in one pass (the rules
 // of IggyMessageIter.Next plus offset deltas), each message's checksum, and
 // the batch checksum (batchChecksum's input, hashed in chunks rather than
-// 8 bytes at a time).
-func verifyFrames(v BatchView) error {
+// 8 bytes at a time). It sets v.Times.
+func verifyFrames(v *BatchView) error {
 	var head [sumsHead]byte
 	le.PutUint64(head[0:], v.PartitionID)
 	le.PutUint64(head[8:], v.BaseOffset)
@@ -148,11 +169,16 @@ func verifyFrames(v BatchView) error {
 	_, _ = h.Write(head[:])
 	var sums [512]byte
 	n, badSum := 0, false
+	var maxDelta uint32
+	zero := false
 	rest := v.Messages
 	for i := uint32(0); i < v.Count; i++ {
 		if len(rest) < MessageHeaderSize || le.Uint64(rest[mfReserved:]) != 0 || le.Uint32(rest[mfOffsetDelta:]) != i {
 			return ErrInvalidBatch
 		}
+		d := le.Uint32(rest[mfTsDelta:])
+		maxDelta = max(maxDelta, d)
+		zero = zero || d == 0
 		end := MessageHeaderSize + uint64(le.Uint32(rest[mfHeadersLen:])) + uint64(le.Uint32(rest[mfPayloadLen:]))
 		if end > uint64(len(rest)) {
 			return ErrInvalidBatch
@@ -174,6 +200,7 @@ func verifyFrames(v BatchView) error {
 	if badSum || h.Sum64() != v.Checksum {
 		return errors.Join(ErrInvalidBatch, errChecksum)
 	}
+	v.Times = BatchTimes{Known: true, MaxOrigin: v.OriginTimestamp + uint64(maxDelta), ZeroOrigin: zero && v.OriginTimestamp == 0}
 	return nil
 }
 

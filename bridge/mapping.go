@@ -62,6 +62,9 @@ type ProduceStats struct {
 	// timestamp (Fetch shows the append time instead) or an offset delta
 	// other than its index (the mapping numbers records by position).
 	Exact bool
+	// Times sums up the messages' origin timestamps, for a store's
+	// StagedAppender.
+	Times BatchTimes
 }
 
 // EncodeKafkaRecords appends one Iggy batch to dst holding one message per
@@ -82,8 +85,8 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 		return dst, ProduceStats{}, ErrRecordInvalid
 	}
 	start := len(dst)
-	if out, exact, ok := encodeOnePass(dst, rb, records, maxMessage); ok {
-		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(out) - start, Exact: exact && exactHeader(rb)}, nil
+	if out, exact, times, ok := encodeOnePass(dst, rb, records, maxMessage); ok {
+		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(out) - start, Exact: exact && exactHeader(rb), Times: times}, nil
 	}
 	return encodeTwoPass(dst[:start], rb, records, maxMessage)
 }
@@ -111,7 +114,7 @@ func exactRecord(rb *codec.RecordBatch, r *codec.Record, i uint32) bool {
 // as it always has. Produce CPU profiles over a real Iggy server had the
 // second walk (scanRecords re-parsing every record) at 16 % of the
 // gateway's samples.
-func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) (out []byte, exact, ok bool) {
+func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) (out []byte, exact bool, times BatchTimes, ok bool) {
 	start := len(dst)
 	exact = true
 	dst = append(dst, make([]byte, BatchHeaderSize)...)
@@ -125,26 +128,26 @@ func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 		r := it.Record()
 		origin, ok := originOf(recordTime(rb, r))
 		if !ok || hasRepeatedHeader(r) {
-			return dst[:start], false, false
+			return dst[:start], false, BatchTimes{}, false
 		}
 		if i == 0 {
 			e.minOrigin = origin
 		} else if origin < e.minOrigin {
-			return dst[:start], false, false
+			return dst[:start], false, BatchTimes{}, false
 		}
 		exact = exact && exactRecord(rb, r, i)
 		frame := len(dst)
 		if dst, err = e.appendMessage(dst, r, i); err != nil {
-			return dst[:start], false, false
+			return dst[:start], false, BatchTimes{}, false
 		}
 		sums = append(sums, dst[frame+mfChecksum:frame+mfChecksum+8]...)
 	}
 	if it.Err() != nil {
-		return dst[:start], false, false
+		return dst[:start], false, BatchTimes{}, false
 	}
 	le.PutUint64(dst[start+bhOriginTs:], e.minOrigin)
 	finishBatchSums(dst[start:], uint32(rb.NumRecords), sums)
-	return dst, exact, true
+	return dst, exact, e.times(), true
 }
 
 // encodeTwoPass is EncodeKafkaRecords for any batch: a first walk validates
@@ -168,7 +171,7 @@ func encodeTwoPass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 		}
 	}
 	finishBatch(dst[start:], uint32(rb.NumRecords))
-	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start, Exact: exact}, nil
+	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start, Exact: exact, Times: e.times()}, nil
 }
 
 // CountKafkaRecords reports how many records rb's records section holds
@@ -255,6 +258,15 @@ type encoder struct {
 	rb         *codec.RecordBatch
 	minOrigin  uint64
 	maxMessage int
+	// The largest timestamp delta written, and whether one was 0: the
+	// batch's BatchTimes.
+	maxDelta  uint32
+	zeroDelta bool
+}
+
+// times is what the encoder wrote in brief (ProduceStats.Times).
+func (e *encoder) times() BatchTimes {
+	return BatchTimes{Known: true, MaxOrigin: e.minOrigin + uint64(e.maxDelta), ZeroOrigin: e.zeroDelta && e.minOrigin == 0}
 }
 
 // recordPlan is what one record needs, worked out before writing it.
@@ -282,6 +294,8 @@ func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, 
 		return dst, ErrRecordTooLarge
 	}
 	start := len(dst)
+	e.maxDelta = max(e.maxDelta, p.tsDelta)
+	e.zeroDelta = e.zeroDelta || p.tsDelta == 0
 	var f [MessageHeaderSize]byte
 	e.messageID(f[mfID:mfID+16], i)
 	le.PutUint32(f[mfOffsetDelta:], i)

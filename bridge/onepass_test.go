@@ -45,7 +45,7 @@ func TestOnePassMatchesTwoPass(t *testing.T) {
 			if !bytes.Equal(got, want) || gs != ws || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
 				t.Fatalf("one pass: %x %+v %v\ntwo pass: %x %+v %v", got, gs, gerr, want, ws, werr)
 			}
-			_, _, ok := encodeOnePass(bytes.Clone(prefix), &rb, rb.Records, c.maxMessage)
+			_, _, _, ok := encodeOnePass(bytes.Clone(prefix), &rb, rb.Records, c.maxMessage)
 			if ok != c.onePass {
 				t.Fatalf("one pass taken: %v, want %v", ok, c.onePass)
 			}

@@ -72,6 +72,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -185,6 +186,9 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 
 	budget := int(c.G.Cfg.MaxFrameSize)
 	failed := false
+	// Writes done whose durability is still to wait for (a staged store),
+	// finished after every partition was written (finishWrites).
+	var pending []pendingWrite
 	// repeats counts the partitions named more than once (nil: none, the
 	// normal case); a repeated partition is answered once, refused, and
 	// nothing of it is stored.
@@ -234,9 +238,13 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				case rp.Partition < 0 || rp.Partition >= ti.Partitions:
 					pcode = kerr.UnknownTopicOrPartition.Code
 				default:
-					var base uint64
-					base, pcode, pmsg = c.produceLed(req.Version, &ti, rp.Partition, rp.Records, &budget)
-					sp.BaseOffset = int64(base)
+					var pw pendingWrite
+					pcode, pmsg = c.produceLed(req.Version, &ti, rp.Partition, rp.Records, &budget, &pw)
+					sp.BaseOffset = int64(pw.base)
+					if pcode == 0 {
+						pw.at = [2]int{i, len(st.Partitions) - 1}
+						pending = append(pending, pw)
+					}
 				}
 			}
 			if pcode != 0 {
@@ -248,6 +256,9 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				}
 			}
 		}
+	}
+	if c.finishWrites(pending, resp, req.Version) {
+		failed = true
 	}
 	if repeats != nil {
 		// Drop topic entries whose every partition was answered earlier.
@@ -272,53 +283,103 @@ func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 // (cluster mode; always in a one-node cluster). Otherwise, or while its
 // session is not known live, NOT_LEADER_OR_FOLLOWER: the client refreshes
 // its metadata and sends to the leader.
-func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int) (uint64, int16, *string) {
+func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	cl := c.G.Cfg.Cluster
 	if !cl.BeginWrite(ti.Name, partition) {
-		return 0, kerr.NotLeaderForPartition.Code, nil
+		return kerr.NotLeaderForPartition.Code, nil
 	}
 	defer cl.EndWrite()
-	return c.producePartition(version, ti, partition, records, budget)
+	return c.producePartition(version, ti, partition, records, budget, pw)
 }
 
-// producePartition stores one partition's records and returns the base
-// offset, or an error code and an optional message. budget is what is left
-// of the request's decompression budget.
-func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int) (uint64, int16, *string) {
+// pendingWrite is one partition's records, written by producePartition:
+// what is left is to wait until they are durable (durable, nil when there
+// is nothing to wait for), then to cache them and wake their readers.
+type pendingWrite struct {
+	at      [2]int // topic and partition index in the response
+	key     PartitionKey
+	ident   tailIdentity
+	base    uint64
+	count   int
+	records []byte // the producer's batch, for the tail cache; nil: not cached
+	durable func(context.Context) error
+}
+
+// finishWrites waits for the durability of the request's writes, then
+// caches them and signals their partitions. When some must wait (a staged
+// store under --fsync always), the connection's next request starts first:
+// every record of this one is written, in order, so its successors' go
+// after them, and its fsync overlaps their work. A write whose wait fails
+// is answered with the store's error. It reports whether one failed.
+func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, version int16) bool {
+	for i := range pending {
+		if pending[i].durable != nil {
+			c.ReleaseOrder()
+			break
+		}
+	}
+	g, failed := c.G, false
+	for i := range pending {
+		pw := &pending[i]
+		if pw.durable != nil {
+			if err := pw.durable(c.Ctx); err != nil {
+				sp := &resp.Topics[pw.at[0]].Partitions[pw.at[1]]
+				sp.ErrorCode, sp.BaseOffset, failed = errCode(err, opWrite), -1, true
+				if version >= 8 {
+					sp.ErrorMessage = nil
+				}
+				continue
+			}
+		}
+		if pw.records != nil {
+			g.tail.put(pw.key, pw.ident, pw.base, pw.count, pw.records)
+		}
+		if g.Watch != nil {
+			g.Watch.Signal(pw.key)
+		}
+	}
+	return failed
+}
+
+// producePartition writes one partition's records and fills pw (its base
+// offset, and what finishWrites does next), or returns an error code and
+// an optional message. budget is what is left of the request's
+// decompression budget.
+func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	topic := ti.Name
 	if len(records) == 0 {
-		return 0, kerr.InvalidRecord.Code, &msgOneBatch
+		return kerr.InvalidRecord.Code, &msgOneBatch
 	}
 	rb, n, err := codec.ParseBatch(records)
 	if err != nil {
-		return 0, errCode(err, opWrite), nil
+		return errCode(err, opWrite), nil
 	}
 	if n != len(records) {
-		return 0, kerr.InvalidRecord.Code, &msgOneBatch
+		return kerr.InvalidRecord.Code, &msgOneBatch
 	}
 	if rb.IsTransactional() || rb.IsControl() {
-		return 0, kerr.UnsupportedVersion.Code, &msgTransactional
+		return kerr.UnsupportedVersion.Code, &msgTransactional
 	}
 	if rb.ProducerID >= 0 && (rb.ProducerEpoch < 0 || rb.BaseSequence < 0) {
-		return 0, kerr.InvalidRecord.Code, &msgIdempotentFields
+		return kerr.InvalidRecord.Code, &msgIdempotentFields
 	}
 
 	recs := rb.Records
 	if comp := rb.Compression(); comp != codec.CompressionNone {
 		if comp == codec.CompressionZstd && version < 7 {
-			return 0, kerr.UnsupportedCompressionType.Code, nil
+			return kerr.UnsupportedCompressionType.Code, nil
 		}
 		db := getBig()
 		defer putBig(db)
 		out, err := codec.Decompress(db.B, comp, recs, *budget)
 		if err != nil {
 			if errors.Is(err, codec.ErrBudget) {
-				return 0, kerr.MessageTooLarge.Code, nil
+				return kerr.MessageTooLarge.Code, nil
 			}
 			if !errors.Is(err, codec.ErrBatchCompression) {
 				err = fmt.Errorf("%w: %w", bridge.ErrRecordInvalid, err)
 			}
-			return 0, errCode(err, opWrite), nil
+			return errCode(err, opWrite), nil
 		}
 		db.B = out
 		*budget -= len(out)
@@ -336,17 +397,18 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	var stats bridge.ProduceStats
 	eb.B, stats, err = bridge.EncodeKafkaRecords(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
 	if err != nil {
-		return 0, errCode(err, opWrite), nil
+		return errCode(err, opWrite), nil
 	}
 	var base uint64
+	var durable func(context.Context) error
 	if rb.ProducerID >= 0 {
 		var code int16
-		base, code, err = c.produceIdempotent(ti, partition, &rb, eb.B)
+		base, durable, code, err = c.produceIdempotent(ti, partition, &rb, eb.B, stats.Times)
 		if code != 0 {
-			return 0, code, nil
+			return code, nil
 		}
 	} else {
-		base, err = g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, eb.B)
+		base, durable, err = c.appendBatch(topic, partition, eb.B, stats.Times)
 		if err == nil {
 			c.noteClusterWrite(topic, partition, base, rb.NumRecords)
 		}
@@ -355,14 +417,23 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		// The guard gave up on a hung Append that may still read eb:
 		// leave the buffer to the garbage collector, never to the pool.
 		keep = errors.Is(err, bridge.ErrAbandoned)
-		return 0, errCode(err, opWrite), nil
+		return errCode(err, opWrite), nil
 	}
-	key := PartitionKey{Topic: topic, Partition: partition}
+	*pw = pendingWrite{key: PartitionKey{Topic: topic, Partition: partition}, ident: identityOf(ti),
+		base: base, count: int(rb.NumRecords), durable: durable}
 	if stats.Exact && (rb.Compression() == codec.CompressionNone || !g.Cfg.FetchUncompressed) {
-		g.tail.put(key, identityOf(ti), base, int(rb.NumRecords), records)
+		pw.records = records
 	}
-	if g.Watch != nil {
-		g.Watch.Signal(key)
+	return 0, nil
+}
+
+// appendBatch writes an encoded batch: staged when the store can (durable
+// then waits for its fsync), else with Append (durable nil).
+func (c *Call) appendBatch(topic string, partition int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
+	g := c.G
+	if sa, ok := g.Store.(bridge.StagedAppender); ok {
+		return sa.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, times)
 	}
-	return base, 0, nil
+	base, err := g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, batch)
+	return base, nil, err
 }

@@ -110,6 +110,25 @@ type Wait struct {
 	Since uint64
 }
 
+// OrderReleaser is what the loop gives a call so it can end the wait of
+// the connection's next request early (Call.ReleaseOrder).
+type OrderReleaser interface {
+	// ReleaseOrder starts the connection's next request now rather than
+	// when this one ends. Idempotent. The goroutine running the call.
+	ReleaseOrder()
+}
+
+// ReleaseOrder says that what this call must do in request order is done:
+// the connection's next request may run while this one finishes (a
+// Produce whose records are written waits for their fsync; the next
+// Produce's records are written after them whatever that wait does).
+// Replies still leave in request order. A no-op outside the loop.
+func (c *Call) ReleaseOrder() {
+	if c.Order != nil {
+		c.Order.ReleaseOrder()
+	}
+}
+
 // Call is one request in flight. The loop builds it; a handler may read the
 // header and the context and may park itself. Owned by one goroutine at a
 // time (the loop or the worker running it).
@@ -142,8 +161,11 @@ type Call struct {
 	// default principal builder names it ("CN=app,O=org"); "" without
 	// one. A SASL login's principal (Sasl.Principal) takes precedence.
 	TLSPrincipal string
-	wait         *Wait
-	done         []func()
+	// Order, set by the loop, lets the connection's next request start
+	// before this one ends (ReleaseOrder); nil outside the loop.
+	Order OrderReleaser
+	wait  *Wait
+	done  []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

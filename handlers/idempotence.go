@@ -405,21 +405,21 @@ func (rs *runScanner) close() {
 // gap (after waiting up to seqGapWait for a predecessor in flight)
 // OUT_OF_ORDER_SEQUENCE_NUMBER. It returns the base offset, a Kafka error
 // code, or a store error.
-func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte) (uint64, int16, error) {
+func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, int16, error) {
 	g := c.G
 	k := seqPartKey{topic: ti.Name, id: ti.ID, partition: partition}
 	pid, epoch, first := rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence
 	last := lastSeqOf(first, rb.NumRecords)
 	p, err := g.Idem.producer(c, k, pid)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dirty {
 		fresh := make(map[int64]*seqProducer, 1)
 		if err := g.Idem.rebuild(c, k, pid, fresh); err != nil {
-			return 0, 0, err
+			return 0, nil, 0, err
 		}
 		p.epoch, p.n = -1, 0
 		if f := fresh[pid]; f != nil {
@@ -439,22 +439,26 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 	}
 	switch v {
 	case seqDuplicate:
-		return base, 0, nil
+		return base, nil, 0, nil
 	case seqStaleEpoch:
-		return 0, kerr.InvalidProducerEpoch.Code, nil
+		return 0, nil, kerr.InvalidProducerEpoch.Code, nil
 	case seqOutOfOrder:
-		return 0, kerr.OutOfOrderSequenceNumber.Code, nil
+		return 0, nil, kerr.OutOfOrderSequenceNumber.Code, nil
 	}
-	base, err = g.Store.Append(c.Ctx, g.Cfg.Stream, ti.Name, partition, batch)
+	// Recorded once written: the producer's next batch, which may be
+	// staged behind this one's fsync (finishWrites), follows it. A sync
+	// that then fails fails the store, and a restart rebuilds the state
+	// from what is on disk.
+	base, durable, err := c.appendBatch(ti.Name, partition, batch, times)
 	if err != nil {
 		p.dirty = true
 		p.wake()
-		return 0, 0, err
+		return 0, nil, 0, err
 	}
 	c.noteClusterWrite(ti.Name, partition, base, rb.NumRecords)
 	p.record(epoch, first, last, base)
 	p.appendedMs = time.Now().UnixMilli()
-	return base, 0, nil
+	return base, durable, 0, nil
 }
 
 // waitForGap waits, with p.mu released, until the state moves, then checks

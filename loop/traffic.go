@@ -238,7 +238,7 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	j := getJob()
 	j.cs, j.spec, j.noReply, j.start = cs, spec, noReply, now
 	j.call = handlers.Call{G: s.g, Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
-		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal}
+		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j}
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
 	if cs.sasl != nil && cs.sasl.Raw() {

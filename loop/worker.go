@@ -27,6 +27,18 @@ type job struct {
 	req     kmsg.Request
 	call    handlers.Call
 	start   time.Time
+	// orderReleased: the connection's next job was started already
+	// (ReleaseOrder), so ending this one must not start it again.
+	orderReleased bool
+}
+
+// ReleaseOrder implements handlers.OrderReleaser: the connection's next
+// job starts now, before this one ends. The worker running j.
+func (j *job) ReleaseOrder() {
+	if !j.orderReleased {
+		j.orderReleased = true
+		j.cs.runNext()
+	}
 }
 
 var jobPool = sync.Pool{New: func() any { return new(job) }}
@@ -140,18 +152,23 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	largeBufs.Put(j.frame)
 	key := j.spec.Key
 	s.cfg.Metrics.Request(key, outcome, time.Since(j.start))
-	cs, seq, noReply := j.cs, j.seq, j.noReply
+	cs, seq, noReply, started := j.cs, j.seq, j.noReply, j.orderReleased
 	cs.reqHeld.Add(-j.held)
 	putJob(j)
 	if noReply {
-		cs.runNext()
+		if !started {
+			cs.runNext()
+		}
 		cs.finishNoReply()
 		return
 	}
 	// The reply is counted against the write cap (finish) before the
-	// connection's next job starts and reads the room left.
+	// connection's next job starts and reads the room left (unless the
+	// handler started it early).
 	cs.finish(seq, out, replyPool(key))
-	cs.runNext()
+	if !started {
+		cs.runNext()
+	}
 }
 
 // replyPool picks the pool for a key's replies: Fetch replies are large.

@@ -118,6 +118,65 @@ func (s *Store) Append(ctx context.Context, stream, name string, part int32, bat
 	return base, nil
 }
 
+var _ bridge.StagedAppender = (*Store)(nil)
+
+// AppendStaged implements bridge.StagedAppender: Append for a batch the
+// mapping built, which is not verified again (its frames are well formed
+// and checksummed by construction; times gives its newest record time),
+// returning once the batch is written. Under SyncAlways durable waits for
+// the group commit that syncs it and makes it visible; under the other
+// policies it is nil (the batch is visible once written). Any goroutine.
+func (s *Store) AppendStaged(ctx context.Context, stream, name string, part int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
+	if err := s.enterWrite(); err != nil {
+		return 0, nil, err
+	}
+	defer s.exitWrite()
+	v, err := bridge.ParseIggyBatch(batch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v.Times = times
+	t, p, err := s.lookupPartition(stream, name, part)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.deleted {
+		return 0, nil, bridge.ErrTopicNotFound
+	}
+	base, end, err := p.log.Append(ctx, batch[:v.Length], v, t.segBytes.Load())
+	if err != nil {
+		if isContextErr(err) {
+			return 0, nil, err
+		}
+		return 0, nil, s.writeFailed("append", err, int(v.Length))
+	}
+	if s.policy != SyncAlways {
+		s.wroteUnsynced()
+		return base, nil, nil
+	}
+	log := p.log
+	return base, func(ctx context.Context) error {
+		// Held open like any call (Close waits for it), but not refused
+		// on a full disk: the batch is written, only its sync is left.
+		if err := s.enter(); err != nil {
+			return err
+		}
+		defer s.ops.RUnlock()
+		if err := log.WaitSynced(ctx, end); err != nil {
+			if isContextErr(err) {
+				return err // written; the running sync round syncs once more for it
+			}
+			return s.fail("append sync", err)
+		}
+		return nil
+	}, nil
+}
+
 // isContextErr reports an error that is only the call's context ending.
 func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)

@@ -67,8 +67,12 @@ func verify(b []byte, h header) error {
 
 // newest is a batch's newest record time (µs): the largest origin
 // timestamp, or the batch's append time appendTs for a message with none
-// (origin 0), the time Fetch shows for it. The frames must be well formed.
+// (origin 0), the time Fetch shows for it; from v.Times when the caller
+// knows them, else by walking the frames, which must be well formed.
 func newest(v bridge.BatchView, appendTs uint64) uint64 {
+	if v.Times.Known {
+		return v.Times.Newest(appendTs)
+	}
 	var ts uint64
 	it := bridge.NewIggyMessageIter(v)
 	for it.Next() {

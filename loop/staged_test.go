@@ -1,0 +1,107 @@
+package loop
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/handlers"
+)
+
+// stagedStore is the embedded store whose staged appends report each base
+// offset as it is written, and whose durability wait for one chosen offset
+// holds until the test lets it go.
+type stagedStore struct {
+	*embedded.Store
+	staged chan uint64
+	mu     sync.Mutex
+	holdAt uint64
+	gate   chan struct{}
+}
+
+func (s *stagedStore) AppendStaged(ctx context.Context, stream, topic string, p int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
+	base, durable, err := s.Store.AppendStaged(ctx, stream, topic, p, batch, times)
+	if err != nil {
+		return base, durable, err
+	}
+	s.staged <- base
+	s.mu.Lock()
+	hold := base == s.holdAt && s.gate != nil
+	gate := s.gate
+	s.mu.Unlock()
+	return base, func(ctx context.Context) error {
+		if hold {
+			<-gate
+		}
+		if durable != nil {
+			return durable(ctx)
+		}
+		return nil
+	}, nil
+}
+
+// Pipelined Produce requests on one connection: the second is written
+// while the first still waits for its durability (its handler released
+// the connection's order once its records were written), and the replies
+// still leave in request order, at consecutive offsets.
+func TestStagedProduceOverlapsDurableWait(t *testing.T) {
+	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &stagedStore{Store: st, staged: make(chan uint64, 16)}
+	g := handlers.NewGateway(handlers.Config{
+		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
+		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
+		MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
+	}, ss, nil)
+	srv := NewServer(Config{Addr: "127.0.0.1:0", EventLoops: 1, Workers: 4}, g)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = st.Close()
+	})
+	rc := dialRaw(t, srv.Addr())
+	ensureTopic(t, rc, "staged") // offset 0
+	<-ss.staged
+
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open) // before the server's shutdown, which waits for the held request
+	ss.mu.Lock()
+	ss.holdAt, ss.gate = 1, gate
+	ss.mu.Unlock()
+	first, c1 := rc.frame(produceReq("staged", -1, "a"))
+	second, c2 := rc.frame(produceReq("staged", -1, "b"))
+	rc.write(append(first, second...))
+	for want := uint64(1); want <= 2; want++ {
+		select {
+		case got := <-ss.staged:
+			if got != want {
+				t.Fatalf("staged offset %d, want %d", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("offset %d was not written while the request before it waited for its durability", want)
+		}
+	}
+	open()
+	for i, want := range []int32{c1, c2} {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(9)
+		if got := rc.readResp(resp); got != want {
+			t.Fatalf("reply %d: corr %d, want %d", i, got, want)
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != int64(i+1) {
+			t.Fatalf("reply %d: code %d offset %d", i, p.ErrorCode, p.BaseOffset)
+		}
+	}
+}

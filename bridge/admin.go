@@ -94,5 +94,5 @@ func AsTopicStater(s Store) (TopicStater, bool) {
 // connection's next request start while this one's fsync runs (the
 // embedded store under SyncAlways), and verifies nothing twice.
 type StagedAppender interface {
-	AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, times BatchTimes) (base uint64, durable func(context.Context) error, err error)
+	AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, prep Prepared) (base uint64, durable func(context.Context) error, err error)
 }

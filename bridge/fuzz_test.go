@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/iggy-kafka/gateway/codec"
@@ -151,6 +152,16 @@ func FuzzKafkaRoundTrip(f *testing.F) {
 		// walking the frames (a StagedAppender trusts the former).
 		if stats.Times != v.Times || !v.Times.Known {
 			t.Fatalf("encoder's times %+v, the frames' %+v", stats.Times, v.Times)
+		}
+		// Stamping from the encoder's gathered checksum input gives the
+		// header stamping by walking the frames gives.
+		if stats.Sums != nil {
+			a, b := slices.Clone(iggy[:BatchHeaderSize]), slices.Clone(iggy[:BatchHeaderSize])
+			StampIggyHeader(a, iggy[BatchHeaderSize:], 3, 77, testServerTs)
+			StampIggyHeaderSums(b, slices.Clone(stats.Sums), 3, 77, testServerTs)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("stamped from the gathered sums:\n%x\nfrom the frames:\n%x", b, a)
+			}
 		}
 		StampIggyBatch(iggy, 0, 0, testServerTs)
 		cur := FetchCursor{MaxBytes: 1 << 30}

@@ -221,7 +221,7 @@ var _ StagedAppender = (*Guarded)(nil)
 // AppendStaged implements StagedAppender: the write and the wait for
 // durability are each a guarded call with its own deadline. Over a store
 // without it, it is Append (durable nil).
-func (g *Guarded) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, times BatchTimes) (uint64, func(context.Context) error, error) {
+func (g *Guarded) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, prep Prepared) (uint64, func(context.Context) error, error) {
 	sa, ok := g.inner.(StagedAppender)
 	if !ok {
 		base, err := g.Append(ctx, stream, topic, partition, batch)
@@ -232,7 +232,7 @@ func (g *Guarded) AppendStaged(ctx context.Context, stream, topic string, partit
 		durable func(context.Context) error
 	}
 	st, err := run(g, ctx, "append", true, nil, func(ctx context.Context) (staged, error) {
-		base, durable, err := sa.AppendStaged(ctx, stream, topic, partition, batch, times)
+		base, durable, err := sa.AppendStaged(ctx, stream, topic, partition, batch, prep)
 		return staged{base, durable}, err
 	})
 	if err != nil || st.durable == nil {

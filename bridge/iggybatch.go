@@ -78,6 +78,12 @@ type BatchView struct {
 	// Times are the messages' origin timestamps in brief, known when the
 	// batch was verified (VerifyIggyBatch) or built here (ProduceStats).
 	Times BatchTimes
+	// Sums, when not nil, is the batch checksum's input as the encoder
+	// gathered it (sumsHead bytes for the header fields, then each frame's
+	// 8 checksum bytes; ProduceStats.Sums): stamping hashes it instead of
+	// walking the frames (StampIggyHeaderSums). The holder may overwrite
+	// its first sumsHead bytes.
+	Sums []byte
 }
 
 // BatchTimes sums up a batch's message origin timestamps, so a store
@@ -244,6 +250,27 @@ func StampIggyHeader(hdr, frames []byte, partition, baseOffset, baseTimestamp ui
 		Count:           le.Uint32(hdr[bhCount:]),
 	}
 	le.PutUint64(hdr[bhChecksum:], batchChecksum(v, frames))
+}
+
+// StampIggyHeaderSums is StampIggyHeader for a batch whose checksum input
+// the encoder gathered (sums, BatchView.Sums): it fills in the header
+// fields there and hashes it, without touching the frames (a walk over
+// every frame of a large batch of small messages misses the cache at each
+// one). sums's first sumsHead bytes are overwritten.
+func StampIggyHeaderSums(hdr, sums []byte, partition, baseOffset, baseTimestamp uint64) {
+	if len(hdr) < BatchHeaderSize || len(sums) < sumsHead {
+		return
+	}
+	le.PutUint64(hdr[bhPartition:], partition)
+	le.PutUint64(hdr[bhBaseOffset:], baseOffset)
+	le.PutUint64(hdr[bhBaseTs:], baseTimestamp)
+	le.PutUint64(sums[0:], partition)
+	le.PutUint64(sums[8:], baseOffset)
+	le.PutUint64(sums[16:], baseTimestamp)
+	le.PutUint64(sums[24:], le.Uint64(hdr[bhOriginTs:]))
+	le.PutUint64(sums[32:], le.Uint64(hdr[bhLength:]))
+	le.PutUint32(sums[40:], le.Uint32(hdr[bhCount:]))
+	le.PutUint64(hdr[bhChecksum:], xxh3.Hash(sums))
 }
 
 // hasherPool keeps xxh3 streaming state (over 1 KiB) off the per-batch

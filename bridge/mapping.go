@@ -62,9 +62,20 @@ type ProduceStats struct {
 	// timestamp (Fetch shows the append time instead) or an offset delta
 	// other than its index (the mapping numbers records by position).
 	Exact bool
-	// Times sums up the messages' origin timestamps, for a store's
-	// StagedAppender.
+	// Prepared is what a store's StagedAppender takes on trust.
+	Prepared
+}
+
+// Prepared is what the mapping knows of a batch it built, which a
+// StagedAppender would otherwise find by walking the frames again.
+type Prepared struct {
+	// Times sums up the messages' origin timestamps.
 	Times BatchTimes
+	// Sums is the batch checksum's input (BatchView.Sums), kept in the
+	// capacity of the buffer EncodeKafkaRecords returned, just past the
+	// batch; nil when the encoder did not gather it. Valid until the
+	// buffer is appended to.
+	Sums []byte
 }
 
 // EncodeKafkaRecords appends one Iggy batch to dst holding one message per
@@ -86,7 +97,12 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 	}
 	start := len(dst)
 	if out, exact, times, ok := encodeOnePass(dst, rb, records, maxMessage); ok {
-		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(out) - start, Exact: exact && exactHeader(rb), Times: times}, nil
+		end := len(out)
+		// The gathered checksum input rides past the batch, in the
+		// buffer's capacity (encodeOnePass put it there).
+		sums := out[end : end+sumsHead+8*int(rb.NumRecords)]
+		return out, ProduceStats{Messages: int(rb.NumRecords), Bytes: end - start, Exact: exact && exactHeader(rb),
+			Prepared: Prepared{Times: times, Sums: sums}}, nil
 	}
 	return encodeTwoPass(dst[:start], rb, records, maxMessage)
 }
@@ -147,6 +163,10 @@ func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 	}
 	le.PutUint64(dst[start+bhOriginTs:], e.minOrigin)
 	finishBatchSums(dst[start:], uint32(rb.NumRecords), sums)
+	// Keep the checksum input past the batch, in dst's capacity, for the
+	// store's stamping (ProduceStats.Sums).
+	end := len(dst)
+	dst = append(dst, sums...)[:end]
 	return dst, exact, e.times(), true
 }
 
@@ -171,7 +191,7 @@ func encodeTwoPass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 		}
 	}
 	finishBatch(dst[start:], uint32(rb.NumRecords))
-	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start, Exact: exact, Times: e.times()}, nil
+	return dst, ProduceStats{Messages: int(rb.NumRecords), Bytes: len(dst) - start, Exact: exact, Prepared: Prepared{Times: e.times()}}, nil
 }
 
 // CountKafkaRecords reports how many records rb's records section holds

@@ -42,7 +42,10 @@ func TestOnePassMatchesTwoPass(t *testing.T) {
 			prefix := []byte("prefix")
 			got, gs, gerr := EncodeKafkaRecords(bytes.Clone(prefix), &rb, rb.Records, c.maxMessage)
 			want, ws, werr := encodeTwoPass(bytes.Clone(prefix), &rb, rb.Records, c.maxMessage)
-			if !bytes.Equal(got, want) || gs != ws || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			// The two pass gathers no checksum input (Sums); the rest of
+			// the stats agree.
+			same := gs.Messages == ws.Messages && gs.Bytes == ws.Bytes && gs.Exact == ws.Exact && gs.Times == ws.Times
+			if !bytes.Equal(got, want) || !same || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
 				t.Fatalf("one pass: %x %+v %v\ntwo pass: %x %+v %v", got, gs, gerr, want, ws, werr)
 			}
 			_, _, _, ok := encodeOnePass(bytes.Clone(prefix), &rb, rb.Records, c.maxMessage)

@@ -403,12 +403,12 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	var durable func(context.Context) error
 	if rb.ProducerID >= 0 {
 		var code int16
-		base, durable, code, err = c.produceIdempotent(ti, partition, &rb, eb.B, stats.Times)
+		base, durable, code, err = c.produceIdempotent(ti, partition, &rb, eb.B, stats.Prepared)
 		if code != 0 {
 			return code, nil
 		}
 	} else {
-		base, durable, err = c.appendBatch(topic, partition, eb.B, stats.Times)
+		base, durable, err = c.appendBatch(topic, partition, eb.B, stats.Prepared)
 		if err == nil {
 			c.noteClusterWrite(topic, partition, base, rb.NumRecords)
 		}
@@ -429,10 +429,10 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 
 // appendBatch writes an encoded batch: staged when the store can (durable
 // then waits for its fsync), else with Append (durable nil).
-func (c *Call) appendBatch(topic string, partition int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
+func (c *Call) appendBatch(topic string, partition int32, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, error) {
 	g := c.G
 	if sa, ok := g.Store.(bridge.StagedAppender); ok {
-		return sa.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, times)
+		return sa.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, prep)
 	}
 	base, err := g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, batch)
 	return base, nil, err

@@ -405,7 +405,7 @@ func (rs *runScanner) close() {
 // gap (after waiting up to seqGapWait for a predecessor in flight)
 // OUT_OF_ORDER_SEQUENCE_NUMBER. It returns the base offset, a Kafka error
 // code, or a store error.
-func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, int16, error) {
+func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, int16, error) {
 	g := c.G
 	k := seqPartKey{topic: ti.Name, id: ti.ID, partition: partition}
 	pid, epoch, first := rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence
@@ -449,7 +449,7 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 	// staged behind this one's fsync (finishWrites), follows it. A sync
 	// that then fails fails the store, and a restart rebuilds the state
 	// from what is on disk.
-	base, durable, err := c.appendBatch(ti.Name, partition, batch, times)
+	base, durable, err := c.appendBatch(ti.Name, partition, batch, prep)
 	if err != nil {
 		p.dirty = true
 		p.wake()

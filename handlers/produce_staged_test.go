@@ -19,8 +19,8 @@ type failingSync struct {
 	waited int
 }
 
-func (f *failingSync) AppendStaged(ctx context.Context, stream, topic string, p int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
-	base, _, err := f.Store.AppendStaged(ctx, stream, topic, p, batch, times)
+func (f *failingSync) AppendStaged(ctx context.Context, stream, topic string, p int32, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, error) {
+	base, _, err := f.Store.AppendStaged(ctx, stream, topic, p, batch, prep)
 	return base, func(context.Context) error {
 		f.waited++
 		return fmt.Errorf("%w: fsync failed", bridge.ErrStorage)

@@ -24,8 +24,8 @@ type stagedStore struct {
 	gate   chan struct{}
 }
 
-func (s *stagedStore) AppendStaged(ctx context.Context, stream, topic string, p int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
-	base, durable, err := s.Store.AppendStaged(ctx, stream, topic, p, batch, times)
+func (s *stagedStore) AppendStaged(ctx context.Context, stream, topic string, p int32, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, error) {
+	base, durable, err := s.Store.AppendStaged(ctx, stream, topic, p, batch, prep)
 	if err != nil {
 		return base, durable, err
 	}

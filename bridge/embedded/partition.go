@@ -126,7 +126,7 @@ var _ bridge.StagedAppender = (*Store)(nil)
 // returning once the batch is written. Under SyncAlways durable waits for
 // the group commit that syncs it and makes it visible; under the other
 // policies it is nil (the batch is visible once written). Any goroutine.
-func (s *Store) AppendStaged(ctx context.Context, stream, name string, part int32, batch []byte, times bridge.BatchTimes) (uint64, func(context.Context) error, error) {
+func (s *Store) AppendStaged(ctx context.Context, stream, name string, part int32, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, error) {
 	if err := s.enterWrite(); err != nil {
 		return 0, nil, err
 	}
@@ -135,7 +135,7 @@ func (s *Store) AppendStaged(ctx context.Context, stream, name string, part int3
 	if err != nil {
 		return 0, nil, err
 	}
-	v.Times = times
+	v.Times, v.Sums = prep.Times, prep.Sums
 	t, p, err := s.lookupPartition(stream, name, part)
 	if err != nil {
 		return 0, nil, err

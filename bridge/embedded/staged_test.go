@@ -27,7 +27,7 @@ func TestAppendStaged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base, durable, err := s.AppendStaged(ctx, "kafka", "st", 0, b, v.Times)
+			base, durable, err := s.AppendStaged(ctx, "kafka", "st", 0, b, bridge.Prepared{Times: v.Times})
 			if err != nil || base != 0 {
 				t.Fatalf("staged: base %d, %v", base, err)
 			}

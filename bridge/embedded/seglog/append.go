@@ -47,7 +47,11 @@ func (l *Log) Append(ctx context.Context, batch []byte, v bridge.BatchView, segB
 	}
 	seg, base, now := l.active, l.next, l.cfg.Clock()
 	copy(l.hdr[:], batch[:bridge.BatchHeaderSize])
-	bridge.StampIggyHeader(l.hdr[:], batch[bridge.BatchHeaderSize:], l.cfg.Partition, base, now)
+	if v.Sums != nil {
+		bridge.StampIggyHeaderSums(l.hdr[:], v.Sums, l.cfg.Partition, base, now)
+	} else {
+		bridge.StampIggyHeader(l.hdr[:], batch[bridge.BatchHeaderSize:], l.cfg.Partition, base, now)
+	}
 	if err := l.write(seg, l.hdr[:], batch[bridge.BatchHeaderSize:]); err != nil {
 		return 0, 0, err
 	}

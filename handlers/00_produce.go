@@ -46,7 +46,16 @@
 //   - The response carries the base offset, LogAppendTime -1 (CreateTime)
 //     and LogStartOffset -1 (not looked up: one more store round trip per
 //     partition, and producers do not use it).
-//   - After each append the partition is signalled so parked Fetches wake.
+//   - A store that stages appends (bridge.StagedAppender: the embedded
+//     store) writes each partition's batch at once and syncs it later:
+//     once every partition is written the connection's next request may
+//     start (Call.ReleaseOrder), then this one waits for its fsyncs
+//     (--fsync always), so pipelined Produces overlap their fsyncs while
+//     their records stay in request order. A failed wait is
+//     KAFKA_STORAGE_ERROR on its partition.
+//   - Once durable, each batch the mapping keeps exactly goes into the
+//     tail cache as the producer sent it (tail_cache.go), and its
+//     partition is signalled so parked Fetches wake.
 //   - acks=0: no response when every partition succeeded; any failure closes
 //     the connection (a Go error), as Kafka does, so the producer notices.
 //   - Idempotent batches (producer id >= 0) are deduplicated per

@@ -19,7 +19,13 @@
 //     offset or above the high watermark is OFFSET_OUT_OF_RANGE, as on Kafka
 //     (the Rust gateway reads from the oldest message instead, so
 //     auto.offset.reset never fires there).
-//   - Records come from Store.Poll, mapped back to Kafka v2 batches
+//   - Records of recent batches come from the tail cache (tail_cache.go):
+//     the producer's own batches, stamped with their offsets, sent whole
+//     (one holding the fetch offset inside it too, as Kafka sends a
+//     stored batch), only while they fit the partition's budget whole
+//     and end at or below the high watermark; a response points into the
+//     cache's chunks (no copy) and holds them until it is encoded.
+//   - Other records come from Store.Poll, mapped back to Kafka v2 batches
 //     (bridge.AppendKafkaBatch: per Iggy batch, each batch the producer
 //     compressed compressed again with its codec, the rest uncompressed;
 //     --fetch-compression none: all uncompressed; docs/MAPPING.md) into

@@ -42,7 +42,7 @@ func (l *Log) Append(ctx context.Context, batch []byte, v bridge.BatchView, segB
 		return 0, 0, err
 	}
 	n := int64(len(batch))
-	if err := l.makeRoom(n, uint64(v.Count), segBytes); err != nil {
+	if err := l.makeRoom(n, uint64(v.Count), segBytes, false); err != nil {
 		return 0, 0, err
 	}
 	seg, base, now := l.active, l.next, l.cfg.Clock()
@@ -138,7 +138,11 @@ func (l *Log) Import(batch []byte, segBytes int64) (int64, error) {
 	}
 	prev := l.next
 	l.next = v.BaseOffset
-	if err := l.makeRoom(int64(len(batch)), uint64(v.Count), segBytes); err != nil {
+	// An import may leave offsets unused before a batch (a gap Open must
+	// keep), so the segment before it is sealed inline: Open drops the
+	// segments after a segment that lost bytes in a crash during a
+	// background seal, and must not mistake the gap for that.
+	if err := l.makeRoom(int64(len(batch)), uint64(v.Count), segBytes, true); err != nil {
 		l.next = prev
 		return 0, err
 	}
@@ -154,8 +158,9 @@ func (l *Log) Import(batch []byte, segBytes int64) (int64, error) {
 // makeRoom rolls to a new segment when the batch does not belong in the
 // active one: none yet, the offsets do not continue it, or the batch would
 // take it past segBytes (a batch larger than segBytes gets a segment of its
-// own). Under mu.
-func (l *Log) makeRoom(n int64, count uint64, segBytes int64) error {
+// own). inlineSeal seals the active segment before returning (roll).
+// Under mu.
+func (l *Log) makeRoom(n int64, count uint64, segBytes int64, inlineSeal bool) error {
 	if n > maxSegmentSize || count > maxRel {
 		return ErrTooLarge
 	}
@@ -168,14 +173,15 @@ func (l *Log) makeRoom(n int64, count uint64, segBytes int64) error {
 			return nil
 		}
 	}
-	return l.roll()
+	return l.roll(inlineSeal)
 }
 
-// roll seals the active segment (synced, its index written and synced) and
-// starts a new one at the next offset, its directory entry synced. An
-// empty active segment is removed instead of sealed. On an error the
-// active segment stays as it was. Under mu.
-func (l *Log) roll() error {
+// roll seals the active segment (synced, its index written and synced:
+// inline under VisibleOnSync or when inline is set, else in the
+// background, sealLater) and starts a new one at the next offset, its
+// directory entry synced. An empty active segment is removed instead of
+// sealed. On an error the active segment stays as it was. Under mu.
+func (l *Log) roll(inline bool) error {
 	fs := l.cfg.FS
 	if !l.dirMade {
 		if err := l.cfg.MakeDir(); err != nil {
@@ -185,8 +191,13 @@ func (l *Log) roll() error {
 	}
 	old := l.active
 	if old != nil && old.size.Load() > 0 {
-		if err := l.seal(old); err != nil {
-			return err
+		if inline || l.cfg.VisibleOnSync {
+			l.waitSeal() // seal counts everything written as synced
+			if err := l.seal(old); err != nil {
+				return err
+			}
+		} else {
+			l.sealLater(old)
 		}
 	}
 	path := l.path(l.next, logSuffix)
@@ -219,7 +230,8 @@ func (l *Log) roll() error {
 	return nil
 }
 
-// seal makes a segment durable before a new one starts: its data synced
+// seal makes a segment durable before a new one starts (inline; sealLater
+// runs the same in the background): its data synced
 // (so a crash never leaves a torn sealed segment), then its index written
 // and synced. Everything written is synced afterwards (every earlier
 // segment was synced when it sealed), which wakes waiters. Under mu.
@@ -229,6 +241,53 @@ func (l *Log) seal(seg *segment) error {
 	}
 	l.markSynced(l.endPos, l.next)
 	return l.writeIndex(seg)
+}
+
+// sealLater seals seg on a goroutine of its own, so the append that rolled
+// does not wait for the sync of a whole segment (up to segment.bytes, 1 GiB
+// by default: seconds on a slow disk, every produce to the partition
+// stalled behind it). Only when no append waits for a sync to be visible
+// (not VisibleOnSync): under SyncAlways every batch of seg was synced by
+// its own group commit, so its seal is cheap and stays inline. Until the
+// seal ends, a crash may leave seg without an index (Open scans it then)
+// and sync rounds do not count bytes past the segment's end as durable
+// (round waits for sealDone). Seals run side by side when the producer
+// outruns the disk (the kernel's dirty-page limit throttles the writes
+// then, not a roll), but each counts its segment synced only after the
+// seal before it did (they chain on sealDone). Under mu.
+func (l *Log) sealLater(seg *segment) {
+	seg.acquire() // the active segment: the log holds a reference
+	end, next := l.endPos, l.next
+	prev, done := l.sealDone, make(chan struct{})
+	l.sealDone = done
+	go func() {
+		defer close(done)
+		defer seg.release()
+		err := seg.file.Load().f.SyncData()
+		if prev != nil {
+			<-prev
+		}
+		if err != nil {
+			_ = l.failSync(fmt.Errorf("sync %s: %w", seg.path, err))
+			return
+		}
+		if l.broken.Load() != nil {
+			return // an earlier seal failed: nothing after it counts
+		}
+		l.markSynced(end, next)
+		if err := l.writeIndex(seg); err != nil && !errors.Is(err, ErrBroken) {
+			l.log.Warn("segment log: could not write a sealed segment's index; rebuilt by a scan at the next open",
+				"segment", seg.path, "err", err)
+		}
+	}()
+}
+
+// waitSeal waits for the seals running in the background to end (the
+// latest ends after the others). Under mu (a seal does not take it).
+func (l *Log) waitSeal() {
+	if d := l.sealDone; d != nil {
+		<-d
+	}
 }
 
 // write writes a header and body at the end of seg, or undoes what it

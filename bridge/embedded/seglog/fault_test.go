@@ -62,12 +62,13 @@ func TestAppendDiskFullRollsBack(t *testing.T) {
 	}
 }
 
-// A roll that cannot create the new segment or the old one's index fails
-// the append and leaves the log as it was; the next one rolls.
+// A roll that cannot create the new segment or (sealing inline, under
+// VisibleOnSync) the old one's index fails the append and leaves the log
+// as it was; the next one rolls.
 func TestRollFailureLeavesLog(t *testing.T) {
 	for _, suffix := range []string{logSuffix, indexSuffix} {
 		t.Run(suffix, func(t *testing.T) {
-			fs, mem, l := openFaulty(t, false)
+			fs, mem, l := openFaulty(t, suffix == indexSuffix)
 			b := makeBatch(t, "x", 2, 1, 100)
 			seg := 2 * int64(len(b))
 			appendBatch(t, l, b, seg)

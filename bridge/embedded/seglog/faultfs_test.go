@@ -26,6 +26,7 @@ type faultFS struct {
 	createSuffix string
 	syncErr      error         // fails data syncs of .log files
 	syncGate     chan struct{} // when set, data syncs wait for it to close
+	gateOnly     string        // when set, only syncs of the file of this name wait
 	syncDelay    time.Duration
 	syncs        atomic.Int64 // data syncs of .log files
 	readAts      atomic.Int64 // reads of .log files
@@ -54,7 +55,7 @@ func (fs *faultFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || !strings.HasSuffix(name, logSuffix) {
 		return f, err
 	}
-	return &faultFile{File: f, fs: fs}, nil
+	return &faultFile{File: f, fs: fs, name: name}, nil
 }
 
 // set changes the injected faults under the lock.
@@ -66,7 +67,8 @@ func (fs *faultFS) set(fn func(fs *faultFS)) {
 
 type faultFile struct {
 	vfs.File
-	fs *faultFS
+	fs   *faultFS
+	name string
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
@@ -97,6 +99,9 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *faultFile) SyncData() error {
 	f.fs.mu.Lock()
 	err, gate, delay := f.fs.syncErr, f.fs.syncGate, f.fs.syncDelay
+	if f.fs.gateOnly != "" && !strings.HasSuffix(f.name, f.fs.gateOnly) {
+		gate = nil
+	}
 	f.fs.mu.Unlock()
 	if gate != nil {
 		<-gate

@@ -79,6 +79,11 @@ type Log struct {
 
 	broken atomic.Pointer[error] // set once (ErrBroken)
 
+	// sealDone is closed when the seal running in the background ends
+	// (sealLater; nil when none ever ran). Set under mu; the seal itself
+	// never takes mu, so a holder of mu may wait for it.
+	sealDone chan struct{}
+
 	segs       atomic.Pointer[[]*segment] // by base offset; replaced, never changed in place
 	visibleOff atomic.Uint64              // readers see offsets below it ...
 	visiblePos atomic.Int64               // ... and bytes below it (stored before visibleOff)
@@ -175,10 +180,38 @@ func (l *Log) recover() ([]*segment, error) {
 		}
 		segs = append(segs, seg)
 	}
+	segs = l.dropAfterLoss(segs)
 	if err := l.checkOrder(segs); err != nil {
 		return segs, err
 	}
 	return l.dropBelowStart(segs), nil
+}
+
+// dropAfterLoss cuts the log after a segment that a crash left short: one
+// without an index (its background seal had not finished, sealLater) whose
+// last offset falls short of the next segment's base. The bytes lost were
+// never synced, and neither were the later segments' (their seals wait for
+// it, and nothing under VisibleOnSync seals in the background), so nothing
+// in them was promised; keeping them would leave a hole in the offsets.
+// Gaps after a segment that has its index (an import's, or damage to a
+// sealed segment: checkOrder logs those) stay. Open's goroutine.
+func (l *Log) dropAfterLoss(segs []*segment) []*segment {
+	for i := 0; i+1 < len(segs); i++ {
+		if !segs[i].unsealed || segs[i].next.Load() >= segs[i+1].base {
+			continue
+		}
+		l.log.Warn("segment log: a segment lost its unsynced tail in a crash; dropping the segments after it",
+			"segment", segs[i].path, "next_offset", segs[i].next.Load(), "dropped_from", segs[i+1].base,
+			"segments_dropped", len(segs)-i-1)
+		for _, s := range segs[i+1:] {
+			s.release()
+			if err := l.removeFiles(s.base); err != nil {
+				l.log.Warn("segment log: could not remove a dropped segment; removed at the next open", "segment", s.path, "err", err)
+			}
+		}
+		return segs[:i+1]
+	}
+	return segs
 }
 
 // sortNames returns the bases of the segment files among names, sorted,

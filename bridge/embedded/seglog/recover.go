@@ -29,6 +29,7 @@ func (l *Log) load(seg *segment, last bool) error {
 	}
 	if !last {
 		l.indexProblem(seg, ix, ixErr, size)
+		seg.unsealed = isNotExist(ixErr)
 	}
 	f, err := fs.OpenReadWrite(seg.path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -60,6 +61,12 @@ func (l *Log) load(seg *segment, last bool) error {
 		}
 	}
 	if !last {
+		// Its seal may not have finished (sealLater): after a kill -9
+		// its bytes may be in the page cache only, and the index must
+		// not vouch for bytes a crash could still lose.
+		if err := seg.file.Load().f.SyncData(); err != nil {
+			return fmt.Errorf("seglog: sync %s: %w", seg.path, err)
+		}
 		if err := l.writeIndex(seg); errors.Is(err, ErrBroken) {
 			return err // its fsync failed: the disk is not to be trusted
 		} else if err != nil {
@@ -134,7 +141,8 @@ func (s *segment) setIndex(ix indexFile) {
 
 // writeIndex writes and syncs the index file of seg as it is now. Only
 // after its data is durable: the index must never describe bytes a crash
-// could lose. Under mu (or Open's goroutine).
+// could lose. Under mu, on Open's goroutine, or on a background seal's
+// (a sealed segment no longer changes; whoever removes one waits for it).
 func (l *Log) writeIndex(seg *segment) error {
 	seg.idx.mu.RLock()
 	b := encodeIndex(indexFile{

@@ -51,6 +51,11 @@ type segment struct {
 
 	idx sparseIndex // offset -> position, an entry at least every indexInterval bytes
 
+	// unsealed: Open found this segment, not the last, without an index:
+	// its seal (sealLater) had not finished, so its tail may not have
+	// been synced.
+	unsealed bool
+
 	// checked: the bytes below it passed their checksums since the log
 	// opened (appended by this process, which verifies every batch it
 	// writes, or read and verified once), so reads pass them without

@@ -15,7 +15,8 @@ import (
 // waiter it covered. If waiters remain (they wrote after the end was noted)
 // it hands the lead to the oldest and returns: each caller waits for at
 // most the fsync in progress and its own. Only the active segment can hold
-// unsynced bytes: a segment is synced when it seals.
+// unsynced bytes, and the one before it while its seal runs in the
+// background (sealLater): a round waits for that seal too.
 
 // syncState is the group commit's state, guarded by its mu.
 type syncState struct {
@@ -116,12 +117,18 @@ func (l *Log) round() (again bool, err error) {
 	seg, end, next := l.active, l.endPos, l.next
 	ok := seg != nil && seg.acquire()
 	l.gated = l.cfg.VisibleOnSync
+	sealing := l.sealDone
 	l.mu.Unlock()
 	if ok {
 		if err = seg.file.Load().f.SyncData(); err != nil {
 			err = l.breakWith(fmt.Errorf("sync %s: %w", seg.path, err))
 		}
 		seg.release()
+	}
+	if sealing != nil {
+		// The segment before the active one may still be syncing
+		// (sealLater): end is durable only once it is.
+		<-sealing
 	}
 	l.mu.Lock()
 	l.openGate()
@@ -166,7 +173,7 @@ func (l *Log) round() (again bool, err error) {
 }
 
 // markSynced records that the log is durable up to (pos, off). Under mu
-// (a seal); takes sc.mu.
+// (a seal), or on a background seal's goroutine; takes sc.mu.
 func (l *Log) markSynced(pos int64, off uint64) {
 	sc := &l.sc
 	sc.mu.Lock()

@@ -18,6 +18,7 @@ func (l *Log) SetStart(start uint64) error {
 		l.mu.Unlock()
 		return nil
 	}
+	l.waitSeal() // its index must not be written after the segment is removed
 	l.start.Store(start)
 	segs := l.segments()
 	k := 0
@@ -56,6 +57,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.waitSeal()
 	var err error
 	if seg := l.active; seg != nil && seg.size.Load() > 0 && l.broken.Load() == nil {
 		if err = seg.file.Load().f.SyncData(); err != nil {
@@ -79,6 +81,7 @@ func (l *Log) Close() error {
 func (l *Log) Remove() error {
 	l.mu.Lock()
 	l.closed = true
+	l.waitSeal()
 	segs := l.detach()
 	l.mu.Unlock()
 	for _, s := range segs {

@@ -30,7 +30,11 @@ import (
 
 // Defaults of the write caps.
 const (
-	DefaultMaxOutboundPerConn = 4 << 20
+	// 8 MiB: one Fetch answer as large as the default frame (MaxFrameSize)
+	// fits, so a consumer of many partitions gets a full answer per round
+	// trip (at 4 MiB one consumer of 64 partitions read 2.70M records/s of
+	// 100 B and 100 topics x 16 partitions 1.15M; at 8 MiB 3.32M and 1.63M).
+	DefaultMaxOutboundPerConn = 8 << 20
 	DefaultWriteStallTimeout  = 30 * time.Second
 
 	stallPollMin = time.Millisecond

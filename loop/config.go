@@ -20,7 +20,7 @@ type Config struct {
 	MaxInFlightPerConn int // requests in flight per connection before reading pauses; default 64
 	MaxBufferedPerConn int // unread inbound bytes per connection before it is closed, and request bytes in flight before reading pauses; default 4*MaxFrameSize
 	// Write backpressure (backpressure.go).
-	MaxOutboundPerConn int           // reply bytes queued for writing per connection before reading pauses; default 4 MiB
+	MaxOutboundPerConn int           // reply bytes queued for writing per connection before reading pauses; default 8 MiB
 	WriteStallTimeout  time.Duration // a connection over MaxOutboundPerConn whose client reads nothing this long is closed; default 30s
 	MaxConnections     int           // default 1024
 	// Connection fairness (limits.go).

@@ -185,7 +185,7 @@ func options() []option {
 		{flag: "max-buffered-per-conn", defText: "4 x max-frame-size",
 			usage: "unread inbound bytes on one connection before it is closed; also the request bytes in flight on it before its reading pauses",
 			set:   intIn(1024, 1<<31-1, func(c *config, n int) { c.MaxBufferedPerConn = n })},
-		{flag: "max-outbound-per-conn", def: "4194304",
+		{flag: "max-outbound-per-conn", def: "8388608",
 			usage: "reply bytes queued for writing to one connection (not yet read by its client) before its reading pauses; Fetch answers shrink to fit",
 			set:   intIn(64<<10, 1<<31-1, func(c *config, n int) { c.MaxOutboundPerConn = n })},
 		{flag: "write-stall-timeout-secs", def: "30",

@@ -35,20 +35,27 @@ func rollPastSync(t *testing.T, fs *faultFS) (*Log, int64) {
 	}
 }
 
+// rollHoldingFirstSeal rolls past the first segment (rollPastSync) with
+// only that segment's data syncs held, so the round's own sync of the
+// active segment goes through; release (idempotent) lets the seal go on.
+func rollHoldingFirstSeal(t *testing.T) (mem *vfs.MemFS, l *Log, end int64, release func()) {
+	t.Helper()
+	mem = newMemFS(t)
+	gate := make(chan struct{})
+	fs := &faultFS{FS: mem, syncGate: gate, gateOnly: segmentName(0, logSuffix)}
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	l, end = rollPastSync(t, fs)
+	return mem, l, end, release
+}
+
 // Without VisibleOnSync a roll does not wait for the old segment's sync
 // (a whole segment, up to 1 GiB: seconds of stalled produce); a sync
 // round does not count anything durable before that seal has synced; the
 // seal's index appears once it has.
 func TestBackgroundSealDoesNotStallAppends(t *testing.T) {
-	mem := newMemFS(t)
-	gate := make(chan struct{})
-	// Only the sealed segment's sync is held: the round's own sync of
-	// the active segment goes through, and the round still waits.
-	fs := &faultFS{FS: mem, syncGate: gate, gateOnly: segmentName(0, logSuffix)}
-	l, end := rollPastSync(t, fs)
+	mem, l, end, release := rollHoldingFirstSeal(t)
 	defer l.Close()
-	var open sync.Once
-	release := func() { open.Do(func() { close(gate) }) }
 	defer release() // before Close, which waits for the seal
 	if l.Segments() != 2 || l.Next() != 6 {
 		t.Fatalf("segments %d next %d", l.Segments(), l.Next())
@@ -190,13 +197,8 @@ func TestRecoverySyncsUnsealedSegment(t *testing.T) {
 // the second seal (and the round's own sync) went through: seals count
 // their segments synced in order.
 func TestSealsChainInOrder(t *testing.T) {
-	mem := newMemFS(t)
-	gate := make(chan struct{})
-	fs := &faultFS{FS: mem, syncGate: gate, gateOnly: segmentName(0, logSuffix)}
-	l, _ := rollPastSync(t, fs)
+	_, l, _, release := rollHoldingFirstSeal(t)
 	defer l.Close()
-	var open sync.Once
-	release := func() { open.Do(func() { close(gate) }) }
 	defer release()
 	b := makeBatch(t, "y", 2, 1, 100)
 	appendBatch(t, l, b, 2*int64(len(b)))

@@ -222,15 +222,21 @@ func (c *Comparison) kindOf(name string) string {
 	return ""
 }
 
-// idleTable renders the idle workloads' rows: resident memory per open
-// connection.
-func (c *Comparison) idleTable(b *strings.Builder) {
+// rowsOfKind is the rows whose workload's kind satisfies keep, in order.
+func (c *Comparison) rowsOfKind(keep func(kind string) bool) []Row {
 	var rows []Row
 	for _, r := range c.Rows {
-		if c.kindOf(r.Workload) == "idle" {
+		if keep(c.kindOf(r.Workload)) {
 			rows = append(rows, r)
 		}
 	}
+	return rows
+}
+
+// idleTable renders the idle workloads' rows: resident memory per open
+// connection.
+func (c *Comparison) idleTable(b *strings.Builder) {
+	rows := c.rowsOfKind(func(kind string) bool { return kind == "idle" })
 	if len(rows) == 0 {
 		return
 	}
@@ -256,12 +262,7 @@ func (c *Comparison) idleTable(b *strings.Builder) {
 // producer tool's mean and p95 latency, and the CPU per record of the
 // client JVM beside the server's.
 func (c *Comparison) perfTable(b *strings.Builder) {
-	var rows []Row
-	for _, r := range c.Rows {
-		if isPerfKind(c.kindOf(r.Workload)) {
-			rows = append(rows, r)
-		}
-	}
+	rows := c.rowsOfKind(isPerfKind)
 	if len(rows) == 0 {
 		return
 	}

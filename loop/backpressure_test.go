@@ -222,6 +222,15 @@ func TestRequestCopiesInFlightCapped(t *testing.T) {
 		t.Fatalf("%d request bytes in %d requests held, cap %d", held, n, capBytes)
 	}
 	release()
+	expectProduceReplies(t, rc, corrs)
+	waitFor(t, "the held count to return to zero", func() bool { return cs.reqHeld.Load() == 0 })
+}
+
+// expectProduceReplies reads one Produce v9 reply per correlation id, in
+// order, each without error and at base offset 1, 2, ... (after one
+// record stored at 0).
+func expectProduceReplies(t *testing.T, rc *rawConn, corrs []int32) {
+	t.Helper()
 	for i, want := range corrs {
 		resp := kmsg.NewPtrProduceResponse()
 		resp.SetVersion(9)
@@ -232,5 +241,4 @@ func TestRequestCopiesInFlightCapped(t *testing.T) {
 			t.Fatalf("reply %d: code %d offset %d", i, p.ErrorCode, p.BaseOffset)
 		}
 	}
-	waitFor(t, "the held count to return to zero", func() bool { return cs.reqHeld.Load() == 0 })
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/handlers"
@@ -94,14 +92,5 @@ func TestStagedProduceOverlapsDurableWait(t *testing.T) {
 		}
 	}
 	open()
-	for i, want := range []int32{c1, c2} {
-		resp := kmsg.NewPtrProduceResponse()
-		resp.SetVersion(9)
-		if got := rc.readResp(resp); got != want {
-			t.Fatalf("reply %d: corr %d, want %d", i, got, want)
-		}
-		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != int64(i+1) {
-			t.Fatalf("reply %d: code %d offset %d", i, p.ErrorCode, p.BaseOffset)
-		}
-	}
+	expectProduceReplies(t, rc, []int32{c1, c2})
 }

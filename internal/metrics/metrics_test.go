@@ -194,21 +194,7 @@ func TestFetchSessionMetrics(t *testing.T) {
 	m.FetchSessions(func() FetchSessionCounts {
 		return FetchSessionCounts{Open: 3, Created: 5, Evicted: 1, Refused: 2, Incremental: 40}
 	})
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, mm := range mf.GetMetric() {
-			switch {
-			case mm.GetGauge() != nil:
-				got[mf.GetName()] = mm.GetGauge().GetValue()
-			case mm.GetCounter() != nil:
-				got[mf.GetName()] = mm.GetCounter().GetValue()
-			}
-		}
-	}
+	got := gaugesAndCounters(t, reg)
 	for name, want := range map[string]float64{
 		"iggy_kafka_fetch_sessions_open": 3, "iggy_kafka_fetch_sessions_created_total": 5,
 		"iggy_kafka_fetch_sessions_evicted_total": 1, "iggy_kafka_fetch_sessions_refused_total": 2,
@@ -230,6 +216,21 @@ func TestTailCacheMetrics(t *testing.T) {
 	m.TailCache(func() TailCacheCounts {
 		return TailCacheCounts{Hits: 7, Misses: 2, ServedBytes: 1234, UsedBytes: 65536}
 	})
+	got := gaugesAndCounters(t, reg)
+	for name, want := range map[string]float64{
+		"iggy_kafka_tail_cache_bytes": 65536, "iggy_kafka_tail_cache_hits_total": 7,
+		"iggy_kafka_tail_cache_misses_total": 2, "iggy_kafka_tail_cache_served_bytes_total": 1234,
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+}
+
+// gaugesAndCounters gathers reg and returns each gauge's and counter's
+// value by name (the last series of a name wins).
+func gaugesAndCounters(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -245,12 +246,5 @@ func TestTailCacheMetrics(t *testing.T) {
 			}
 		}
 	}
-	for name, want := range map[string]float64{
-		"iggy_kafka_tail_cache_bytes": 65536, "iggy_kafka_tail_cache_hits_total": 7,
-		"iggy_kafka_tail_cache_misses_total": 2, "iggy_kafka_tail_cache_served_bytes_total": 1234,
-	} {
-		if got[name] != want {
-			t.Errorf("%s = %v, want %v", name, got[name], want)
-		}
-	}
+	return got
 }

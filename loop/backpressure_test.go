@@ -242,3 +242,18 @@ func expectProduceReplies(t *testing.T, rc *rawConn, corrs []int32) {
 		}
 	}
 }
+
+// With the defaults, an idle connection has room for a Fetch answer as
+// large as a frame may be, so a consumer of many partitions gets a whole
+// answer per round trip instead of one cut to the outbound cap.
+func TestDefaultReplyRoomHoldsAFrame(t *testing.T) {
+	s := newFakeServer(t, Config{Workers: 1}, false)
+	l := newFakeLoop(s)
+	defer l.stop()
+	c := &fakeConn{}
+	l.open(c)
+	cs := c.ctx.(*connState)
+	if room := cs.replyRoom(); room < int(s.cfg.MaxFrameSize) {
+		t.Fatalf("reply room of an idle connection %d, want at least the frame size %d", room, s.cfg.MaxFrameSize)
+	}
+}

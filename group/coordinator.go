@@ -16,10 +16,9 @@ import (
 // Options builds a Coordinator.
 type Options struct {
 	Config Config
-	// Store holds the committed offsets (when it implements
-	// bridge.GroupOffsets; without it every offset operation answers
-	// COORDINATOR_NOT_AVAILABLE) and answers OffsetDelete's topic lookups.
-	Store bridge.Store
+	// Store holds the committed offsets and the group configs and answers
+	// the topic lookups of commits and assignments.
+	Store bridge.Backend
 	// Stream is the Iggy stream of the Kafka topics; offsets are kept per
 	// stream.
 	Stream string
@@ -51,8 +50,7 @@ type Options struct {
 // concurrent use; see the package comment for what runs where.
 type Coordinator struct {
 	cfg       Config
-	store     bridge.Store
-	offsets   bridge.GroupOffsets // nil: the store keeps no offsets
+	store     bridge.Backend
 	stream    string
 	wake      func(Ticket) bool
 	log       *slog.Logger
@@ -71,8 +69,8 @@ type Coordinator struct {
 	timerTok uint64 // token of the latest armed consumer-protocol timer
 	metaMu   sync.Mutex
 	meta     *metaSnap // the latest topic list; guarded by metaMu, not mu
-	// Per-group configs (group_configs.go); groupCfgs nil: the store
-	// keeps none and every group has the defaults.
+	// Per-group configs (group_configs.go): the store, or what a test
+	// puts between the coordinator and it.
 	groupCfgs bridge.GroupConfigStore
 	settings  settingsCache
 }
@@ -92,13 +90,10 @@ func New(o Options) *Coordinator {
 	if o.TopicID == nil {
 		o.TopicID = standInTopicID
 	}
-	offs, _ := o.Store.(bridge.GroupOffsets)
-	gcs, _ := o.Store.(bridge.GroupConfigStore)
 	return &Coordinator{
-		groupCfgs: gcs,
+		groupCfgs: o.Store,
 		cfg:       o.Config.withDefaults(),
 		store:     o.Store,
-		offsets:   offs,
 		stream:    o.Stream,
 		wake:      o.Wake,
 		log:       o.Log,

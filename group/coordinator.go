@@ -157,6 +157,27 @@ func (co *Coordinator) settle(t Ticket, resp kmsg.Response, wake *[]Ticket) {
 	*wake = append(*wake, t)
 }
 
+// locked runs fn with co.mu held, then wakes the calls fn settled once the
+// lock is released (the Wake hook never runs under co.mu). co.mu must NOT
+// be held.
+func (co *Coordinator) locked(fn func(wake *[]Ticket)) {
+	var wake []Ticket
+	co.mu.Lock()
+	fn(&wake)
+	co.mu.Unlock()
+	co.wakeAll(wake)
+}
+
+// lockedCall is locked for a step of a call that answers now or waits on
+// a ticket (JoinGroup, SyncGroup): fn's response, ticket and deadline.
+func lockedCall[A any](co *Coordinator, a A, fn func(A, *[]Ticket) (kmsg.Response, Ticket, time.Time)) (kmsg.Response, Ticket, time.Time) {
+	var resp kmsg.Response
+	var t Ticket
+	var until time.Time
+	co.locked(func(wake *[]Ticket) { resp, t, until = fn(a, wake) })
+	return resp, t, until
+}
+
 // wakeAll signals the tickets; co.mu must NOT be held.
 func (co *Coordinator) wakeAll(ts []Ticket) {
 	for _, t := range ts {

@@ -12,27 +12,9 @@ import (
 // TopicConfigs are the Kafka topic configs set explicitly on one topic,
 // name to value (cleanup.policy=compact, retention.ms=604800000). Configs
 // not in the map have their defaults. The handlers decide which names and
-// values are valid; a Store keeps what it is given, or refuses a config it
-// cannot keep with a *ConfigError.
+// values are valid; a Backend keeps what it is given, or refuses a config
+// it cannot keep with a *ConfigError.
 type TopicConfigs map[string]string
-
-// TopicConfigStore is implemented by a Store that keeps topic configs with
-// its topics. The gateway type-asserts its Store to it; without it, a
-// topic has only default configs and every change is refused.
-//
-// Configs belong to one incarnation of a topic: a topic deleted and made
-// again under the same name starts with none.
-type TopicConfigStore interface {
-	// CreateTopicWithConfigs is CreateTopic that also keeps cfg (nil or
-	// empty: none), atomically on stores that can: a topic is never seen
-	// with only part of its configs.
-	CreateTopicWithConfigs(ctx context.Context, stream, topic string, partitions int32, cfg TopicConfigs) (TopicInfo, error)
-	// TopicConfigs returns the topic's configs (a fresh map the caller
-	// owns), or ErrTopicNotFound.
-	TopicConfigs(ctx context.Context, stream, topic string) (TopicConfigs, error)
-	// SetTopicConfigs replaces the topic's configs with cfg.
-	SetTopicConfigs(ctx context.Context, stream, topic string, cfg TopicConfigs) error
-}
 
 // ErrConfigRefused matches every *ConfigError.
 var ErrConfigRefused = errors.New("bridge: topic config refused")
@@ -126,13 +108,10 @@ func ParseTopicConfigs(b []byte) (TopicConfigs, []byte, error) {
 // encoding. Configs not in the map have the gateway's defaults.
 type GroupConfigs = TopicConfigs
 
-// GroupConfigStore is implemented by a Store that keeps group configs
-// (Kafka's ConfigResource type GROUP, KIP-848). The gateway type-asserts
-// its Store to it; without it every group has the defaults and a change
-// is refused.
-//
-// Group configs are independent of the group's state: they may be set
-// before the group exists and outlive DeleteGroups, as on Kafka 4.1.
+// GroupConfigStore is a Backend's group configs (Kafka's ConfigResource
+// type GROUP, KIP-848). They are independent of the group's state: they
+// may be set before the group exists and outlive DeleteGroups, as on
+// Kafka 4.1.
 type GroupConfigStore interface {
 	// GroupConfigs returns the group's configs (a fresh map the caller
 	// owns; nil when none are set).

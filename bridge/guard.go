@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -52,22 +51,6 @@ type Health struct {
 	Since time.Time
 }
 
-// HealthReporter is implemented by a Store that knows the state of its
-// storage (bridge/embedded). Any goroutine.
-type HealthReporter interface {
-	// Health returns the current state and a channel closed at the next
-	// change of state.
-	Health() (Health, <-chan struct{})
-}
-
-// MemoryReader is implemented by a Store whose Topic, Topics and Partition
-// answer from memory and never wait on the engine (bridge/embedded): the
-// guard calls them inline, without a goroutine, since they cannot hang.
-type MemoryReader interface {
-	// MemoryReads is a marker; it does nothing.
-	MemoryReads()
-}
-
 // ErrAbandoned marks an error returned for a call the guard gave up on at
 // its deadline (or when the store failed) while the call was still running
 // inside the store. Arguments the caller passed may still be read by that
@@ -87,13 +70,6 @@ func (e *abandonedError) Error() string {
 }
 func (e *abandonedError) Unwrap() []error { return []error{ErrAbandoned, e.cause} }
 
-// FullStore is what the gateway's backends implement.
-type FullStore interface {
-	Store
-	GroupOffsets
-	ProducerIDMarks
-}
-
 // GuardOptions configures Guard. Zero fields take the defaults.
 type GuardOptions struct {
 	// Timeout is the deadline of one call (default 10s). The call's
@@ -108,12 +84,11 @@ type GuardOptions struct {
 	Log          *slog.Logger
 }
 
-// Guarded is a FullStore whose every call has a deadline. Build it with
+// Guarded is a Backend whose every call has a deadline. Build it with
 // Guard. Safe for concurrent use.
 type Guarded struct {
-	inner   FullStore
-	hr      HealthReporter // nil when inner does not report health
-	inline  bool           // inner is a MemoryReader
+	inner   Backend
+	caps    Capabilities // inner's
 	timeout time.Duration
 	closeTO time.Duration
 	maxHung int64
@@ -131,14 +106,10 @@ type Guarded struct {
 	lastLog   atomic.Int64  // unix nanos of the last abandonment log line
 }
 
-var (
-	_ FullStore            = (*Guarded)(nil)
-	_ HealthReporter       = (*Guarded)(nil)
-	_ OffsetBatchCommitter = (*Guarded)(nil)
-)
+var _ Backend = (*Guarded)(nil)
 
 // Guard wraps inner.
-func Guard(inner FullStore, o GuardOptions) *Guarded {
+func Guard(inner Backend, o GuardOptions) *Guarded {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -151,14 +122,19 @@ func Guard(inner FullStore, o GuardOptions) *Guarded {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	g := &Guarded{inner: inner, timeout: o.Timeout, closeTO: o.CloseTimeout, maxHung: int64(o.MaxHung), log: o.Log}
-	g.hr, _ = inner.(HealthReporter)
-	_, g.inline = inner.(MemoryReader)
-	return g
+	return &Guarded{inner: inner, caps: inner.Capabilities(), timeout: o.Timeout, closeTO: o.CloseTimeout,
+		maxHung: int64(o.MaxHung), log: o.Log}
 }
 
-// Inner returns the wrapped store.
-func (g *Guarded) Inner() FullStore { return g.inner }
+// Inner returns the wrapped backend.
+func (g *Guarded) Inner() Backend { return g.inner }
+
+// Capabilities are the wrapped backend's.
+func (g *Guarded) Capabilities() Capabilities { return g.caps }
+
+// OnTrim registers fn with the wrapped backend. Registration touches no
+// disk, so it runs outside the guard.
+func (g *Guarded) OnTrim(fn func(stream, topic string, partition int32)) { g.inner.OnTrim(fn) }
 
 // Hung is the number of abandoned calls still running. Abandoned and
 // Refused count abandoned and refused calls since Guard.
@@ -172,15 +148,11 @@ func (g *Guarded) Refused() uint64   { return g.refused.Load() }
 // than the latest answer. changed is the inner store's (nil when it
 // reports none).
 func (g *Guarded) Health() (Health, <-chan struct{}) {
-	var h Health
-	var changed <-chan struct{}
-	if g.hr != nil {
-		h, changed = g.hr.Health()
-	}
+	h, changed := g.inner.Health()
 	if h.State == Healthy {
 		if n := g.hung.Load(); n >= g.maxHung {
 			h = Health{State: Degraded, Cause: fmt.Errorf("%w: %d store calls hung past their deadline", ErrUnavailable, n)}
-		} else if bad := g.lastBad.Load(); g.hr == nil && bad > g.lastGood.Load() {
+		} else if bad := g.lastBad.Load(); !g.caps.Health && bad > g.lastGood.Load() {
 			// A store that reports no health of its own (Iggy): the last
 			// answer says. A reporting store's own state is the truth.
 			cause := errors.New("store calls failing")
@@ -224,9 +196,9 @@ func run[T any](g *Guarded, ctx context.Context, op string, write bool, onAbando
 		return zero, fmt.Errorf("%w: %d store calls hung past their deadline", ErrUnavailable, g.hung.Load())
 	}
 	var changed <-chan struct{}
-	if g.hr != nil {
+	if g.caps.Health {
 		var h Health
-		h, changed = g.hr.Health()
+		h, changed = g.inner.Health()
 		if write && h.State != Healthy {
 			return zero, h.Cause
 		}
@@ -254,7 +226,7 @@ func run[T any](g *Guarded, ctx context.Context, op string, write bool, onAbando
 		case <-ctx.Done():
 			return abandon(g, c, op, ctx.Err(), onAbandon)
 		case <-changed:
-			h, next := g.hr.Health()
+			h, next := g.inner.Health()
 			if h.State != Healthy {
 				return abandon(g, c, op, h.Cause, onAbandon)
 			}
@@ -283,197 +255,6 @@ func abandon[T any](g *Guarded, c *guardCall[T], op string, cause error, onAband
 	}
 	var zero T
 	return zero, &abandonedError{op: op, cause: cause}
-}
-
-// CreateTopic implements Store.
-func (g *Guarded) CreateTopic(ctx context.Context, stream, topic string, partitions int32) (TopicInfo, error) {
-	return run(g, ctx, "create_topic", true, nil, func(ctx context.Context) (TopicInfo, error) {
-		return g.inner.CreateTopic(ctx, stream, topic, partitions)
-	})
-}
-
-// DeleteTopic implements Store.
-func (g *Guarded) DeleteTopic(ctx context.Context, stream, topic string) error {
-	_, err := run(g, ctx, "delete_topic", true, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.inner.DeleteTopic(ctx, stream, topic)
-	})
-	return err
-}
-
-// Topic implements Store.
-func (g *Guarded) Topic(ctx context.Context, stream, topic string) (TopicInfo, error) {
-	if g.inline {
-		return g.inner.Topic(ctx, stream, topic)
-	}
-	return run(g, ctx, "topic", false, nil, func(ctx context.Context) (TopicInfo, error) {
-		return g.inner.Topic(ctx, stream, topic)
-	})
-}
-
-// Topics implements Store.
-func (g *Guarded) Topics(ctx context.Context, stream string) ([]TopicInfo, error) {
-	if g.inline {
-		return g.inner.Topics(ctx, stream)
-	}
-	return run(g, ctx, "topics", false, nil, func(ctx context.Context) ([]TopicInfo, error) {
-		return g.inner.Topics(ctx, stream)
-	})
-}
-
-// Append implements Store. An error matching ErrAbandoned means the store
-// may still read batch: the caller must drop the buffer, not reuse it.
-func (g *Guarded) Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
-	return run(g, ctx, "append", true, nil, func(ctx context.Context) (uint64, error) {
-		return g.inner.Append(ctx, stream, topic, partition, batch)
-	})
-}
-
-// Poll implements Store. fn runs on the call's goroutine while the caller
-// waits; once the call is abandoned fn is never called again, so it never
-// touches the caller's state after Poll returned.
-func (g *Guarded) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func(batch []byte) bool) error {
-	var mu sync.Mutex
-	gone := false
-	guarded := func(b []byte) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return !gone && fn(b)
-	}
-	cut := func() {
-		mu.Lock()
-		gone = true
-		mu.Unlock()
-	}
-	_, err := run(g, ctx, "poll", false, cut, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.inner.Poll(ctx, stream, topic, partition, from, maxBytes, guarded)
-	})
-	return err
-}
-
-// Partition implements Store.
-func (g *Guarded) Partition(ctx context.Context, stream, topic string, partition int32) (PartitionState, error) {
-	if g.inline {
-		return g.inner.Partition(ctx, stream, topic, partition)
-	}
-	return run(g, ctx, "partition", false, nil, func(ctx context.Context) (PartitionState, error) {
-		return g.inner.Partition(ctx, stream, topic, partition)
-	})
-}
-
-// offsetAt is OffsetForTimestamp's two results.
-type offsetAt struct {
-	off   uint64
-	found bool
-}
-
-// OffsetForTimestamp implements Store.
-func (g *Guarded) OffsetForTimestamp(ctx context.Context, stream, topic string, partition int32, ts uint64) (uint64, bool, error) {
-	r, err := run(g, ctx, "offset_for_timestamp", false, nil, func(ctx context.Context) (offsetAt, error) {
-		off, found, err := g.inner.OffsetForTimestamp(ctx, stream, topic, partition, ts)
-		return offsetAt{off, found}, err
-	})
-	return r.off, r.found, err
-}
-
-// CommitOffset implements GroupOffsets.
-func (g *Guarded) CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o CommittedOffset) error {
-	_, err := run(g, ctx, "commit_offset", true, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.inner.CommitOffset(ctx, stream, group, topic, partition, o)
-	})
-	return err
-}
-
-// CommitOffsets implements OffsetBatchCommitter: one guarded call to the
-// inner store's CommitOffsets when it has one (the Iggy store logs a
-// request's commits in one append), else one guarded CommitOffset each.
-// A call that fails as a whole (deadline, refused) fails every entry.
-func (g *Guarded) CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error {
-	bc, ok := g.inner.(OffsetBatchCommitter)
-	if !ok {
-		errs := make([]error, len(offs))
-		for i, o := range offs {
-			errs[i] = g.CommitOffset(ctx, stream, group, o.Topic, o.Partition, o.CommittedOffset)
-		}
-		return errs
-	}
-	errs, err := run(g, ctx, "commit_offsets", true, nil, func(ctx context.Context) ([]error, error) {
-		return bc.CommitOffsets(ctx, stream, group, offs), nil
-	})
-	if err != nil {
-		errs = make([]error, len(offs))
-		for i := range errs {
-			errs[i] = err
-		}
-	}
-	return errs
-}
-
-// fetched is FetchOffset's two results.
-type fetched struct {
-	o  CommittedOffset
-	ok bool
-}
-
-// FetchOffset implements GroupOffsets.
-func (g *Guarded) FetchOffset(ctx context.Context, stream, group, topic string, partition int32) (CommittedOffset, bool, error) {
-	r, err := run(g, ctx, "fetch_offset", false, nil, func(ctx context.Context) (fetched, error) {
-		o, ok, err := g.inner.FetchOffset(ctx, stream, group, topic, partition)
-		return fetched{o, ok}, err
-	})
-	return r.o, r.ok, err
-}
-
-// GroupOffsets implements GroupOffsets.
-func (g *Guarded) GroupOffsets(ctx context.Context, stream, group string) ([]GroupOffset, error) {
-	return run(g, ctx, "group_offsets", false, nil, func(ctx context.Context) ([]GroupOffset, error) {
-		return g.inner.GroupOffsets(ctx, stream, group)
-	})
-}
-
-// DeleteOffset implements GroupOffsets.
-func (g *Guarded) DeleteOffset(ctx context.Context, stream, group, topic string, partition int32) error {
-	_, err := run(g, ctx, "delete_offset", true, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.inner.DeleteOffset(ctx, stream, group, topic, partition)
-	})
-	return err
-}
-
-// DeleteGroupOffsets implements GroupOffsets.
-func (g *Guarded) DeleteGroupOffsets(ctx context.Context, stream, group string) error {
-	_, err := run(g, ctx, "delete_group_offsets", true, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.inner.DeleteGroupOffsets(ctx, stream, group)
-	})
-	return err
-}
-
-// groupsOK is OffsetGroups' two results.
-type groupsOK struct {
-	groups []string
-	ok     bool
-}
-
-// OffsetGroups implements GroupOffsets.
-func (g *Guarded) OffsetGroups(ctx context.Context, stream string) ([]string, bool, error) {
-	r, err := run(g, ctx, "offset_groups", false, nil, func(ctx context.Context) (groupsOK, error) {
-		groups, ok, err := g.inner.OffsetGroups(ctx, stream)
-		return groupsOK{groups, ok}, err
-	})
-	return r.groups, r.ok, err
-}
-
-// LoadProducerIDMark implements ProducerIDMarks.
-func (g *Guarded) LoadProducerIDMark(ctx context.Context, instance uint16) (uint64, error) {
-	return run(g, ctx, "load_producer_mark", false, nil, func(ctx context.Context) (uint64, error) {
-		return g.inner.LoadProducerIDMark(ctx, instance)
-	})
-}
-
-// StoreProducerIDMark implements ProducerIDMarks.
-func (g *Guarded) StoreProducerIDMark(ctx context.Context, instance uint16, mark uint64) error {
-	_, err := run(g, ctx, "store_producer_mark", true, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, g.inner.StoreProducerIDMark(ctx, instance, mark)
-	})
-	return err
 }
 
 // Close closes the inner store within CloseTimeout; past it Close returns

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// hangStore is a FullStore whose calls block until release is closed; its
+// hangStore is a Backend whose calls block until release is closed; its
 // health can be set. Only what the tests call is implemented.
 type hangStore struct {
-	FullStore
+	Backend
 	release chan struct{}
 
 	mu      sync.Mutex
@@ -22,6 +22,8 @@ type hangStore struct {
 func newHangStore() *hangStore {
 	return &hangStore{release: make(chan struct{}), changed: make(chan struct{})}
 }
+
+func (s *hangStore) Capabilities() Capabilities { return Capabilities{Health: true} }
 
 func (s *hangStore) Health() (Health, <-chan struct{}) {
 	s.mu.Lock()
@@ -163,9 +165,13 @@ func TestStoreFailGuardPollAfterAbandon(t *testing.T) {
 // batchStore records how commits reach it: through CommitOffsets in one
 // call, or one CommitOffset each.
 type batchStore struct {
-	FullStore
+	Backend
+	batched          bool
 	batches, singles int
 }
+
+func (s *batchStore) Capabilities() Capabilities        { return Capabilities{BatchedCommits: s.batched} }
+func (s *batchStore) Health() (Health, <-chan struct{}) { return Health{}, nil }
 
 func (s *batchStore) CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error {
 	s.batches++
@@ -181,9 +187,11 @@ func (s *batchStore) CommitOffset(ctx context.Context, stream, group, topic stri
 
 // The guard keeps a store's batched offset commit (the Iggy store's one
 // group-log append per OffsetCommit): without it the handler would fall
-// back to one write per partition.
+// back to one write per partition. A store without BatchedCommits gets one
+// guarded CommitOffset per entry, each under its own deadline.
 func TestGuardKeepsBatchedCommits(t *testing.T) {
-	inner := &batchStore{}
+	t.Parallel()
+	inner := &batchStore{batched: true}
 	g := Guard(inner, GuardOptions{Timeout: time.Second})
 	offs := []GroupOffset{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}, {Topic: "t", Partition: 2}}
 	errs := g.CommitOffsets(context.Background(), "s", "g", offs)
@@ -193,96 +201,9 @@ func TestGuardKeepsBatchedCommits(t *testing.T) {
 	if len(errs) != 3 || errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], ErrOffsetNotStorable) {
 		t.Fatalf("errs = %v", errs)
 	}
-}
-
-// cfgStore keeps one topic's configs.
-type cfgStore struct {
-	FullStore
-	cfg TopicConfigs
-}
-
-func (s *cfgStore) CreateTopicWithConfigs(ctx context.Context, stream, topic string, partitions int32, cfg TopicConfigs) (TopicInfo, error) {
-	s.cfg = cfg
-	return TopicInfo{Name: topic, Partitions: partitions}, nil
-}
-
-func (s *cfgStore) TopicConfigs(ctx context.Context, stream, topic string) (TopicConfigs, error) {
-	return s.cfg, nil
-}
-
-func (s *cfgStore) SetTopicConfigs(ctx context.Context, stream, topic string, cfg TopicConfigs) error {
-	s.cfg = cfg
-	return nil
-}
-
-// The guard forwards topic configs to a store that keeps them and refuses
-// them, naming the config, for one that does not.
-func TestGuardTopicConfigs(t *testing.T) {
-	ctx := context.Background()
-	g := Guard(&cfgStore{}, GuardOptions{Timeout: time.Second})
-	if err := g.SetTopicConfigs(ctx, "s", "t", TopicConfigs{"retention.ms": "1000"}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := g.TopicConfigs(ctx, "s", "t")
-	if err != nil || got["retention.ms"] != "1000" {
-		t.Fatalf("TopicConfigs = %v, %v", got, err)
-	}
-
-	bare := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
-	err = bare.SetTopicConfigs(ctx, "s", "t", TopicConfigs{"retention.ms": "1", "cleanup.policy": "compact"})
-	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Name != "cleanup.policy" || !errors.Is(err, ErrConfigRefused) {
-		t.Fatalf("bare store: %v", err)
-	}
-}
-
-// The guard answers ErrNotSupported for an admin feature the wrapped store
-// lacks, instead of the handler seeing a store without the method.
-func TestGuardAdminNotSupported(t *testing.T) {
-	ctx := context.Background()
-	g := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
-	if _, err := g.GrowPartitions(ctx, "s", "t", 3); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("GrowPartitions: %v", err)
-	}
-	if _, err := g.DeleteRecords(ctx, "s", "t", 0, 1); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("DeleteRecords: %v", err)
-	}
-	if _, err := g.PartitionSizes(ctx, "s", "t"); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("PartitionSizes: %v", err)
-	}
-}
-
-// statingStore is a store with TopicState.
-type statingStore struct {
-	batchStore
-}
-
-func (s *statingStore) TopicState(ctx context.Context, stream, topic string) (TopicInfo, []PartitionState, error) {
-	return TopicInfo{Stream: stream, Name: topic, Partitions: 2}, []PartitionState{{Next: 3}, {Earliest: 1, Next: 5}}, nil
-}
-
-// AsTopicStater sees through the guard: a guarded store without TopicState
-// is not one (Fetch then asks Topic and Partition), one with it is, and
-// the guard forwards the call.
-func TestGuardTopicState(t *testing.T) {
-	ctx := context.Background()
-	bare := Guard(&batchStore{}, GuardOptions{Timeout: time.Second})
-	if _, ok := AsTopicStater(bare); ok {
-		t.Fatal("a guarded store without TopicState passes for one")
-	}
-	if _, _, err := bare.TopicState(ctx, "s", "t"); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("TopicState on a bare store: %v", err)
-	}
-	g := Guard(&statingStore{}, GuardOptions{Timeout: time.Second})
-	ts, ok := AsTopicStater(g)
-	if !ok {
-		t.Fatal("a guarded store with TopicState is not seen as one")
-	}
-	ti, states, err := ts.TopicState(ctx, "s", "t")
-	if err != nil || ti.Partitions != 2 || len(states) != 2 || states[1] != (PartitionState{Earliest: 1, Next: 5}) {
-		t.Fatalf("TopicState through the guard: %+v %+v %v", ti, states, err)
-	}
-	if _, ok := AsTopicStater(&statingStore{}); !ok {
-		t.Fatal("an unguarded store with TopicState is not seen as one")
+	single := &batchStore{}
+	errs = Guard(single, GuardOptions{Timeout: time.Second}).CommitOffsets(context.Background(), "s", "g", offs)
+	if single.batches != 0 || single.singles != 3 || len(errs) != 3 || errs[2] != nil {
+		t.Fatalf("without BatchedCommits: batches=%d singles=%d errs=%v, want 0, 3 and no error", single.batches, single.singles, errs)
 	}
 }

@@ -609,9 +609,16 @@ type FetchCursor struct {
 // message's offset, and the error wraps ErrUnmappable. A malformed b gives
 // ErrInvalidBatch. It allocates nothing when dst has the capacity.
 func AppendKafkaBatch(dst []byte, b []byte, cur *FetchCursor) ([]byte, error) {
+	dst, _, err := appendKafkaBatch(dst, b, cur)
+	return dst, err
+}
+
+// appendKafkaBatch is AppendKafkaBatch that also returns b's header, so a
+// caller needs not parse b again (a zero view when b is malformed).
+func appendKafkaBatch(dst []byte, b []byte, cur *FetchCursor) ([]byte, BatchView, error) {
 	v, err := ParseIggyBatch(b)
 	if err != nil {
-		return dst, err
+		return dst, BatchView{}, err
 	}
 	f := fetcher{last: -1}
 	it := NewIggyMessageIter(v)
@@ -637,7 +644,7 @@ func AppendKafkaBatch(dst []byte, b []byte, cur *FetchCursor) ([]byte, error) {
 		}
 	}
 	f.release()
-	return dst, err
+	return dst, v, err
 }
 
 // fetcher builds one Kafka batch from the messages of one Iggy batch. It

@@ -27,18 +27,18 @@ type GroupOffset struct {
 }
 
 // GroupOffsets keeps the committed offsets of Kafka consumer groups in the
-// store, so they survive a gateway restart. It is a separate interface from
-// Store: a Store that keeps offsets also implements it (both bridge/embedded
-// and bridge/iggy do); handlers find it with a type assertion.
-//
-// Group membership is not stored: it is the gateway's soft state.
-// All methods may be called from any goroutine, concurrently.
+// backend, so they survive a gateway restart. Group membership is not
+// stored: it is the gateway's soft state.
 type GroupOffsets interface {
 	// CommitOffset stores o for group on topic/partition, replacing what
 	// was there. ErrTopicNotFound or ErrPartitionNotFound when the
 	// partition does not exist; ErrOffsetNotStorable when the backend
 	// cannot keep that offset.
 	CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o CommittedOffset) error
+	// CommitOffsets stores each of offs for group as CommitOffset would
+	// and returns one error per entry, in order (nil: stored); with
+	// Capabilities.BatchedCommits in one write.
+	CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error
 	// FetchOffset returns the committed offset, ok=false when none is
 	// stored (or the partition does not exist).
 	FetchOffset(ctx context.Context, stream, group, topic string, partition int32) (o CommittedOffset, ok bool, err error)
@@ -52,14 +52,4 @@ type GroupOffsets interface {
 	// OffsetGroups lists the groups holding committed offsets in stream,
 	// sorted, or ok=false when the backend cannot enumerate them.
 	OffsetGroups(ctx context.Context, stream string) (groups []string, ok bool, err error)
-}
-
-// OffsetBatchCommitter is implemented by a GroupOffsets that stores the
-// commits of one OffsetCommit request together, in fewer writes than one
-// CommitOffset each (bridge/iggy: one group-log append per request).
-// Handlers use it when the Store has it.
-type OffsetBatchCommitter interface {
-	// CommitOffsets stores each of offs for group as CommitOffset would
-	// and returns one error per entry, in order (nil: stored).
-	CommitOffsets(ctx context.Context, stream, group string, offs []GroupOffset) []error
 }

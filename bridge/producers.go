@@ -2,11 +2,8 @@ package bridge
 
 import "context"
 
-// ProducerIDMarks is implemented by a Store that can keep the producer-id
-// allocator's high-water mark (docs/IDEMPOTENCE.md). The gateway
-// type-asserts its Store to it; a Store without it gets the clock-seeded
-// allocator, which is unique only while fewer than one id per millisecond
-// is issued on average.
+// ProducerIDMarks keeps the producer-id allocator's high-water mark
+// (docs/IDEMPOTENCE.md), so ids stay unique across restarts.
 //
 // A mark is a counter value: the allocator of that instance may have
 // issued ids whose counter is below it, never at or above it.

@@ -29,10 +29,8 @@ import (
 	"errors"
 )
 
-// SecurityLog is implemented by a Store that keeps the gateway's security
-// records durably. Handlers type-assert it; without it ACLs and SCRAM
-// credentials cannot be changed through Kafka (the users file still
-// works). Any goroutine.
+// SecurityLog is a Backend's durable log of the gateway's security
+// records. Any goroutine.
 type SecurityLog interface {
 	// AppendSecurityRecord appends rec durably (as the store's sync
 	// policy makes a write; the embedded store always syncs these).

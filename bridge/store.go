@@ -1,8 +1,9 @@
-// Package bridge is the Iggy side of the gateway: the Store interface in
+// Package bridge is the Iggy side of the gateway: the Backend interface in
 // Iggy's model (streams, topics, 0-based partitions, messages, consumer
-// offsets) and the one Kafka<->Iggy record mapping that every Store sees.
+// offsets), the deadline guard every backend runs under, and the one
+// Kafka<->Iggy record mapping that both backends keep their batches in.
 //
-// Messages cross the Store boundary as Iggy batches in Iggy's own send
+// Messages cross the Backend boundary as Iggy batches in Iggy's own send
 // layout (PROTOCOL.md 6.10: a 256-byte batch header, then 48-byte message
 // frames each followed by payload and user headers). The mapping in this
 // package writes that layout straight from a Kafka record batch, so a real
@@ -10,12 +11,9 @@
 // as they are.
 package bridge
 
-import (
-	"context"
-	"errors"
-)
+import "errors"
 
-// Errors a Store returns. Handlers map them to Kafka error codes.
+// Errors a Backend returns. Handlers map them to Kafka error codes.
 var (
 	ErrTopicNotFound     = errors.New("bridge: topic not found")
 	ErrTopicExists       = errors.New("bridge: topic already exists")
@@ -55,43 +53,4 @@ type TopicInfo struct {
 type PartitionState struct {
 	Earliest uint64
 	Next     uint64
-}
-
-// Store is the Iggy model a gateway serves Kafka from. Implementations: the
-// embedded store (bridge/embedded) and a real Iggy server (bridge/iggy).
-//
-// All methods may be called from any goroutine, concurrently.
-type Store interface {
-	// CreateTopic creates stream (if missing) and topic with n partitions.
-	// ErrTopicExists when the topic is already there.
-	CreateTopic(ctx context.Context, stream, topic string, partitions int32) (TopicInfo, error)
-	// DeleteTopic deletes the topic and its messages, never the stream.
-	DeleteTopic(ctx context.Context, stream, topic string) error
-	// Topic returns one topic or ErrTopicNotFound.
-	Topic(ctx context.Context, stream, topic string) (TopicInfo, error)
-	// Topics lists the stream's topics (none when the stream is missing).
-	Topics(ctx context.Context, stream string) ([]TopicInfo, error)
-
-	// Append stores one Iggy batch (see package doc) on a partition and
-	// returns the offset of its first message. The store stamps partition
-	// id, base offset and base timestamp in its own copy; batch is not
-	// retained after Append returns. A nil error means the write is as
-	// durable as the store's sync policy promises.
-	Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (baseOffset uint64, err error)
-
-	// Poll calls fn with stored Iggy batches of the partition, in offset
-	// order, starting with the batch that holds offset from, until fn
-	// returns false, maxBytes of batches were passed, or the partition
-	// ends. Batches may start before from; callers skip those messages.
-	// The batch slice is valid only during fn.
-	Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func(batch []byte) bool) error
-
-	// Partition returns the partition's offsets.
-	Partition(ctx context.Context, stream, topic string, partition int32) (PartitionState, error)
-
-	// OffsetForTimestamp returns the first offset whose origin timestamp
-	// (µs) is >= ts, or found=false when none is.
-	OffsetForTimestamp(ctx context.Context, stream, topic string, partition int32, ts uint64) (offset uint64, found bool, err error)
-
-	Close() error
 }

@@ -118,7 +118,7 @@ func kafkaStream(t testing.TB) string {
 
 // openBackend returns the Store an in-process gateway serves from, with its
 // data under dir; everything is closed when the test ends.
-func openBackend(t testing.TB, dir string, log *slog.Logger) bridge.Store {
+func openBackend(t testing.TB, dir string, log *slog.Logger) bridge.Backend {
 	t.Helper()
 	if realIggyBackend() {
 		rb := realBackendFor(t)

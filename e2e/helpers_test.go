@@ -120,8 +120,8 @@ func (s *syncBuffer) String() string {
 // gateway is an in-process gateway serving on 127.0.0.1.
 type gateway struct {
 	Addr   string
-	Store  bridge.Store // the embedded store, or the Iggy client over iggytest or the real server (backend_test.go)
-	Stream string       // the Iggy stream holding its Kafka topics
+	Store  bridge.Backend // the embedded store, or the Iggy client over iggytest or the real server (backend_test.go)
+	Stream string         // the Iggy stream holding its Kafka topics
 	G      *handlers.Gateway
 	Srv    *loop.Server
 	Log    *syncBuffer
@@ -163,7 +163,7 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 // startGatewayOn is startGateway on a given store, whose Kafka topics are
 // in stream; the gateway owns the store (closes it) from here on. logBuf
 // receives the gateway's log (nil: a new buffer).
-func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syncBuffer, opts ...gwOption) *gateway {
+func startGatewayOn(t testing.TB, store bridge.Backend, stream string, logBuf *syncBuffer, opts ...gwOption) *gateway {
 	t.Helper()
 	if logBuf == nil {
 		logBuf = &syncBuffer{}
@@ -228,15 +228,10 @@ func startGatewayOn(t testing.TB, store bridge.Store, stream string, logBuf *syn
 
 // guarded puts store behind the deadline guard the command puts every
 // backend behind (cmd/iggy-kafka-gateway/store.go), so in-process gateways
-// take the same path as the binary: an optional store interface the guard
-// does not forward fails here, not only in production. Tests keep the raw
-// store in gateway.Store for their own checks and close it themselves.
-func guarded(store bridge.Store) bridge.Store {
-	full, ok := store.(bridge.FullStore)
-	if !ok {
-		return store
-	}
-	return bridge.Guard(full, bridge.GuardOptions{Timeout: 10 * time.Second})
+// take the same path as the binary. Tests keep the raw store in
+// gateway.Store for their own checks and close it themselves.
+func guarded(store bridge.Backend) bridge.Backend {
+	return bridge.Guard(store, bridge.GuardOptions{Timeout: 10 * time.Second})
 }
 
 func tail(s string, lines int) string {

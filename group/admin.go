@@ -98,18 +98,16 @@ func (co *Coordinator) List(ctx context.Context, req *kmsg.ListGroupsRequest) *k
 	for _, g := range co.names() {
 		add(g.name, g.state, g.protocolType, g.gtype)
 	}
-	if co.offsets != nil {
-		names, ok, err := co.offsets.OffsetGroups(ctx, co.stream)
-		if err != nil {
-			resp.Groups = nil
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return resp
-		}
-		if ok {
-			for _, n := range names {
-				if !seen[n] {
-					add(n, stateEmpty.String(), "consumer", "classic")
-				}
+	names, ok, err := co.store.OffsetGroups(ctx, co.stream)
+	if err != nil {
+		resp.Groups = nil
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	}
+	if ok {
+		for _, n := range names {
+			if !seen[n] {
+				add(n, stateEmpty.String(), "consumer", "classic")
 			}
 		}
 	}
@@ -152,9 +150,7 @@ func (co *Coordinator) Delete(ctx context.Context, req *kmsg.DeleteGroupsRequest
 			rg.ErrorCode = kerr.GroupIDNotFound.Code
 			continue
 		}
-		if co.offsets != nil {
-			rg.ErrorCode = offsetErrCode(co.offsets.DeleteGroupOffsets(ctx, co.stream, name))
-		}
+		rg.ErrorCode = offsetErrCode(co.store.DeleteGroupOffsets(ctx, co.stream, name))
 	}
 	return resp
 }

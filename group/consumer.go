@@ -32,6 +32,7 @@ package group
 // taken.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,11 +193,7 @@ func (co *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.Consumer
 			return hbError(resp, offsetErrCode(err), "reading the group's configs failed: "+err.Error())
 		}
 	}
-	var wake []Ticket
-	co.mu.Lock()
-	code, msg = co.heartbeat848(a, meta, resp, &wake)
-	co.mu.Unlock()
-	co.wakeAll(wake)
+	co.locked(func(wake *[]Ticket) { code, msg = co.heartbeat848(a, meta, resp, wake) })
 	if code != 0 {
 		return hbError(resp, code, msg)
 	}
@@ -741,7 +738,7 @@ func (co *Coordinator) computeTarget(cg *cgroup, meta *metaSnap) {
 	for id := range topics {
 		in.topics = append(in.topics, assignTopic{id: id, name: meta.byID[id].name, partitions: meta.byID[id].partitions})
 	}
-	slices.SortFunc(in.topics, func(a, b assignTopic) int { return cmpString(a.name, b.name) })
+	slices.SortFunc(in.topics, func(a, b assignTopic) int { return cmp.Compare(a.name, b.name) })
 	// The assignor most members ask for, else the first configured one.
 	cg.assignor = co.cfg.ConsumerAssignors[0]
 	best := 0
@@ -752,16 +749,6 @@ func (co *Coordinator) computeTarget(cg *cgroup, meta *metaSnap) {
 	}
 	cg.target = assignors[cg.assignor](in)
 	cg.assignEpoch = cg.epoch
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // assignmentTopics is a partition set in the heartbeat response's shape,

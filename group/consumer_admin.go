@@ -122,11 +122,19 @@ func (co *Coordinator) commitCheck848(cg *cgroup, memberID string, epoch int32, 
 		}
 		return 0
 	}
+	if m != nil && ver < 9 {
+		return kerr.UnsupportedVersion.Code
+	}
+	return epochCode(m, epoch)
+}
+
+// epochCode checks the epoch a consumer-group member sent against its own:
+// UNKNOWN_MEMBER_ID for no member, FENCED_MEMBER_EPOCH for a newer one,
+// STALE_MEMBER_EPOCH for an older one. co.mu is held.
+func epochCode(m *cmember, epoch int32) int16 {
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case ver < 9:
-		return kerr.UnsupportedVersion.Code
 	case epoch > m.epoch:
 		return kerr.FencedMemberEpoch.Code
 	case epoch < m.epoch:
@@ -152,14 +160,5 @@ func (co *Coordinator) fetchCheck848(group string, memberID *string, epoch int32
 	if memberID != nil {
 		id = *memberID
 	}
-	m := g.consumer.members[id]
-	switch {
-	case m == nil:
-		return kerr.UnknownMemberID.Code
-	case epoch > m.epoch:
-		return kerr.FencedMemberEpoch.Code
-	case epoch < m.epoch:
-		return kerr.StaleMemberEpoch.Code
-	}
-	return 0
+	return epochCode(g.consumer.members[id], epoch)
 }

@@ -90,7 +90,7 @@ func (c *fakeClock) advance(d time.Duration) {
 
 type coord848 struct {
 	*Coordinator
-	store bridge.Store
+	store bridge.Backend
 	clock *fakeClock
 }
 
@@ -515,8 +515,7 @@ func TestConsumerMetadataChanges(t *testing.T) {
 	if got := counts(a, b); !slices.Equal(got, []int{2, 2}) {
 		t.Fatalf("start: %v", got)
 	}
-	grow := c.store.(bridge.PartitionGrower)
-	if _, err := grow.GrowPartitions(context.Background(), testStream, "orders", 8); err != nil {
+	if _, err := c.store.GrowPartitions(context.Background(), testStream, "orders", 8); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, a, b)

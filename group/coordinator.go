@@ -16,10 +16,9 @@ import (
 // Options builds a Coordinator.
 type Options struct {
 	Config Config
-	// Store holds the committed offsets (when it implements
-	// bridge.GroupOffsets; without it every offset operation answers
-	// COORDINATOR_NOT_AVAILABLE) and answers OffsetDelete's topic lookups.
-	Store bridge.Store
+	// Store holds the committed offsets and the group configs and answers
+	// the topic lookups of commits and assignments.
+	Store bridge.Backend
 	// Stream is the Iggy stream of the Kafka topics; offsets are kept per
 	// stream.
 	Stream string
@@ -51,8 +50,7 @@ type Options struct {
 // concurrent use; see the package comment for what runs where.
 type Coordinator struct {
 	cfg       Config
-	store     bridge.Store
-	offsets   bridge.GroupOffsets // nil: the store keeps no offsets
+	store     bridge.Backend
 	stream    string
 	wake      func(Ticket) bool
 	log       *slog.Logger
@@ -71,8 +69,8 @@ type Coordinator struct {
 	timerTok uint64 // token of the latest armed consumer-protocol timer
 	metaMu   sync.Mutex
 	meta     *metaSnap // the latest topic list; guarded by metaMu, not mu
-	// Per-group configs (group_configs.go); groupCfgs nil: the store
-	// keeps none and every group has the defaults.
+	// Per-group configs (group_configs.go): the store, or what a test
+	// puts between the coordinator and it.
 	groupCfgs bridge.GroupConfigStore
 	settings  settingsCache
 }
@@ -92,13 +90,10 @@ func New(o Options) *Coordinator {
 	if o.TopicID == nil {
 		o.TopicID = standInTopicID
 	}
-	offs, _ := o.Store.(bridge.GroupOffsets)
-	gcs, _ := o.Store.(bridge.GroupConfigStore)
 	return &Coordinator{
-		groupCfgs: gcs,
+		groupCfgs: o.Store,
 		cfg:       o.Config.withDefaults(),
 		store:     o.Store,
-		offsets:   offs,
 		stream:    o.Stream,
 		wake:      o.Wake,
 		log:       o.Log,
@@ -160,6 +155,27 @@ func (co *Coordinator) settle(t Ticket, resp kmsg.Response, wake *[]Ticket) {
 	}
 	co.results[t] = resp
 	*wake = append(*wake, t)
+}
+
+// locked runs fn with co.mu held, then wakes the calls fn settled once the
+// lock is released (the Wake hook never runs under co.mu). co.mu must NOT
+// be held.
+func (co *Coordinator) locked(fn func(wake *[]Ticket)) {
+	var wake []Ticket
+	co.mu.Lock()
+	fn(&wake)
+	co.mu.Unlock()
+	co.wakeAll(wake)
+}
+
+// lockedCall is locked for a step of a call that answers now or waits on
+// a ticket (JoinGroup, SyncGroup): fn's response, ticket and deadline.
+func lockedCall[A any](co *Coordinator, a A, fn func(A, *[]Ticket) (kmsg.Response, Ticket, time.Time)) (kmsg.Response, Ticket, time.Time) {
+	var resp kmsg.Response
+	var t Ticket
+	var until time.Time
+	co.locked(func(wake *[]Ticket) { resp, t, until = fn(a, wake) })
+	return resp, t, until
 }
 
 // wakeAll signals the tickets; co.mu must NOT be held.

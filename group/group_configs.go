@@ -63,9 +63,6 @@ func (c Config) settings(cfg bridge.GroupConfigs) groupSettings {
 // answers COORDINATOR_NOT_AVAILABLE, as for a failed topic listing). A
 // worker, without co.mu.
 func (co *Coordinator) groupSettings(ctx context.Context, group string) (groupSettings, error) {
-	if co.groupCfgs == nil {
-		return co.cfg.settings(nil), nil
-	}
 	now := co.clock.Now()
 	c := &co.settings
 	c.mu.Lock()

@@ -22,7 +22,7 @@ const testStream = "kafka"
 // sleeps until Wake or its deadline, and collects.
 type coord struct {
 	*Coordinator
-	store bridge.Store
+	store bridge.Backend
 
 	mu      sync.Mutex
 	waiters map[Ticket]chan struct{}

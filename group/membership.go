@@ -192,12 +192,7 @@ func (co *Coordinator) runJoin(a *joinArgs) (kmsg.Response, Ticket, time.Time) {
 	}
 	a.rebalance = min(max(a.rebalance, a.session), co.cfg.MaxRebalanceTimeout)
 
-	var wake []Ticket
-	co.mu.Lock()
-	resp, t, until := co.join(a, &wake)
-	co.mu.Unlock()
-	co.wakeAll(wake)
-	return resp, t, until
+	return lockedCall(co, a, co.join)
 }
 
 func (co *Coordinator) join(a *joinArgs, wake *[]Ticket) (kmsg.Response, Ticket, time.Time) {
@@ -235,13 +230,8 @@ func (co *Coordinator) join(a *joinArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 		if a.instance != "" {
 			return co.joinStaticUnknown(g, a, wake)
 		}
-		if len(g.members)+len(g.pending) >= co.cfg.MaxGroupSize {
-			co.maybeForget(g)
-			return joinError(ver, kerr.GroupMaxSizeReached.Code, ""), 0, time.Time{}
-		}
-		if co.members >= co.cfg.MaxMembers {
-			co.maybeForget(g)
-			return joinError(ver, kerr.CoordinatorNotAvailable.Code, ""), 0, time.Time{}
+		if code := co.roomForMember(g); code != 0 {
+			return joinError(ver, code, ""), 0, time.Time{}
 		}
 		id := newMemberID(a.clientID)
 		if ver >= 4 {
@@ -315,6 +305,23 @@ func (g *group) compatible(a *joinArgs) bool {
 	return false
 }
 
+// roomForMember is the error a join that adds a member to g answers
+// when g is at --group-max-size (GROUP_MAX_SIZE_REACHED) or the gateway
+// at its member cap (COORDINATOR_NOT_AVAILABLE), else 0. co.mu is held.
+func (co *Coordinator) roomForMember(g *group) int16 {
+	code := int16(0)
+	switch {
+	case len(g.members)+len(g.pending) >= co.cfg.MaxGroupSize:
+		code = kerr.GroupMaxSizeReached.Code
+	case co.members >= co.cfg.MaxMembers:
+		code = kerr.CoordinatorNotAvailable.Code
+	}
+	if code != 0 {
+		co.maybeForget(g)
+	}
+	return code
+}
+
 // joinStaticUnknown: a member with a group.instance.id and no member id.
 // A known instance gets a new member id in place of the old one; when the
 // group is Stable and its protocols did not change it keeps its
@@ -324,13 +331,8 @@ func (co *Coordinator) joinStaticUnknown(g *group, a *joinArgs, wake *[]Ticket) 
 	oldID, known := g.static[a.instance]
 	newID := newMemberID(a.instance)
 	if !known {
-		if len(g.members)+len(g.pending) >= co.cfg.MaxGroupSize {
-			co.maybeForget(g)
-			return joinError(ver, kerr.GroupMaxSizeReached.Code, ""), 0, time.Time{}
-		}
-		if co.members >= co.cfg.MaxMembers {
-			co.maybeForget(g)
-			return joinError(ver, kerr.CoordinatorNotAvailable.Code, ""), 0, time.Time{}
+		if code := co.roomForMember(g); code != 0 {
+			return joinError(ver, code, ""), 0, time.Time{}
 		}
 		co.members++
 		return co.addMemberAndRebalance(g, a, newID, wake)
@@ -478,12 +480,7 @@ func (co *Coordinator) runSync(a *syncArgs) (kmsg.Response, Ticket, time.Time) {
 			return syncError(a.ver, kerr.InvalidRequest.Code), 0, time.Time{}
 		}
 	}
-	var wake []Ticket
-	co.mu.Lock()
-	resp, t, until := co.sync(a, &wake)
-	co.mu.Unlock()
-	co.wakeAll(wake)
-	return resp, t, until
+	return lockedCall(co, a, co.sync)
 }
 
 func (co *Coordinator) sync(a *syncArgs, wake *[]Ticket) (kmsg.Response, Ticket, time.Time) {
@@ -583,6 +580,25 @@ type leaveOne struct {
 	code               int16
 }
 
+// member resolves who is leaving to a member id: the id given, or the one
+// its static instance id is bound to in static. ok is false with w.code
+// set when the instance is unknown or bound to another id (fenced).
+func (w *leaveOne) member(static map[string]string) (id string, ok bool) {
+	if w.instance == "" {
+		return w.memberID, true
+	}
+	cur, bound := static[w.instance]
+	switch {
+	case !bound:
+		w.code = kerr.UnknownMemberID.Code
+		return "", false
+	case w.memberID != "" && w.memberID != cur:
+		w.code = kerr.FencedInstanceID.Code
+		return "", false
+	}
+	return cur, true
+}
+
 // leave removes members; it fills each one's code and returns the
 // group-level code.
 func (co *Coordinator) leave(group string, who []leaveOne) int16 {
@@ -606,19 +622,11 @@ func (co *Coordinator) leave(group string, who []leaveOne) int16 {
 	removed := false
 	for i := range who {
 		w := &who[i]
-		id := w.memberID
-		if w.instance != "" {
-			cur, ok := g.static[w.instance]
-			switch {
-			case !ok:
-				w.code = kerr.UnknownMemberID.Code
-				continue
-			case id != "" && id != cur:
-				w.code = kerr.FencedInstanceID.Code
-				continue
-			}
-			id = cur
-		} else if t, ok := g.pending[id]; ok {
+		id, ok := w.member(g.static)
+		if !ok {
+			continue
+		}
+		if t, ok := g.pending[id]; ok && w.instance == "" {
 			t.Stop()
 			delete(g.pending, id)
 			co.members--

@@ -26,6 +26,7 @@ package group
 // Every function here runs with co.mu held.
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -53,7 +54,7 @@ func (co *Coordinator) upgrade(g *group, meta *metaSnap, wake *[]Ticket) bool {
 	for _, m := range g.members {
 		olds = append(olds, m)
 	}
-	slices.SortFunc(olds, func(a, b *member) int { return cmpUint(a.joinedAt, b.joinedAt) })
+	slices.SortFunc(olds, func(a, b *member) int { return cmp.Compare(a.joinedAt, b.joinedAt) })
 	var news []*cmember
 	for _, m := range olds {
 		md := m.metadata(g.protocol)
@@ -119,16 +120,6 @@ func (co *Coordinator) upgrade(g *group, meta *metaSnap, wake *[]Ticket) bool {
 	}
 	co.log.Info("classic group upgraded to a consumer group", "group", g.name, "members", len(news), "epoch", cg.epoch)
 	return true
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // maybeDowngrade turns a consumer group whose members all use the classic
@@ -353,18 +344,9 @@ func (co *Coordinator) classicLeave848(g *group, who []leaveOne, wake *[]Ticket)
 	cg := g.consumer
 	for i := range who {
 		w := &who[i]
-		id := w.memberID
-		if w.instance != "" {
-			cur, ok := cg.static[w.instance]
-			switch {
-			case !ok:
-				w.code = kerr.UnknownMemberID.Code
-				continue
-			case id != "" && id != cur:
-				w.code = kerr.FencedInstanceID.Code
-				continue
-			}
-			id = cur
+		id, ok := w.member(cg.static)
+		if !ok {
+			continue
 		}
 		m := cg.members[id]
 		if m == nil {

@@ -29,14 +29,11 @@ const maxOffsetMetadata = 4096
 func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	var code int16
-	st := co.offsets
 	switch {
 	case !validGroupID(req.Group):
 		code = kerr.InvalidGroupID.Code
 	case co.placed(req.Group) != 0:
 		code = co.placed(req.Group)
-	case st == nil:
-		code = kerr.CoordinatorNotAvailable.Code
 	default:
 		instance := ""
 		if req.InstanceID != nil {
@@ -46,9 +43,8 @@ func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommit
 	}
 	now := time.Now().UnixMilli()
 	committed := false
-	// A store that commits a request's partitions together gets them in
-	// one call after the loop; slots are their answers.
-	batch, _ := st.(bridge.OffsetBatchCommitter)
+	// The request's commits go to the store in one call after the loop
+	// (one write where the store batches them); slots are their answers.
 	var pending []bridge.GroupOffset
 	var slots []*kmsg.OffsetCommitResponseTopicPartition
 	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
@@ -78,18 +74,13 @@ func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommit
 				if rp.Metadata != nil {
 					o.Metadata = *rp.Metadata
 				}
-				if batch != nil {
-					pending = append(pending, bridge.GroupOffset{Topic: rt.Topic, Partition: rp.Partition, CommittedOffset: o})
-					slots = append(slots, op)
-					continue
-				}
-				op.ErrorCode = offsetErrCode(st.CommitOffset(ctx, co.stream, req.Group, rt.Topic, rp.Partition, o))
-				committed = committed || op.ErrorCode == 0
+				pending = append(pending, bridge.GroupOffset{Topic: rt.Topic, Partition: rp.Partition, CommittedOffset: o})
+				slots = append(slots, op)
 			}
 		}
 	}
 	if len(pending) > 0 {
-		for k, err := range batch.CommitOffsets(ctx, co.stream, req.Group, pending) {
+		for k, err := range co.store.CommitOffsets(ctx, co.stream, req.Group, pending) {
 			slots[k].ErrorCode = offsetErrCode(err)
 			committed = committed || err == nil
 		}
@@ -218,15 +209,13 @@ func (co *Coordinator) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRe
 // fetchGroupOffsets answers one group: the requested partitions, or every
 // committed offset when all is set, and a group-level error code.
 func (co *Coordinator) fetchGroupOffsets(ctx context.Context, name string, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]fetchedTopic, int16) {
-	st := co.offsets
+	st := co.store
 	code := int16(0)
 	switch {
 	case !validGroupID(name):
 		code = kerr.InvalidGroupID.Code
 	case co.placed(name) != 0:
 		code = co.placed(name)
-	case st == nil:
-		code = kerr.CoordinatorNotAvailable.Code
 	}
 	part := func(p int32, o bridge.CommittedOffset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 		r := kmsg.NewOffsetFetchResponseGroupTopicPartition()
@@ -288,11 +277,7 @@ func (co *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDelete
 		resp.ErrorCode = code
 		return resp
 	}
-	st := co.offsets
-	if st == nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp
-	}
+	st := co.store
 	v, live := co.view(req.Group)
 	if !live || len(v.members) == 0 {
 		has, err := co.hasOffsets(ctx, req.Group)
@@ -370,9 +355,9 @@ func offsetErrCode(err error) int16 {
 // group (a group with no live members still exists for the admin keys
 // when it has some).
 func (co *Coordinator) hasOffsets(ctx context.Context, name string) (bool, error) {
-	if co.offsets == nil || !validGroupID(name) {
+	if !validGroupID(name) {
 		return false, nil
 	}
-	offs, err := co.offsets.GroupOffsets(ctx, co.stream, name)
+	offs, err := co.store.GroupOffsets(ctx, co.stream, name)
 	return len(offs) > 0, err
 }

@@ -35,9 +35,10 @@
 //     (the Java producer then splits the batch and retries the halves).
 //     Data that does not decompress is INVALID_RECORD (the CRC held, so a
 //     retry would send the same bytes).
-//   - The batch becomes one Iggy batch (bridge.EncodeKafkaRecords) in a
-//     pooled buffer and one Store.Append; the buffer is back in the pool when
-//     Append returns. Record-level failures: MESSAGE_TOO_LARGE over
+//   - The batch becomes one batch in the store's format (Gateway.Format:
+//     on both backends an Iggy batch, bridge.IggyFormat) in a pooled buffer
+//     and one append; the buffer is back in the pool when the append
+//     returns. Record-level failures: MESSAGE_TOO_LARGE over
 //     Cfg.MaxMessageSize, INVALID_RECORD for unmappable records.
 //   - Store errors: unknown topic/partition 3; a deadline or cancelled
 //     context REQUEST_TIMED_OUT (the write may have happened); a full or
@@ -46,8 +47,8 @@
 //   - The response carries the base offset, LogAppendTime -1 (CreateTime)
 //     and LogStartOffset -1 (not looked up: one more store round trip per
 //     partition, and producers do not use it).
-//   - A store that stages appends (bridge.StagedAppender: the embedded
-//     store) writes each partition's batch at once and syncs it later:
+//   - A store that stages appends (bridge.Capabilities.StagedAppends: the
+//     embedded store) writes each partition's batch at once and syncs it later:
 //     once every partition is written the connection's next request may
 //     start (Call.ReleaseOrder), then this one waits for its fsyncs
 //     (--fsync always), so pipelined Produces overlap their fsyncs while
@@ -404,7 +405,7 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	}()
 	g := c.G
 	var stats bridge.ProduceStats
-	eb.B, stats, err = bridge.EncodeKafkaRecords(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
+	eb.B, stats, err = g.Format.Encode(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
 	if err != nil {
 		return errCode(err, opWrite), nil
 	}
@@ -436,13 +437,9 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	return 0, nil
 }
 
-// appendBatch writes an encoded batch: staged when the store can (durable
-// then waits for its fsync), else with Append (durable nil).
+// appendBatch writes an encoded batch; durable, when not nil, waits for
+// its fsync (a store with staged appends).
 func (c *Call) appendBatch(topic string, partition int32, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, error) {
 	g := c.G
-	if sa, ok := g.Store.(bridge.StagedAppender); ok {
-		return sa.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, prep)
-	}
-	base, err := g.Store.Append(c.Ctx, g.Cfg.Stream, topic, partition, batch)
-	return base, nil, err
+	return g.Store.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, prep)
 }

@@ -339,8 +339,9 @@ func (c *Call) fetchPartitionTo(buf *bytebufferpool.ByteBuffer, topic string, pa
 	stored, kafka := 0, 0
 	err := g.Store.Poll(c.Ctx, g.Cfg.Stream, topic, partition, from, pollMax, func(batch []byte) bool {
 		var err error
+		var sb bridge.StoredBatch
 		records, size := cur.Records, len(buf.B)
-		buf.B, err = bridge.AppendKafkaBatch(buf.B, batch, &cur)
+		buf.B, sb, err = g.Format.AppendKafka(buf.B, batch, &cur)
 		if err != nil {
 			mapErr = err
 			return false
@@ -348,17 +349,13 @@ func (c *Call) fetchPartitionTo(buf *bytebufferpool.ByteBuffer, topic string, pa
 		if cur.Records == 0 {
 			return true // the whole batch lay below from
 		}
-		v, err := bridge.ParseIggyBatch(batch)
-		if err != nil {
-			return false
-		}
-		if cur.Records-records == int(v.Count) {
+		if cur.Records-records == int(sb.Count) {
 			stored += len(batch)
 			kafka += len(buf.B) - size
 		}
 		// Stop at the first record that did not fit: continuing with the
 		// next batch could skip it.
-		return cur.Next >= v.BaseOffset+uint64(v.Count) && cur.Bytes < cur.MaxBytes
+		return cur.Next >= sb.End() && cur.Bytes < cur.MaxBytes
 	})
 	g.fetchRatios.learn(key, stored, kafka)
 	n := len(buf.B) - start

@@ -44,8 +44,6 @@ func init() {
 func deleteRecords(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	g := c.G
-	deleter, _ := g.Store.(bridge.RecordDeleter)
 
 	seen := make(map[PartitionKey]int)
 	for i := range req.Topics {
@@ -73,12 +71,10 @@ func deleteRecords(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case !validTopicName(rt.Topic):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case deleter == nil:
-				sp.ErrorCode = kerr.UnknownServerError.Code
 			case !c.G.Cfg.Cluster.BeginWrite(rt.Topic, rp.Partition):
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
-				sp.LowWatermark, sp.ErrorCode = c.deletePartitionRecords(deleter, rt.Topic, rp.Partition, rp.Offset)
+				sp.LowWatermark, sp.ErrorCode = c.deletePartitionRecords(rt.Topic, rp.Partition, rp.Offset)
 				c.G.Cfg.Cluster.EndWrite()
 			}
 		}
@@ -88,7 +84,7 @@ func deleteRecords(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 
 // deletePartitionRecords moves one partition's log start; offset -1 is the
 // high watermark.
-func (c *Call) deletePartitionRecords(d bridge.RecordDeleter, topic string, partition int32, offset int64) (int64, int16) {
+func (c *Call) deletePartitionRecords(topic string, partition int32, offset int64) (int64, int16) {
 	g := c.G
 	if offset < -1 {
 		return -1, kerr.OffsetOutOfRange.Code
@@ -100,7 +96,7 @@ func (c *Call) deletePartitionRecords(d bridge.RecordDeleter, topic string, part
 		}
 		offset = int64(st.Next)
 	}
-	st, err := d.DeleteRecords(c.Ctx, g.Cfg.Stream, topic, partition, uint64(offset))
+	st, err := g.Store.DeleteRecords(c.Ctx, g.Cfg.Stream, topic, partition, uint64(offset))
 	switch {
 	case errors.Is(err, bridge.ErrOffsetOutOfRange):
 		return -1, kerr.OffsetOutOfRange.Code

@@ -70,14 +70,7 @@ func describeConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 				sr.ErrorCode, sr.ErrorMessage = kerr.UnknownTopicOrPartition.Code, strp("unknown topic "+rr.ResourceName)
 				continue
 			}
-			cs := g.configStore()
-			var set map[string]string
-			var err error
-			if cs != nil {
-				set, err = cs.TopicConfigs(c.Ctx, g.Cfg.Stream, rr.ResourceName)
-			} else {
-				_, err = g.Store.Topic(c.Ctx, g.Cfg.Stream, rr.ResourceName)
-			}
+			set, err := g.Store.TopicConfigs(c.Ctx, g.Cfg.Stream, rr.ResourceName)
 			if err != nil {
 				sr.ErrorCode, sr.ErrorMessage = errCode(err, opAdmin), strp(err.Error())
 				continue

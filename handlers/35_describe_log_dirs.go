@@ -5,7 +5,7 @@
 //     Kafka topics), holding every partition of every topic (a null topic
 //     list) or of the topics and partitions named; unknown ones are left
 //     out, as a broker leaves out what it does not host.
-//   - Size per partition from the store (bridge.SizeReporter): on the
+//   - Size per partition from the store (Backend.PartitionSizes): on the
 //     embedded store pebble's on-disk estimate of the partition's key range
 //     (or the bytes appended since start when that is more); on Iggy the
 //     partition's size_bytes from GetTopic. Records below a DeleteRecords
@@ -25,8 +25,6 @@ package handlers
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/iggy-kafka/gateway/bridge"
 )
 
 func init() {
@@ -57,7 +55,6 @@ func describeLogDirs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	sizer, _ := g.Store.(bridge.SizeReporter)
 
 	// wanted: nil = every partition of the topic.
 	type want struct {
@@ -93,15 +90,7 @@ func describeLogDirs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 		// One store call per topic: the sizes also give the partition
 		// count (on Iggy each is a GetTopic).
-		var sizes []int64
-		var err error
-		if sizer != nil {
-			sizes, err = sizer.PartitionSizes(c.Ctx, g.Cfg.Stream, w.topic)
-		} else {
-			var ti bridge.TopicInfo
-			ti, err = g.Store.Topic(c.Ctx, g.Cfg.Stream, w.topic)
-			sizes = make([]int64, max(ti.Partitions, 0))
-		}
+		sizes, err := g.Store.PartitionSizes(c.Ctx, g.Cfg.Stream, w.topic)
 		if err != nil {
 			if errCode(err, opAdmin) == kerr.UnknownTopicOrPartition.Code {
 				continue

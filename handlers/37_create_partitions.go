@@ -41,8 +41,6 @@ func init() {
 func createPartitions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	g := c.G
-	grower, _ := g.Store.(bridge.PartitionGrower)
 
 	count := make(map[string]int, len(req.Topics))
 	for i := range req.Topics {
@@ -54,7 +52,7 @@ func createPartitions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		st := &resp.Topics[i]
 		st.Default()
 		st.Topic = rt.Topic
-		code, msg := c.growTopic(grower, rt, count[rt.Topic] > 1, req.ValidateOnly)
+		code, msg := c.growTopic(rt, count[rt.Topic] > 1, req.ValidateOnly)
 		st.ErrorCode = code
 		if msg != "" {
 			st.ErrorMessage = strp(msg)
@@ -64,7 +62,7 @@ func createPartitions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 }
 
 // growTopic checks and applies one topic of a CreatePartitions request.
-func (c *Call) growTopic(grower bridge.PartitionGrower, rt *kmsg.CreatePartitionsRequestTopic, dup, validateOnly bool) (int16, string) {
+func (c *Call) growTopic(rt *kmsg.CreatePartitionsRequestTopic, dup, validateOnly bool) (int16, string) {
 	g := c.G
 	switch {
 	case dup:
@@ -73,8 +71,6 @@ func (c *Call) growTopic(grower bridge.PartitionGrower, rt *kmsg.CreatePartition
 		return kerr.TopicAuthorizationFailed.Code, ""
 	case !validTopicName(rt.Topic):
 		return kerr.UnknownTopicOrPartition.Code, ""
-	case grower == nil:
-		return kerr.InvalidRequest.Code, "this store cannot add partitions"
 	}
 	// Serialized with topic creation and other grows through this
 	// gateway, so the count checked is the count changed.
@@ -105,7 +101,7 @@ func (c *Call) growTopic(grower bridge.PartitionGrower, rt *kmsg.CreatePartition
 	if validateOnly {
 		return 0, ""
 	}
-	got, err := grower.GrowPartitions(c.Ctx, g.Cfg.Stream, rt.Topic, rt.Count)
+	got, err := g.Store.GrowPartitions(c.Ctx, g.Cfg.Stream, rt.Topic, rt.Count)
 	switch {
 	case errors.Is(err, bridge.ErrTopicNotFound):
 		return kerr.UnknownTopicOrPartition.Code, ""

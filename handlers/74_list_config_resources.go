@@ -62,15 +62,13 @@ func listConfigResources(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	if want(configResourceTypeGroup) {
-		if cs := c.G.groupConfigStore(); cs != nil {
-			groups, err := cs.ConfiguredGroups(c.Ctx, c.G.Cfg.Stream)
-			if err != nil {
-				return fail(err)
-			}
-			for _, g := range groups {
-				if c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, g) {
-					add(g, configResourceTypeGroup)
-				}
+		groups, err := c.G.Store.ConfiguredGroups(c.Ctx, c.G.Cfg.Stream)
+		if err != nil {
+			return fail(err)
+		}
+		for _, g := range groups {
+			if c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, g) {
+				add(g, configResourceTypeGroup)
 			}
 		}
 	}

@@ -251,7 +251,7 @@ type secState struct {
 	dropped map[credKey]bool
 }
 
-func newSecurity(cfg Config, store bridge.Store, log *slog.Logger) *Security {
+func newSecurity(cfg Config, store bridge.SecurityLog, log *slog.Logger) *Security {
 	s := &Security{cfg: cfg.Authz, super: map[string]bool{}, log: log}
 	if s.cfg.RefreshEvery <= 0 {
 		s.cfg.RefreshEvery = time.Second
@@ -259,9 +259,7 @@ func newSecurity(cfg Config, store bridge.Store, log *slog.Logger) *Security {
 	for _, u := range cfg.Authz.SuperUsers {
 		s.super[u] = true
 	}
-	if sl, ok := store.(bridge.SecurityLog); ok {
-		s.store = sl
-	}
+	s.store = store
 	if cfg.Sasl != nil {
 		s.file = cfg.Sasl.Users
 		if prev, ok := s.file.(*Security); ok {

@@ -56,8 +56,11 @@ type Config struct {
 // Gateway is the state shared by every call. Fields are set before the
 // gateway serves and never replaced; each is safe for concurrent use.
 type Gateway struct {
-	Cfg       Config
-	Store     bridge.Store
+	Cfg   Config
+	Store bridge.Backend
+	// Format is the store's batch format (Store.Capabilities().Format):
+	// Produce encodes with it, Fetch and ListOffsets decode with it.
+	Format    bridge.BatchFormat
 	Producers *ProducerIDs
 	Idem      Idempotence // idempotent producer state; the zero value is ready
 	Watch     *Watchers
@@ -225,7 +228,7 @@ func (c *Call) Parked() *Wait {
 // sub-state (producer ids, fetch watchers, and what later features add) set
 // up. cmd and the test helpers build gateways only through it, so a new
 // feature's state is wired everywhere at once.
-func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
+func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -234,15 +237,13 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 	// Reserve the first block of producer ids now, so InitProducerId (on
 	// the event loop) never waits for the store.
 	ids.Bind(store, log)
-	if tn, ok := store.(bridge.TrimNotifier); ok {
-		// Retention moved a log start: a parked fetch below it answers
-		// OFFSET_OUT_OF_RANGE now rather than at its deadline.
-		tn.OnTrim(func(stream, topic string, partition int32) {
-			if stream == cfg.Stream {
-				watch.Signal(PartitionKey{Topic: topic, Partition: partition})
-			}
-		})
-	}
+	// Retention moved a log start: a parked fetch below it answers
+	// OFFSET_OUT_OF_RANGE now rather than at its deadline.
+	store.OnTrim(func(stream, topic string, partition int32) {
+		if stream == cfg.Stream {
+			watch.Signal(PartitionKey{Topic: topic, Partition: partition})
+		}
+	})
 	sec := newSecurity(cfg, store, log)
 	if cfg.Sasl != nil {
 		// Logins see credentials set through Kafka (keys 50/51) over the
@@ -253,6 +254,7 @@ func NewGateway(cfg Config, store bridge.Store, log *slog.Logger) *Gateway {
 		Sec:       sec,
 		Cfg:       cfg,
 		Store:     store,
+		Format:    store.Capabilities().Format,
 		Producers: ids,
 		Watch:     watch,
 		Groups:    newCoordinator(cfg, store, watch, log),

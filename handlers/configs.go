@@ -175,12 +175,6 @@ func normalizePolicy(v string) (string, bool) {
 	return strings.Join(out, ","), true
 }
 
-// configStore is the Store's config keeping, or nil.
-func (g *Gateway) configStore() bridge.TopicConfigStore {
-	cs, _ := g.Store.(bridge.TopicConfigStore)
-	return cs
-}
-
 // describeTopic lists a topic's configs: the set ones with source
 // DYNAMIC_TOPIC_CONFIG, the rest this gateway's defaults. names filters
 // (nil: all; unknown names are skipped, as Kafka does).
@@ -356,10 +350,7 @@ func (c *Call) alterTopicConfigs(topic string, validateOnly bool, change func(br
 	if !validTopicName(topic) {
 		return kerr.UnknownTopicOrPartition.Code, "unknown topic " + topic
 	}
-	cs := c.G.configStore()
-	if cs == nil {
-		return kerr.InvalidConfig.Code, "this store keeps no topic configs"
-	}
+	cs := c.G.Store
 	cur, err := cs.TopicConfigs(c.Ctx, c.G.Cfg.Stream, topic)
 	if err != nil {
 		return errCode(err, opAdmin), err.Error()

@@ -84,14 +84,14 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 	// A store that reads a topic and all its partitions' states in one
 	// call (Iggy: one GetTopic) is asked once per topic instead of once
 	// for the topic and once per partition.
-	stater, batched := bridge.AsTopicStater(g.Store)
+	batched := g.Store.Capabilities().TopicStateInOneCall
 	topics := make([]fetchTopic, len(req.Topics))
 	var parts []*fetchPart
 	var tasks []func()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		if batched {
-			tasks = append(tasks, func() { topics[i] = c.fetchTopicState(stater, rt.Topic) })
+			tasks = append(tasks, func() { topics[i] = c.fetchTopicState(rt.Topic) })
 		} else {
 			tasks = append(tasks, func() { topics[i].ti, topics[i].code = c.authorizedTopic(rt.Topic, kmsg.ACLOperationRead, opRead) })
 		}
@@ -159,7 +159,7 @@ func (c *Call) fetchConcurrently(req *kmsg.FetchRequest, resp *kmsg.FetchRespons
 }
 
 // fetchTopic is a Fetch's lookup of one topic: the topic, its error code,
-// and, from a TopicStater, its partitions' states.
+// and, from Store.TopicState, its partitions' states.
 type fetchTopic struct {
 	ti       bridge.TopicInfo
 	code     int16
@@ -169,14 +169,14 @@ type fetchTopic struct {
 
 // fetchTopicState is authorizedTopic reading the partitions' states in the
 // same store call. Any goroutine.
-func (c *Call) fetchTopicState(stater bridge.TopicStater, name string) fetchTopic {
+func (c *Call) fetchTopicState(name string) fetchTopic {
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name) {
 		return fetchTopic{code: kerr.TopicAuthorizationFailed.Code}
 	}
 	if !validTopicName(name) {
 		return fetchTopic{code: kerr.UnknownTopicOrPartition.Code}
 	}
-	ti, states, err := stater.TopicState(c.Ctx, c.G.Cfg.Stream, name)
+	ti, states, err := c.G.Store.TopicState(c.Ctx, c.G.Cfg.Stream, name)
 	if err != nil {
 		return fetchTopic{code: errCode(err, opRead), stateErr: err}
 	}

@@ -192,19 +192,25 @@ func testFetchLimits(t *testing.T, mode func(*Config)) {
 // partition) and counts the calls, so the concurrent Fetch can be seen to
 // take the partitions' states from it, as it does on Iggy.
 type stateSpy struct {
-	bridge.Store
+	bridge.Backend
 	topicStates, partitions atomic.Int32
+}
+
+func (s *stateSpy) Capabilities() bridge.Capabilities {
+	caps := s.Backend.Capabilities()
+	caps.TopicStateInOneCall = true
+	return caps
 }
 
 func (s *stateSpy) TopicState(ctx context.Context, stream, topic string) (bridge.TopicInfo, []bridge.PartitionState, error) {
 	s.topicStates.Add(1)
-	ti, err := s.Store.Topic(ctx, stream, topic)
+	ti, err := s.Backend.Topic(ctx, stream, topic)
 	if err != nil {
 		return ti, nil, err
 	}
 	states := make([]bridge.PartitionState, ti.Partitions)
 	for p := range states {
-		if states[p], err = s.Store.Partition(ctx, stream, topic, int32(p)); err != nil {
+		if states[p], err = s.Backend.Partition(ctx, stream, topic, int32(p)); err != nil {
 			return ti, nil, err
 		}
 	}
@@ -213,11 +219,11 @@ func (s *stateSpy) TopicState(ctx context.Context, stream, topic string) (bridge
 
 func (s *stateSpy) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {
 	s.partitions.Add(1)
-	return s.Store.Partition(ctx, stream, topic, partition)
+	return s.Backend.Partition(ctx, stream, topic, partition)
 }
 
 type pollSpy struct {
-	bridge.Store
+	bridge.Backend
 	mu     sync.Mutex
 	asked  []int
 	passed int
@@ -227,7 +233,7 @@ func (s *pollSpy) Poll(ctx context.Context, stream, topic string, partition int3
 	s.mu.Lock()
 	s.asked = append(s.asked, maxBytes)
 	s.mu.Unlock()
-	return s.Store.Poll(ctx, stream, topic, partition, from, maxBytes, func(b []byte) bool {
+	return s.Backend.Poll(ctx, stream, topic, partition, from, maxBytes, func(b []byte) bool {
 		s.mu.Lock()
 		s.passed += len(b)
 		s.mu.Unlock()
@@ -245,7 +251,7 @@ func TestFetchMaxBytesBoundsFirstPartition(t *testing.T) {
 
 func testFetchMaxBytesBoundsFirstPartition(t *testing.T, mode func(*Config)) {
 	g := newGateway(t, mode)
-	spy := &pollSpy{Store: g.Store}
+	spy := &pollSpy{Backend: g.Store}
 	g.Store = spy
 	createTopic(t, g, "mb", 3)
 	big := make([]byte, 4000)
@@ -459,7 +465,7 @@ func TestFetchModesAgree(t *testing.T) {
 	// Partition call.
 	var spy *stateSpy
 	batched := answer(func(c *Config) { c.FetchConcurrency = 8 }, func(g *Gateway) {
-		spy = &stateSpy{Store: g.Store}
+		spy = &stateSpy{Backend: g.Store}
 		g.Store = spy
 	})
 	if !slices.Equal(seq, batched) {
@@ -477,7 +483,7 @@ func TestFetchModesAgree(t *testing.T) {
 // seen a partition's records: for 1 KiB records, not twice the budget.
 func TestFetchAsksStoreForLearnedRatio(t *testing.T) {
 	g := newGateway(t)
-	spy := &pollSpy{Store: g.Store}
+	spy := &pollSpy{Backend: g.Store}
 	g.Store = spy
 	createTopic(t, g, "ratio", 1)
 	val := make([]byte, 1024)

@@ -6,7 +6,7 @@ package handlers
 // The consumer protocol's two (session timeout, heartbeat interval) are
 // honoured by the coordinator (group/group_configs.go); the share and
 // streams ones are kept and reported but have no effect, as share and
-// streams groups are not served. Kept by the Store
+// streams groups are not served. Kept by the backend
 // (bridge.GroupConfigStore), independent of the group's state: they may
 // be set before the group exists and outlive DeleteGroups, as on Kafka.
 
@@ -121,12 +121,6 @@ func checkGroupConfigs(defs map[string]groupConfigDef, cfg bridge.GroupConfigs) 
 	return ""
 }
 
-// groupConfigStore is the Store's group config keeping, or nil.
-func (g *Gateway) groupConfigStore() bridge.GroupConfigStore {
-	cs, _ := g.Store.(bridge.GroupConfigStore)
-	return cs
-}
-
 // checkGroupResource checks a GROUP resource name, as Kafka does (any
 // non-empty name), bounded by the gateway's group id limit.
 func checkGroupResource(name string) (int16, string) {
@@ -145,12 +139,9 @@ func (c *Call) describeGroupConfigs(name string, names []string, synonyms, docs 
 	if code, msg := checkGroupResource(name); code != 0 {
 		return nil, code, msg
 	}
-	var set bridge.GroupConfigs
-	if cs := c.G.groupConfigStore(); cs != nil {
-		var err error
-		if set, err = cs.GroupConfigs(c.Ctx, c.G.Cfg.Stream, name); err != nil {
-			return nil, errCode(err, opAdmin), err.Error()
-		}
+	set, err := c.G.Store.GroupConfigs(c.Ctx, c.G.Cfg.Stream, name)
+	if err != nil {
+		return nil, errCode(err, opAdmin), err.Error()
 	}
 	defs := c.G.groupConfigDefs()
 	if names == nil {
@@ -190,10 +181,7 @@ func (c *Call) alterGroupConfigs(name string, validateOnly bool, change func(bri
 	if code, msg := checkGroupResource(name); code != 0 {
 		return code, msg
 	}
-	cs := c.G.groupConfigStore()
-	if cs == nil {
-		return kerr.InvalidConfig.Code, "this store keeps no group configs"
-	}
+	cs := c.G.Store
 	cur, err := cs.GroupConfigs(c.Ctx, c.G.Cfg.Stream, name)
 	if err != nil {
 		return errCode(err, opAdmin), err.Error()

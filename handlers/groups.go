@@ -19,7 +19,7 @@ import (
 
 // newCoordinator builds the coordinator of a gateway: over its store and
 // stream, waking parked calls through w.
-func newCoordinator(cfg Config, store bridge.Store, w *Watchers, log *slog.Logger) *group.Coordinator {
+func newCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Logger) *group.Coordinator {
 	o := group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log, TopicID: topicID}
 	if cfg.Cluster != nil {
 		o.Placement = cfg.Cluster.GroupCode

@@ -182,7 +182,7 @@ func TestGroupOffsetsBackends(t *testing.T) {
 	}
 }
 
-func iggyStore(t *testing.T) bridge.Store {
+func iggyStore(t *testing.T) bridge.Backend {
 	t.Helper()
 	backing, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/codec"
 )
@@ -21,7 +22,13 @@ import (
 // The store is closed at cleanup.
 func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 	tb.Helper()
-	st, err := embedded.Open(tb.TempDir(), embedded.Options{
+	return newGatewayOn(tb, openEmbedded(tb, tb.TempDir()), mods...)
+}
+
+// openEmbedded opens an embedded store in dir, closed at cleanup.
+func openEmbedded(tb testing.TB, dir string) *embedded.Store {
+	tb.Helper()
+	st, err := embedded.Open(dir, embedded.Options{
 		Sync:   embedded.SyncNever,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -29,6 +36,12 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// newGatewayOn is newGateway over st, built as the command builds one
+// (NewGateway).
+func newGatewayOn(tb testing.TB, st bridge.Backend, mods ...func(*Config)) *Gateway {
 	cfg := Config{
 		Stream:            "kafka",
 		AdvertisedHost:    "127.0.0.1",
@@ -45,19 +58,7 @@ func newGateway(tb testing.TB, mods ...func(*Config)) *Gateway {
 	for _, m := range mods {
 		m(&cfg)
 	}
-	watch := NewWatchers()
-	return &Gateway{
-		Sec:       newSecurity(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil))),
-		Cfg:       cfg,
-		Store:     st,
-		Producers: NewProducerIDs(cfg.InstanceID, time.Now()),
-		Watch:     watch,
-		Groups:    newCoordinator(cfg, st, watch, slog.New(slog.NewTextHandler(io.Discard, nil))),
-		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-
-		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
-		tail:          newTailCache(cfg.TailCacheBytes),
-	}
+	return NewGateway(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 func noAutoCreate(c *Config) { c.AutoCreateTopics = false }

@@ -33,9 +33,7 @@ func TestIdempotentOverIggyStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		g := newGateway(t)
-		g.Store = st
-		return g
+		return newGatewayOn(t, st)
 	}
 	g := open()
 	createTopic(t, g, "iggy-idem", 1)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"log/slog"
 	"math"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
-	"github.com/iggy-kafka/gateway/bridge/embedded"
 )
 
 // idemBatch is a batch of n records of producer (pid, epoch) from sequence
@@ -39,14 +36,8 @@ func idemBatch(pid int64, epoch int16, seq int32, n int, tag string) []byte {
 // unless closed earlier through the returned func.
 func gatewayAt(tb testing.TB, dir string) (*Gateway, func()) {
 	tb.Helper()
-	st, err := embedded.Open(dir, embedded.Options{Sync: embedded.SyncNever, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	g := newGateway(tb)
-	g.Store = st
-	return g, func() { _ = st.Close() }
+	st := openEmbedded(tb, dir)
+	return newGatewayOn(tb, st), func() { _ = st.Close() }
 }
 
 func produceIdem(tb testing.TB, g *Gateway, topic string, b []byte) kmsg.ProduceResponseTopicPartition {
@@ -223,22 +214,28 @@ func TestIdempotentStateSurvivesRestart(t *testing.T) {
 // flakyStore stores a batch and then reports a failure, as a timed-out
 // Iggy send that did land.
 type flakyStore struct {
-	bridge.Store
+	bridge.Backend
 	fail bool
 }
 
 func (f *flakyStore) Append(ctx context.Context, stream, topic string, p int32, b []byte) (uint64, error) {
-	off, err := f.Store.Append(ctx, stream, topic, p, b)
+	off, err := f.Backend.Append(ctx, stream, topic, p, b)
 	if err == nil && f.fail {
 		return 0, fmt.Errorf("%w: lost reply", bridge.ErrUnavailable)
 	}
 	return off, err
 }
 
+// AppendStaged is Append, so Produce's writes go through the failure.
+func (f *flakyStore) AppendStaged(ctx context.Context, stream, topic string, p int32, b []byte, _ bridge.Prepared) (uint64, func(context.Context) error, error) {
+	off, err := f.Append(ctx, stream, topic, p, b)
+	return off, nil, err
+}
+
 func TestIdempotentUnknownOutcomeRereadsState(t *testing.T) {
 	g := newGateway(t)
 	createTopic(t, g, "uo", 1)
-	fs := &flakyStore{Store: g.Store}
+	fs := &flakyStore{Backend: g.Store}
 	g.Store = fs
 	wantProduce(t, produceIdem(t, g, "uo", idemBatch(3, 0, 0, 2, "a")), 0, 0)
 	fs.fail = true
@@ -345,13 +342,13 @@ func TestIdempotentRebuildErrorIsRetriable(t *testing.T) {
 	createTopic(t, g, "re", 1)
 	wantProduce(t, produceIdem(t, g, "re", idemBatch(1, 0, 0, 1, "a")), 0, 0)
 	g2 := newGateway(t)
-	g2.Store = &pollFails{Store: g.Store}
+	g2.Store = &pollFails{Backend: g.Store}
 	wantProduce(t, produceIdem(t, g2, "re", idemBatch(1, 0, 0, 1, "a")), kerr.NotLeaderForPartition.Code, 0)
 	g2.Store = g.Store
 	wantProduce(t, produceIdem(t, g2, "re", idemBatch(1, 0, 0, 1, "a")), 0, 0)
 }
 
-type pollFails struct{ bridge.Store }
+type pollFails struct{ bridge.Backend }
 
 func (p *pollFails) Poll(context.Context, string, string, int32, uint64, int, func([]byte) bool) error {
 	return errors.Join(bridge.ErrUnavailable)

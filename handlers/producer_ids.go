@@ -12,7 +12,7 @@ import (
 
 // ProducerIDs hands out idempotent producer ids: the instance id in bits
 // 47..62, a 47-bit counter in bits 0..46, bit 63 clear. The counter starts
-// at the wall clock in ms. When the store keeps a high-water mark
+// at the wall clock in ms. With a store to keep a high-water mark
 // (bridge.ProducerIDMarks) the counter also starts above the stored mark,
 // and ids are issued only below a mark that is already durable, reserved a
 // block at a time ahead of use, so a restarted gateway never reissues an
@@ -54,16 +54,16 @@ func (p *ProducerIDs) id(c uint64) int64 {
 	return int64(p.instance<<producerCounterBits | c&(1<<producerCounterBits-1))
 }
 
-// Bind starts the first reservation against store's high-water mark (once;
-// later calls do nothing). It does not wait. Any goroutine.
-func (p *ProducerIDs) Bind(store bridge.Store, log *slog.Logger) {
+// Bind starts the first reservation against the high-water mark kept in
+// marks (once; later calls do nothing). It does not wait. Without marks
+// (nil) ids come from the clock-seeded counter alone. Any goroutine.
+func (p *ProducerIDs) Bind(marks bridge.ProducerIDMarks, log *slog.Logger) {
 	p.bindOnce.Do(func() {
-		m, ok := store.(bridge.ProducerIDMarks)
-		if !ok {
+		if marks == nil {
 			close(p.bound)
 			return
 		}
-		p.marks, p.log = m, log
+		p.marks, p.log = marks, log
 		p.pending.Store(true)
 		go func() {
 			p.extend()
@@ -81,8 +81,8 @@ func (p *ProducerIDs) Ready() <-chan struct{} { return p.bound }
 // while no durably reserved id is available (the first reservation is
 // still running or failed, or a burst used up the block before the next
 // one was written); the caller answers a retriable error.
-func (p *ProducerIDs) Allocate(store bridge.Store, log *slog.Logger) (int64, bool) {
-	p.Bind(store, log)
+func (p *ProducerIDs) Allocate(marks bridge.ProducerIDMarks, log *slog.Logger) (int64, bool) {
+	p.Bind(marks, log)
 	select {
 	case <-p.bound:
 	default:

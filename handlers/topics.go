@@ -88,14 +88,10 @@ func (c *Call) createTopic(name string, partitions int32) (bridge.TopicInfo, err
 }
 
 // createTopicWithConfigs is createTopic keeping cfg (checked by the
-// caller) with the topic. A Store that keeps no configs refuses a
-// non-empty cfg rather than dropping it.
+// caller) with the topic. A backend that cannot keep a config refuses it
+// (*bridge.ConfigError) rather than dropping it.
 func (c *Call) createTopicWithConfigs(name string, partitions int32, cfg bridge.TopicConfigs) (bridge.TopicInfo, error) {
 	g := c.G
-	cs := g.configStore()
-	if len(cfg) > 0 && cs == nil {
-		return bridge.TopicInfo{}, &bridge.ConfigError{Name: "configs", Reason: "this store keeps no topic configs"}
-	}
 	// Held across two store calls, each bounded by the call's deadline.
 	g.createMu.Lock()
 	defer g.createMu.Unlock()
@@ -105,7 +101,7 @@ func (c *Call) createTopicWithConfigs(name string, partitions int32, cfg bridge.
 		return bridge.TopicInfo{}, &topicCollision{name: name, other: other}
 	}
 	if len(cfg) > 0 {
-		return cs.CreateTopicWithConfigs(c.Ctx, g.Cfg.Stream, name, partitions, cfg)
+		return g.Store.CreateTopicWithConfigs(c.Ctx, g.Cfg.Stream, name, partitions, cfg)
 	}
 	return g.Store.CreateTopic(c.Ctx, g.Cfg.Stream, name, partitions)
 }

@@ -20,7 +20,7 @@ import (
 // hookStore wraps the real embedded store so a test can hold an Append
 // until it says so: the way to make one worker reply slow on purpose.
 type hookStore struct {
-	bridge.Store
+	bridge.Backend
 	mu       sync.Mutex
 	onAppend func()
 }
@@ -32,7 +32,13 @@ func (h *hookStore) Append(ctx context.Context, stream, topic string, p int32, b
 	if fn != nil {
 		fn()
 	}
-	return h.Store.Append(ctx, stream, topic, p, batch)
+	return h.Backend.Append(ctx, stream, topic, p, batch)
+}
+
+// AppendStaged is Append, so Produce's writes pass the hook.
+func (h *hookStore) AppendStaged(ctx context.Context, stream, topic string, p int32, batch []byte, _ bridge.Prepared) (uint64, func(context.Context) error, error) {
+	base, err := h.Append(ctx, stream, topic, p, batch)
+	return base, nil, err
 }
 
 func (h *hookStore) setOnAppend(fn func()) {
@@ -48,7 +54,7 @@ func newTestServer(t testing.TB, cfg Config) (*Server, *hookStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &hookStore{Store: st}
+	hs := &hookStore{Backend: st}
 	g := handlers.NewGateway(handlers.Config{
 		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
 		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,

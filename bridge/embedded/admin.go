@@ -9,14 +9,8 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-var (
-	_ bridge.PartitionGrower = (*Store)(nil)
-	_ bridge.RecordDeleter   = (*Store)(nil)
-	_ bridge.SizeReporter    = (*Store)(nil)
-)
-
 // DeleteRecords moves the partition's log start to before
-// (bridge.RecordDeleter): the new start is committed to pebble (synced),
+// (Kafka DeleteRecords): the new start is committed to pebble (synced),
 // then the segments that end at or below it are removed from the log. A
 // batch holding offsets on both sides of before stays stored, its offsets
 // below before unreadable (Poll callers skip them, Partition reports
@@ -72,7 +66,7 @@ func (s *Store) moveStart(id uint32, part int32, p *partition, start uint64) err
 }
 
 // PartitionSizes returns each partition's bytes on disk
-// (bridge.SizeReporter): the sizes of its segment files, which include the
+// (Kafka DescribeLogDirs): the sizes of its segment files, which include the
 // batches below its log start in its first segment until that segment
 // goes whole.
 func (s *Store) PartitionSizes(ctx context.Context, stream, name string) ([]int64, error) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The store benchmarks use only the bridge.Store API, so the same file
+// The store benchmarks use only the bridge.Backend API, so the same file
 // measures any implementation of the embedded store (docs/STORAGE.md,
 // "Cost", compares the pebble data path with the segment log this way).
 //

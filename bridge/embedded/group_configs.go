@@ -20,8 +20,6 @@ import (
 
 const prefixGroupConfig = 'g'
 
-var _ bridge.GroupConfigStore = (*Store)(nil)
-
 func groupConfigKey(stream, group string) []byte {
 	k := make([]byte, 0, 2+len(stream)+len(group))
 	k = append(k, prefixGroupConfig, byte(len(stream)))

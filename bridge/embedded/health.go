@@ -57,7 +57,7 @@ func newHealthState(log *slog.Logger) *healthState {
 	return &healthState{log: log, changed: make(chan struct{})}
 }
 
-// Health implements bridge.HealthReporter.
+// Health reports the disk: full (Degraded) or failed (NeedsRestart).
 func (h *healthState) Health() (bridge.Health, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -23,8 +23,6 @@ import (
 
 const prefixOffset = 'o'
 
-var _ bridge.GroupOffsets = (*Store)(nil)
-
 // offsetGroupPrefix is the common prefix of one group's offset keys.
 func offsetGroupPrefix(stream, group string) []byte {
 	k := make([]byte, 0, 3+len(stream)+len(group)+8)
@@ -101,6 +99,16 @@ func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, p
 	}
 	s.wroteUnsynced()
 	return nil
+}
+
+// CommitOffsets is one CommitOffset per entry: each is a pebble write of
+// its own, so there is nothing to gain from batching them.
+func (s *Store) CommitOffsets(ctx context.Context, stream, group string, offs []bridge.GroupOffset) []error {
+	errs := make([]error, len(offs))
+	for i, o := range offs {
+		errs[i] = s.CommitOffset(ctx, stream, group, o.Topic, o.Partition, o.CommittedOffset)
+	}
+	return errs
 }
 
 // FetchOffset reads one committed offset.

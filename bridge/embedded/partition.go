@@ -118,11 +118,9 @@ func (s *Store) Append(ctx context.Context, stream, name string, part int32, bat
 	return base, nil
 }
 
-var _ bridge.StagedAppender = (*Store)(nil)
-
-// AppendStaged implements bridge.StagedAppender: Append for a batch the
-// mapping built, which is not verified again (its frames are well formed
-// and checksummed by construction; times gives its newest record time),
+// AppendStaged is Append for a batch the mapping built, which is not
+// verified again (its frames are well formed and checksummed by
+// construction; times gives its newest record time),
 // returning once the batch is written. Under SyncAlways durable waits for
 // the group commit that syncs it and makes it visible; under the other
 // policies it is nil (the batch is visible once written). Any goroutine.

@@ -16,8 +16,6 @@ import (
 //	'p' u16 BE instance -> u64 BE mark
 const prefixProducerMark = 'p'
 
-var _ bridge.ProducerIDMarks = (*Store)(nil)
-
 func producerMarkKey(instance uint16) []byte {
 	return []byte{prefixProducerMark, byte(instance >> 8), byte(instance)}
 }

@@ -80,7 +80,7 @@ func limitsOf(cfg bridge.TopicConfigs) retentionLimits {
 func (l retentionLimits) none() bool { return l.ms < 0 && l.bytes < 0 }
 
 // OnTrim registers fn to run after retention moved a partition's log
-// start (bridge.TrimNotifier), so parked fetches below it answer
+// start (bridge.Backend.OnTrim), so parked fetches below it answer
 // OFFSET_OUT_OF_RANGE at once. fn runs on the sweeper goroutine and must
 // not block or call the store. A later call replaces fn.
 func (s *Store) OnTrim(fn func(stream, topic string, partition int32)) {

@@ -21,8 +21,6 @@ import (
 
 const prefixSecurity = 's'
 
-var _ bridge.SecurityLog = (*Store)(nil)
-
 func securityKey(pos uint64) []byte { return be.AppendUint64([]byte{prefixSecurity}, pos) }
 
 // AppendSecurityRecord implements bridge.SecurityLog. Any goroutine.

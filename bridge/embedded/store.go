@@ -1,4 +1,4 @@
-// Package embedded is a bridge.Store kept in-process, so the gateway runs
+// Package embedded is a bridge.Backend kept in-process, so the gateway runs
 // with no Iggy server. It stores exactly the bytes a real Iggy server
 // would: each Append is one stamped Iggy batch, written at the end of its
 // partition's segment log (package seglog). Everything else (the catalog,
@@ -99,7 +99,7 @@ type Options struct {
 	baseFS vfs.FS           // under diskFS; vfs.Default unless a test injects faults
 }
 
-// Store is the embedded bridge.Store. All methods are safe for concurrent
+// Store is the embedded bridge.Backend. All methods are safe for concurrent
 // use. Open it with Open and release it with Close.
 type Store struct {
 	db        *pebble.DB
@@ -144,11 +144,21 @@ type Store struct {
 	secMu sync.Mutex // serializes security-log appends (security.go)
 }
 
-var (
-	_ bridge.Store            = (*Store)(nil)
-	_ bridge.TopicConfigStore = (*Store)(nil)
-	_ bridge.TrimNotifier     = (*Store)(nil)
-)
+var _ bridge.Backend = (*Store)(nil)
+
+// Capabilities: batches in Iggy's form; appends staged (a write returns
+// before its fsync, partition.go); Topic, Topics, TopicState and
+// Partition read only the in-memory catalog and watermarks, so the guard
+// calls them inline (they take ops shared, which can wait only behind a
+// Close: the gateway closes the store after its server stopped, and Close
+// takes ops exclusively only while the store is healthy; on a full or
+// failed disk it returns at once); health of the disk reported
+// (health.go); each offset commit one pebble write, so none batched; a
+// partition's state is one read of its own, so TopicState is not cheaper
+// than the Partition reads a Fetch needs.
+func (s *Store) Capabilities() bridge.Capabilities {
+	return bridge.Capabilities{Format: bridge.IggyFormat, StagedAppends: true, MemoryReads: true, Health: true}
+}
 
 // topic is the in-memory state of one catalog entry.
 type topic struct {
@@ -437,14 +447,7 @@ func (s *Store) exitWrite() {
 	s.ops.RUnlock()
 }
 
-// MemoryReads implements bridge.MemoryReader: Topic, Topics and Partition
-// read only the in-memory catalog and watermarks. They take ops shared,
-// which can wait only behind a Close (the gateway closes the store after
-// its server stopped), and Close takes ops exclusively only while the
-// store is healthy; on a full or failed disk it returns at once.
-func (s *Store) MemoryReads() {}
-
-// Health implements bridge.HealthReporter.
+// Health is the disk's health (health.go).
 func (s *Store) Health() (bridge.Health, <-chan struct{}) { return s.health.Health() }
 
 // fail marks the store failed for good after a commit error. A failed
@@ -857,6 +860,23 @@ func (s *Store) Topic(ctx context.Context, stream, name string) (bridge.TopicInf
 	return t.info, nil
 }
 
+// TopicState returns the topic and each partition's offsets, from memory.
+func (s *Store) TopicState(ctx context.Context, stream, name string) (bridge.TopicInfo, []bridge.PartitionState, error) {
+	if err := s.enter(); err != nil {
+		return bridge.TopicInfo{}, nil, err
+	}
+	defer s.ops.RUnlock()
+	t, err := s.lookup(stream, name)
+	if err != nil {
+		return bridge.TopicInfo{}, nil, err
+	}
+	states := make([]bridge.PartitionState, len(t.parts))
+	for i, p := range t.parts {
+		states[i] = p.state()
+	}
+	return t.info, states, nil
+}
+
 // Topics lists a stream's topics sorted by name.
 func (s *Store) Topics(ctx context.Context, stream string) ([]bridge.TopicInfo, error) {
 	if err := s.enter(); err != nil {
@@ -887,7 +907,7 @@ func (s *Store) SetPartitions(ctx context.Context, stream, name string, n int32)
 }
 
 // GrowPartitions adds empty partitions at the end until the topic has
-// total (bridge.PartitionGrower); a total at or below the current count
+// total (Kafka CreatePartitions); a total at or below the current count
 // changes nothing. The check and the change are one step under the
 // catalog lock, so a concurrent smaller grow can never shrink the topic.
 func (s *Store) GrowPartitions(ctx context.Context, stream, name string, total int32) (bridge.TopicInfo, error) {

@@ -53,12 +53,6 @@ type logStarts struct {
 	m  map[startKey]uint64
 }
 
-var (
-	_ bridge.PartitionGrower = (*Store)(nil)
-	_ bridge.RecordDeleter   = (*Store)(nil)
-	_ bridge.SizeReporter    = (*Store)(nil)
-)
-
 // logStart returns the stored log start of a partition, 0 when none,
 // reading what other gateways stored when the copy is older than
 // logStartRefresh. Any goroutine.
@@ -180,7 +174,7 @@ func parseStart(p []byte) (startKey, uint64, bool) {
 }
 
 // DeleteRecords stores before as the partition's log start
-// (bridge.RecordDeleter), durable as a send to the state stream is. See
+// (Kafka DeleteRecords), durable as a send to the state stream is. See
 // LogStartTopic for why the messages themselves stay in Iggy.
 func (s *Store) DeleteRecords(ctx context.Context, stream, topic string, partition int32, before uint64) (bridge.PartitionState, error) {
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
@@ -246,7 +240,7 @@ func (s *Store) appendState(ctx context.Context, topic string, p []byte) error {
 }
 
 // GrowPartitions adds partitions with Iggy's CreatePartitions until the
-// topic has total (bridge.PartitionGrower). A create whose connection
+// topic has total (Kafka CreatePartitions). A create whose connection
 // broke is not resent (it would add the partitions twice); the topic is
 // read again and its count decides.
 func (s *Store) GrowPartitions(ctx context.Context, stream, topic string, total int32) (bridge.TopicInfo, error) {
@@ -277,7 +271,7 @@ func (s *Store) GrowPartitions(ctx context.Context, stream, topic string, total 
 }
 
 // PartitionSizes reports Iggy's size_bytes of each partition
-// (bridge.SizeReporter): what its segments hold on disk, messages below a
+// (Kafka DescribeLogDirs): what its segments hold on disk, messages below a
 // DeleteRecords start included until Iggy's retention removes them.
 func (s *Store) PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error) {
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))

@@ -14,7 +14,9 @@ import (
 // nullStore keeps nothing but offsets, so a benchmark through iggytest
 // measures the client, the TCP path and the server's frame checks (which
 // include hashing every batch, as Iggy does) rather than a storage engine.
+// The Backend calls iggytest does not make on this path are left nil.
 type nullStore struct {
+	bridge.Backend
 	mu     sync.Mutex
 	topics map[string]bridge.TopicInfo
 	next   [64]atomic.Uint64
@@ -98,7 +100,7 @@ func benchBatch(b *testing.B, count, size int) []byte {
 	return buf
 }
 
-func benchStore(b *testing.B, backing bridge.Store, pool, partitions int) *Store {
+func benchStore(b *testing.B, backing bridge.Backend, pool, partitions int) *Store {
 	srv, err := iggytest.Start(backing, iggytest.Options{})
 	if err != nil {
 		b.Fatal(err)

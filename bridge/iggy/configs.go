@@ -52,8 +52,6 @@ const (
 	maxSegmentSize = 1 << 30
 )
 
-var _ bridge.TopicConfigStore = (*Store)(nil)
-
 type cfgKey struct {
 	stream, topic string
 	id            uint32

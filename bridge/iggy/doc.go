@@ -1,6 +1,6 @@
 // Package iggy is the gateway's client of Apache Iggy's binary TCP
 // protocol (server 0.9.0-edge, protocol 0.11: 256-byte VSR-style headers,
-// login by Register) and a bridge.Store on top of it.
+// login by Register) and a bridge.Backend on top of it.
 //
 // The client (Dial, Client) keeps a pool of connections, each with its own
 // session, because the protocol allows one request in flight per

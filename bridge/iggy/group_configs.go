@@ -19,8 +19,6 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-var _ bridge.GroupConfigStore = (*Store)(nil)
-
 // GroupConfigs implements bridge.GroupConfigStore: the latest set of the
 // group after catching up with what every gateway appended. Any goroutine.
 func (s *Store) GroupConfigs(ctx context.Context, stream, group string) (bridge.GroupConfigs, error) {

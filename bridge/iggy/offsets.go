@@ -35,8 +35,6 @@ const GroupConsumerPrefix = "kafka.cg."
 // GroupConsumerName is the Iggy consumer name of Kafka group g.
 func GroupConsumerName(g string) string { return GroupConsumerPrefix + g }
 
-var _ bridge.GroupOffsets = (*Store)(nil)
-
 func (s *Store) offsetRef(stream, group, topic string, partition int32) (*OffsetRef, bool) {
 	if partition < 0 || !validName(stream) || !validName(topic) || !validName(GroupConsumerName(group)) {
 		return nil, false
@@ -49,8 +47,6 @@ func (s *Store) offsetRef(stream, group, topic string, partition int32) (*Offset
 		Partition: &p,
 	}, true
 }
-
-var _ bridge.OffsetBatchCommitter = (*Store)(nil)
 
 // CommitOffset moves the native offset (stores o.Offset-1, or deletes it
 // when o.Offset <= 0), then appends the commit to the group log; it

@@ -24,8 +24,6 @@ const (
 
 const markPayloadLen = 1 + 2 + 8
 
-var _ bridge.ProducerIDMarks = (*Store)(nil)
-
 // LoadProducerIDMark returns the highest mark stored for instance, 0 when
 // none is (or the state stream does not exist yet).
 func (s *Store) LoadProducerIDMark(ctx context.Context, instance uint16) (uint64, error) {

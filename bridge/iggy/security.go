@@ -20,8 +20,6 @@ import (
 // SecurityTopic is the state-stream topic holding the security log.
 const SecurityTopic = "security"
 
-var _ bridge.SecurityLog = (*Store)(nil)
-
 // AppendSecurityRecord implements bridge.SecurityLog, creating the topic
 // on first use. Durable as the server's fsync setting makes a send.
 func (s *Store) AppendSecurityRecord(ctx context.Context, rec []byte) error {

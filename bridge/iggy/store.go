@@ -11,7 +11,7 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-// Store is a bridge.Store on a real Iggy server. Kafka topic T lives as
+// Store is a bridge.Backend on a real Iggy server. Kafka topic T lives as
 // Iggy topic T in the stream the caller names (created on demand by
 // CreateTopic); partitions are 0-based on both sides. Every request names
 // streams and topics by name, so nothing caches Iggy's reusable ids.
@@ -36,7 +36,31 @@ type pollKey struct {
 	partition     int32
 }
 
-var _ bridge.Store = (*Store)(nil)
+var _ bridge.Backend = (*Store)(nil)
+
+// Capabilities: batches in Iggy's form, sent to the server as they are;
+// a request's offset commits go to the group log in one append; one
+// GetTopic answers a topic and all its partitions' states. Every call is
+// a round trip (no memory reads), an append is durable when the server
+// answers (nothing staged), and the server's health is judged from the
+// answers.
+func (s *Store) Capabilities() bridge.Capabilities {
+	return bridge.Capabilities{Format: bridge.IggyFormat, BatchedCommits: true, TopicStateInOneCall: true}
+}
+
+// Health is always Healthy: the guard judges an Iggy server by its answers.
+func (s *Store) Health() (bridge.Health, <-chan struct{}) { return bridge.Health{}, nil }
+
+// OnTrim never calls fn: the gateway never sees Iggy trim a partition
+// (Iggy's retention runs in the server; Fetch checks the log start).
+func (s *Store) OnTrim(func(stream, topic string, partition int32)) {}
+
+// AppendStaged is Append: an Iggy append is durable when the server
+// answers, so there is nothing left to wait for.
+func (s *Store) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, _ bridge.Prepared) (uint64, func(context.Context) error, error) {
+	base, err := s.Append(ctx, stream, topic, partition, batch)
+	return base, nil, err
+}
 
 // Open connects to the server (see Dial) and returns the Store.
 func Open(ctx context.Context, opts Options) (*Store, error) {
@@ -211,7 +235,7 @@ func (s *Store) baseFromState(ctx context.Context, stream, topic string, partiti
 	return st.Next - uint64(v.Count), nil
 }
 
-// TopicState implements bridge.TopicStater: one GetTopic for the topic and
+// TopicState is one GetTopic for the topic and
 // all its partitions' states, each as Partition gives it.
 func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.TopicInfo, []bridge.PartitionState, error) {
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
@@ -234,8 +258,6 @@ func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.To
 	}
 	return ti, states, nil
 }
-
-var _ bridge.TopicStater = (*Store)(nil)
 
 // Partition reads the partition's offsets from GetTopic (partitionState).
 func (s *Store) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {

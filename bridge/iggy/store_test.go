@@ -21,7 +21,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // env is a client Store talking to iggytest over an embedded store, or
 // to a real Iggy server (srv and backing nil) in a stream of the test's own.
 type env struct {
-	backing bridge.Store
+	backing bridge.Backend
 	srv     *iggytest.Server
 	store   *Store
 	opts    Options
@@ -35,7 +35,7 @@ func testOptions(addr string) Options {
 	}
 }
 
-func newEmbedded(t testing.TB) bridge.Store {
+func newEmbedded(t testing.TB) bridge.Backend {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: quiet()})
 	if err != nil {
@@ -137,7 +137,7 @@ type polled struct {
 	batches  int
 }
 
-func pollAll(t *testing.T, s bridge.Store, stream, topic string, p int32, from uint64, maxBytes int) polled {
+func pollAll(t *testing.T, s bridge.Backend, stream, topic string, p int32, from uint64, maxBytes int) polled {
 	t.Helper()
 	var out polled
 	err := s.Poll(context.Background(), stream, topic, p, from, maxBytes, func(b []byte) bool {
@@ -159,7 +159,7 @@ func pollAll(t *testing.T, s bridge.Store, stream, topic string, p int32, from u
 // scenario is the Store contract the gateway relies on. It runs against
 // the embedded store and against the client over iggytest, so the two
 // backends are held to the same answers.
-func scenario(t *testing.T, s bridge.Store, stream string) {
+func scenario(t *testing.T, s bridge.Backend, stream string) {
 	ctx := context.Background()
 	if ts, err := s.Topics(ctx, stream); err != nil || len(ts) != 0 {
 		t.Fatalf("topics of a missing stream: %v %v", ts, err)
@@ -214,7 +214,7 @@ func scenario(t *testing.T, s bridge.Store, stream string) {
 	}
 }
 
-func checkPolls(t *testing.T, s bridge.Store, stream string) {
+func checkPolls(t *testing.T, s bridge.Backend, stream string) {
 	all := pollAll(t, s, stream, "orders", 1, 0, 1<<20)
 	if len(all.offsets) != 15 || all.batches != 3 {
 		t.Fatalf("poll all: %+v", all)
@@ -241,7 +241,7 @@ func checkPolls(t *testing.T, s bridge.Store, stream string) {
 	}
 }
 
-func checkErrors(t *testing.T, s bridge.Store, stream string) {
+func checkErrors(t *testing.T, s bridge.Backend, stream string) {
 	ctx := context.Background()
 	b := testBatch(t, "x", 0, 1)
 	if _, err := s.Append(ctx, stream, "nope", 0, b); !errors.Is(err, bridge.ErrTopicNotFound) {
@@ -267,7 +267,7 @@ func checkErrors(t *testing.T, s bridge.Store, stream string) {
 	}
 }
 
-func checkTimestamps(t *testing.T, s bridge.Store, stream string) {
+func checkTimestamps(t *testing.T, s bridge.Backend, stream string) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		ts    uint64

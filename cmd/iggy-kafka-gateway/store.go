@@ -19,22 +19,17 @@ func openGuarded(cfg config, log *slog.Logger) (*bridge.Guarded, error) {
 	if err != nil {
 		return nil, err
 	}
-	full, ok := st.(bridge.FullStore)
-	if !ok { // both backends are; kept so a new one cannot skip the guard silently
-		st.Close()
-		return nil, fmt.Errorf("store %T lacks group offsets or producer-id marks", st)
-	}
 	timeout := cfg.StoreTimeout
 	if cfg.Backend == "iggy" {
 		timeout = cfg.Iggy.CallTimeout
 	}
-	return bridge.Guard(full, bridge.GuardOptions{Timeout: timeout, Log: log}), nil
+	return bridge.Guard(st, bridge.GuardOptions{Timeout: timeout, Log: log}), nil
 }
 
 // openStore opens the configured backend. A failure is logged with what to
 // check (the data dir, or the Iggy address and user) and is fatal: the
 // gateway never starts without its store.
-func openStore(cfg config, log *slog.Logger) (bridge.Store, error) {
+func openStore(cfg config, log *slog.Logger) (bridge.Backend, error) {
 	if cfg.Backend == "iggy" {
 		return openIggy(cfg, log)
 	}
@@ -54,7 +49,7 @@ func openStore(cfg config, log *slog.Logger) (bridge.Store, error) {
 	return st, nil
 }
 
-func openIggy(cfg config, log *slog.Logger) (bridge.Store, error) {
+func openIggy(cfg config, log *slog.Logger) (bridge.Backend, error) {
 	ic := cfg.Iggy
 	if ic.Password == "" && ic.Token == "" {
 		ic.Password = "iggy" // the server's --with-default-root-credentials

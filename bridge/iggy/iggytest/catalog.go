@@ -13,12 +13,12 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
 )
 
-// catalog maps Iggy's stream ids onto a bridge.Store, which knows streams
+// catalog maps Iggy's stream ids onto a bridge.Backend, which knows streams
 // only by name. Stream ids are the lowest free slot, as in Iggy; a stream
 // that holds topics in the store (after a restart) gets an id when first
 // named.
 type catalog struct {
-	store   bridge.Store
+	store   bridge.Backend
 	mu      sync.Mutex
 	byName  map[string]*stream
 	byID    map[uint32]*stream
@@ -28,7 +28,7 @@ type catalog struct {
 	sizes   map[partKey]partSize
 }
 
-// topicMeta is what Iggy keeps of a topic that a bridge.Store does not:
+// topicMeta is what Iggy keeps of a topic that a bridge.Backend does not:
 // its Iggy id (the lowest free slot in the stream, which also orders
 // GetTopics), its options, and message counts the server keeps counting
 // after DeletePartitions removed the partitions that held them.
@@ -66,7 +66,7 @@ type offsetKey struct {
 	consumer      string // numeric ids as 4 raw bytes, names as is
 }
 
-func (c *catalog) init(store bridge.Store) {
+func (c *catalog) init(store bridge.Backend) {
 	c.store = store
 	c.byName = make(map[string]*stream)
 	c.byID = make(map[uint32]*stream)

@@ -282,12 +282,12 @@ func (s *Server) createTopic(body []byte) (uint32, [][]byte) {
 // identOK: a named identifier must be UTF-8 to decode.
 func identOK(id ident) bool { return id.kind != 2 || isUTF8(id.name) }
 
-// PartitionStore is a bridge.Store that can also change a topic's
+// PartitionStore is a bridge.Backend that can also change a topic's
 // partition count and name (the embedded store can). Over one, iggytest
 // serves CreatePartitions, DeletePartitions, topics without partitions and
 // UpdateTopic renames; over another it answers them with status 5.
 type PartitionStore interface {
-	bridge.Store
+	bridge.Backend
 	SetPartitions(ctx context.Context, stream, topic string, n int32) (bridge.TopicInfo, error)
 	RenameTopic(ctx context.Context, stream, from, to string) (bridge.TopicInfo, error)
 }

@@ -1,6 +1,6 @@
 // Package iggytest is an in-process Iggy server that speaks the subset of
 // Iggy's binary protocol (server 0.9.0-edge, protocol 0.11) the gateway's
-// client uses, over any bridge.Store. Tests use it to run the client and
+// client uses, over any bridge.Backend. Tests use it to run the client and
 // the iggy Store over real TCP without an Iggy installation.
 //
 // It checks frames the way the real server does (PROTOCOL.md sections 2,
@@ -52,7 +52,7 @@ type Options struct {
 
 // Server is a running test server.
 type Server struct {
-	store bridge.Store
+	store bridge.Backend
 	opts  Options
 	ln    net.Listener
 	log   *slog.Logger
@@ -71,7 +71,7 @@ type Server struct {
 
 // Start listens and serves until Close. The store is not closed by Close:
 // a test may start a new Server over the same store to simulate a restart.
-func Start(store bridge.Store, opts Options) (*Server, error) {
+func Start(store bridge.Backend, opts Options) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}

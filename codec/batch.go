@@ -177,30 +177,50 @@ type Record struct {
 //
 // An iterator is used by one goroutine at a time; it never allocates.
 type RecordIter struct {
+	counted
+	rec Record
+}
+
+// counted is what RecordIter and HeaderIter share: the bytes left, the
+// items still announced, and the error that ends the walk.
+type counted struct {
 	src  []byte
 	left int32
-	rec  Record
 	err  error
+}
+
+// countedOf walks n items in src; a negative n is bad at once.
+func countedOf(src []byte, n int32, bad error) counted {
+	c := counted{src: src, left: n}
+	if n < 0 {
+		c.err = bad
+	}
+	return c
+}
+
+// due reports whether one more item is to be read: false after an error,
+// and at the announced end, where bytes left over are bad.
+func (c *counted) due(bad error) bool {
+	if c.err != nil {
+		return false
+	}
+	if c.left == 0 {
+		if len(c.src) != 0 {
+			c.err = bad
+		}
+		return false
+	}
+	return true
 }
 
 // NewRecordIter returns an iterator over n records in src. No allocation.
 func NewRecordIter(src []byte, n int32) RecordIter {
-	it := RecordIter{src: src, left: n}
-	if n < 0 {
-		it.err = ErrBatchCount
-	}
-	return it
+	return RecordIter{counted: countedOf(src, n, ErrBatchCount)}
 }
 
 // Next advances to the next record. It returns false at the end or on error.
 func (it *RecordIter) Next() bool {
-	if it.err != nil {
-		return false
-	}
-	if it.left == 0 {
-		if len(it.src) != 0 {
-			it.err = ErrBatchCount
-		}
+	if !it.due(ErrBatchCount) {
 		return false
 	}
 	if len(it.src) == 0 {
@@ -296,31 +316,19 @@ func readVarBytes(b []byte, off int) ([]byte, int, bool) {
 //
 // An iterator is used by one goroutine at a time; it never allocates.
 type HeaderIter struct {
-	src  []byte
-	left int32
-	key  []byte
-	val  []byte
-	err  error
+	counted
+	key []byte
+	val []byte
 }
 
 // NewHeaderIter returns an iterator over n headers in src. No allocation.
 func NewHeaderIter(src []byte, n int32) HeaderIter {
-	h := HeaderIter{src: src, left: n}
-	if n < 0 {
-		h.err = ErrBatchRecord
-	}
-	return h
+	return HeaderIter{counted: countedOf(src, n, ErrBatchRecord)}
 }
 
 // Next advances; Key and Value (nil when null) alias src.
 func (h *HeaderIter) Next() bool {
-	if h.err != nil {
-		return false
-	}
-	if h.left == 0 {
-		if len(h.src) != 0 {
-			h.err = ErrBatchRecord
-		}
+	if !h.due(ErrBatchRecord) {
 		return false
 	}
 	key, off, ok := readVarBytes(h.src, 0)

@@ -90,16 +90,7 @@ func Derive(m Mechanism, password string, salt []byte, iterations int) (Credenti
 	if err != nil {
 		return Credential{}, err
 	}
-	clientKey := hmacSum(h, salted, []byte("Client Key"))
-	stored := h()
-	stored.Write(clientKey)
-	return Credential{
-		Mech:       m,
-		Salt:       append([]byte(nil), salt...),
-		Iterations: iterations,
-		StoredKey:  stored.Sum(nil),
-		ServerKey:  hmacSum(h, salted, []byte("Server Key")),
-	}, nil
+	return fromSalted(m, salted, salt, iterations), nil
 }
 
 // FromSalted is the credential of a salted password a client computed
@@ -107,20 +98,26 @@ func Derive(m Mechanism, password string, salt []byte, iterations int) (Credenti
 // Hi(password, salt, iterations), never the password). Cheap: two HMACs
 // and a hash. ok is false when salted is not the hash's size.
 func FromSalted(m Mechanism, salted, salt []byte, iterations int) (Credential, bool) {
-	h := m.newHash()
-	if len(salted) != h().Size() {
+	if len(salted) != m.newHash()().Size() {
 		return Credential{}, false
 	}
-	clientKey := hmacSum(h, salted, []byte("Client Key"))
+	return fromSalted(m, salted, salt, iterations), true
+}
+
+// fromSalted derives the stored and server keys of a salted password of
+// the hash's size (RFC 5802: StoredKey = H(HMAC(salted, "Client Key")),
+// ServerKey = HMAC(salted, "Server Key")).
+func fromSalted(m Mechanism, salted, salt []byte, iterations int) Credential {
+	h := m.newHash()
 	stored := h()
-	stored.Write(clientKey)
+	stored.Write(hmacSum(h, salted, []byte("Client Key")))
 	return Credential{
 		Mech:       m,
 		Salt:       append([]byte(nil), salt...),
 		Iterations: iterations,
 		StoredKey:  stored.Sum(nil),
 		ServerKey:  hmacSum(h, salted, []byte("Server Key")),
-	}, true
+	}
 }
 
 // Verify reports whether password yields c, in time independent of where

@@ -204,16 +204,7 @@ func (l *Log) syncedLocked(pos int64, off uint64) {
 // goroutine (under mu or not; takes sc.mu).
 func (l *Log) failSync(err error) error {
 	err = l.breakWith(err)
-	sc := &l.sc
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.err == nil {
-		sc.err = err
-	}
-	for _, w := range sc.waiters {
-		w.ch <- false
-	}
-	sc.waiters = sc.waiters[:0]
+	l.failWaiters(err)
 	return err
 }
 

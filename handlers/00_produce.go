@@ -94,7 +94,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 11, Handle: produce})
+	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 11, Handle: produce, NoReply: produceAcksZero})
 }
 
 // errAcks0Failed closes an acks=0 connection after a failed partition.

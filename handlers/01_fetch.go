@@ -92,7 +92,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 12, Handle: fetch})
+	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 12, Handle: fetch, LargeReply: true})
 }
 
 func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {

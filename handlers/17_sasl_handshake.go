@@ -26,7 +26,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 17, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: saslHandshake})
+	register(Spec{Key: 17, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: saslHandshake, LoginStep: true})
 }
 
 func saslHandshake(c *Call, kreq kmsg.Request) (kmsg.Response, error) {

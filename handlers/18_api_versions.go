@@ -38,7 +38,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 4, Inline: true, Handle: apiVersions})
+	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 4, Inline: true, Handle: apiVersions, TooNew: ApiVersionsUnsupported, BeforeLogin: true})
 }
 
 var (

@@ -41,7 +41,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: saslAuthenticate})
+	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: saslAuthenticate, LoginStep: true, BareToken: bareSaslToken, BareReply: bareSaslReply})
 }
 
 // saslFailMsg is the one message of every refused login.

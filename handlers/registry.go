@@ -21,7 +21,9 @@ import (
 // itself (see Call.Park).
 type HandleFunc func(c *Call, req kmsg.Request) (kmsg.Response, error)
 
-// Spec is one API key the gateway serves.
+// Spec is one API key the gateway serves. Besides the handler it carries
+// what the event loop must know of a key before it decodes a request, so
+// the loop asks the Spec and never tests key numbers.
 type Spec struct {
 	Key int16
 	// MinVersion and MaxVersion are what ApiVersions advertises and what
@@ -31,11 +33,48 @@ type Spec struct {
 	// straight from the peeked frame. Others go to the worker pool.
 	Inline bool
 	Handle HandleFunc
+
+	// NoReply reports, from the undecoded body of a request at version
+	// (the frame from the header's BodyOffset on), that the request gets
+	// no reply (Produce with acks=0): the loop gives it no place in the
+	// connection's reply order, so later replies never wait for it. It
+	// runs on the loop over peeked bytes: it must not keep them, block or
+	// allocate. nil: every request is answered.
+	NoReply func(body []byte, version int16) bool
+	// LargeReply says replies can run to MiB (Fetch): they are encoded
+	// into the pool of large buffers, since bytebufferpool drops buffers
+	// above the size class it calibrated on small replies.
+	LargeReply bool
+	// TooNew answers a request whose version is above MaxVersion, in place
+	// of closing the connection: ApiVersions answers v0 with
+	// UNSUPPORTED_VERSION and its key list, so the client asks again with
+	// a version we list (KIP-511). The request is not decoded. It runs on
+	// the loop, so it must not block. nil: a too-new version closes.
+	TooNew func(c *Call) kmsg.Response
+
+	// On a SASL listener (sasl.go). BeforeLogin keys may be sent before
+	// the login (ApiVersions, which clients ask first). LoginStep keys are
+	// the login itself (SaslHandshake, SaslAuthenticate): allowed before
+	// it, the only keys allowed once the session expired
+	// (re-authentication, KIP-368), and run alone on their connection,
+	// since their outcome decides what the next frame may be.
+	BeforeLogin, LoginStep bool
+	// BareToken, on the one key that carries SASL tokens, reads a bare
+	// token of KIP-43 framing (the frames after a v0 SaslHandshake, with
+	// no Kafka header) as a v0 request of this key; the request may
+	// alias token. BareReply takes the token to send back, bare, out of
+	// the handler's response. Both or neither are set.
+	BareToken func(token []byte) kmsg.Request
+	BareReply func(resp kmsg.Response) []byte
 }
 
-var specs = map[int16]*Spec{}
+var (
+	specs = map[int16]*Spec{}
+	// bareToken is the spec with BareToken set (BareTokenSpec).
+	bareToken *Spec
+)
 
-// register adds a key; it panics on a duplicate or a bad range, at init.
+// register adds a key; it panics on a duplicate or a bad spec, at init.
 func register(s Spec) {
 	if _, dup := specs[s.Key]; dup {
 		panic(fmt.Sprintf("handlers: key %d registered twice", s.Key))
@@ -46,13 +85,23 @@ func register(s Spec) {
 	if r := kmsg.RequestForKey(s.Key); r == nil || r.MaxVersion() < s.MaxVersion {
 		panic(fmt.Sprintf("handlers: kmsg cannot decode key %d v%d", s.Key, s.MaxVersion))
 	}
+	if (s.BareToken == nil) != (s.BareReply == nil) || (s.BareToken != nil && bareToken != nil) {
+		panic(fmt.Sprintf("handlers: key %d: BareToken and BareReply go together, on one key", s.Key))
+	}
 	cp := s
 	specs[s.Key] = &cp
+	if cp.BareToken != nil {
+		bareToken = &cp
+	}
 }
 
 // Lookup returns the spec of key, or nil when the gateway does not serve it.
 // Any goroutine (the map is written only during init).
 func Lookup(key int16) *Spec { return specs[key] }
+
+// BareTokenSpec returns the spec that takes KIP-43 bare SASL tokens (the
+// one with BareToken set). Any goroutine (set only during init).
+func BareTokenSpec() *Spec { return bareToken }
 
 // Specs returns every served key, sorted by key. Allocates; cold path.
 func Specs() []Spec {

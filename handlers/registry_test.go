@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,8 @@ var sharedFiles = map[string]bool{
 	// Fetch's two strategies' helpers, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
 	"fetch_concurrent.go": true, "fetch_sessions.go": true, "fetch_ratio.go": true, "tail_cache.go": true,
+	// Produce's acks peek for the loop (Spec.NoReply).
+	"produce_acks.go": true,
 }
 
 var (
@@ -79,6 +82,79 @@ func TestRegistryFiles(t *testing.T) {
 		if Lookup(k) == nil {
 			t.Errorf("file %s registers no spec", byKey[k])
 		}
+	}
+}
+
+// The loop decides from the Spec alone (loop/traffic.go, worker.go,
+// sasl.go) what it once decided by key number. These pin what each key
+// tells it, so a hook left off a register call fails here.
+func TestSpecTellsTheLoop(t *testing.T) {
+	key := func(k kmsg.Key) int16 { return k.Int16() }
+	for _, s := range Specs() {
+		checks := []struct {
+			what     string
+			has      bool
+			wantKeys []int16
+		}{
+			{"NoReply", s.NoReply != nil, []int16{key(kmsg.Produce)}},
+			{"LargeReply", s.LargeReply, []int16{key(kmsg.Fetch)}},
+			{"TooNew", s.TooNew != nil, []int16{key(kmsg.ApiVersions)}},
+			{"BeforeLogin", s.BeforeLogin, []int16{key(kmsg.ApiVersions)}},
+			{"LoginStep", s.LoginStep, []int16{key(kmsg.SASLHandshake), key(kmsg.SASLAuthenticate)}},
+			{"BareToken", s.BareToken != nil, []int16{key(kmsg.SASLAuthenticate)}},
+		}
+		for _, c := range checks {
+			if want := slices.Contains(c.wantKeys, s.Key); c.has != want {
+				t.Errorf("key %d: %s set %v, want %v", s.Key, c.what, c.has, want)
+			}
+		}
+	}
+
+	if t.Failed() {
+		t.FailNow() // the hooks below would be nil
+	}
+
+	// Produce: no reply exactly for acks=0, at every version (the acks
+	// field moves behind transactional_id at v3, compact at v9).
+	p := Lookup(key(kmsg.Produce))
+	for v := p.MinVersion; v <= p.MaxVersion; v++ {
+		for _, acks := range []int16{-1, 0, 1} {
+			req := kmsg.NewPtrProduceRequest()
+			req.SetVersion(v)
+			req.Acks = acks
+			req.TransactionID = kmsg.StringPtr("tx")
+			body := req.AppendTo(nil)
+			if got := p.NoReply(body, v); got != (acks == 0) {
+				t.Errorf("Produce v%d acks=%d: NoReply %v", v, acks, got)
+			}
+		}
+	}
+	if p.NoReply([]byte{0}, 9) {
+		t.Error("Produce: a truncated body counts as acks=0")
+	}
+
+	// ApiVersions: a too-new version is answered v0 with
+	// UNSUPPORTED_VERSION (KIP-511).
+	av := Lookup(key(kmsg.ApiVersions))
+	resp := av.TooNew(newCall(newGateway(t), av.Key, av.MaxVersion+1)).(*kmsg.ApiVersionsResponse)
+	if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Errorf("ApiVersions TooNew: version %d code %d", resp.Version, resp.ErrorCode)
+	}
+
+	// Bare SASL tokens are SaslAuthenticate v0 requests carrying the
+	// token, answered with the response's token.
+	bt := BareTokenSpec()
+	if bt == nil || bt.Key != key(kmsg.SASLAuthenticate) {
+		t.Fatalf("BareTokenSpec %+v", bt)
+	}
+	req, ok := bt.BareToken([]byte("\x00alice\x00pw")).(*kmsg.SASLAuthenticateRequest)
+	if !ok || req.GetVersion() != 0 || string(req.SASLAuthBytes) != "\x00alice\x00pw" {
+		t.Fatalf("BareToken: %+v", req)
+	}
+	sresp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	sresp.SASLAuthBytes = []byte("server-final")
+	if got := bt.BareReply(sresp); string(got) != "server-final" {
+		t.Fatalf("BareReply: %q", got)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/internal/scram"
 )
@@ -206,6 +208,21 @@ func (s *SaslConn) Authenticated() bool { return s.authenticated.Load() }
 // Raw reports that the next frame is a bare SASL token (KIP-43 framing
 // after a v0 SaslHandshake), not a Kafka request. Any goroutine.
 func (s *SaslConn) Raw() bool { return s.raw.Load() }
+
+// bareSaslToken is SaslAuthenticate's Spec.BareToken: a bare token is the
+// auth bytes of a v0 request, aliasing token. Any goroutine.
+func bareSaslToken(token []byte) kmsg.Request {
+	return &kmsg.SASLAuthenticateRequest{SASLAuthBytes: token}
+}
+
+// bareSaslReply is SaslAuthenticate's Spec.BareReply: the auth bytes of
+// its answer, which go back bare. Any goroutine.
+func bareSaslReply(resp kmsg.Response) []byte {
+	if r, ok := resp.(*kmsg.SASLAuthenticateResponse); ok {
+		return r.SASLAuthBytes
+	}
+	return nil
+}
 
 // Failed reports that a login failed on this connection; the loop closes
 // it on its next request. Any goroutine.

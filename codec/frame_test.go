@@ -161,6 +161,40 @@ func TestParseRequestHeaderNullAndEmptyClientID(t *testing.T) {
 	}
 }
 
+// A rebased header reads its client id from the copy, whatever becomes of
+// the bytes it was parsed from, for every header shape.
+func TestRequestHeaderRebase(t *testing.T) {
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(1)
+	for name, orig := range map[string][]byte{
+		"v1":      kmsg.NewRequestFormatter(kmsg.FormatterClientID("client-1")).AppendRequest(nil, md, 1)[4:],
+		"v2":      append(v2Header([]byte{1, 0, 1, 'x'}), 0xee),
+		"null id": kmsg.NewRequestFormatter().AppendRequest(nil, md, 1)[4:],
+		"empty":   kmsg.NewRequestFormatter(kmsg.FormatterClientID("")).AppendRequest(nil, md, 1)[4:],
+	} {
+		h, err := ParseRequestHeader(orig)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := h
+		if h.ClientID != nil {
+			want.ClientID = append([]byte{}, h.ClientID...)
+		}
+		cp := append([]byte(nil), orig...)
+		got := h.Rebase(cp)
+		for i := range orig {
+			orig[i] = 0xEE
+		}
+		if (got.ClientID == nil) != (want.ClientID == nil) || string(got.ClientID) != string(want.ClientID) {
+			t.Fatalf("%s: client id %q after the original was overwritten, want %q", name, got.ClientID, want.ClientID)
+		}
+		if got.Key != want.Key || got.Version != want.Version || got.CorrelationID != want.CorrelationID ||
+			got.BodyOffset != want.BodyOffset || got.Flexible != want.Flexible {
+			t.Fatalf("%s: rebased %+v, want %+v", name, got, want)
+		}
+	}
+}
+
 // v2Header builds a flexible Produce v9 header with the given tag section.
 func v2Header(tags []byte) []byte {
 	b := []byte{0, 0, 0, 9, 0, 0, 0, 42, 0, 2, 'i', 'd'}

@@ -109,6 +109,21 @@ func ParseRequestHeader(frame []byte) (RequestHeader, error) {
 	return h, nil
 }
 
+// Rebase returns h for frame, a copy of the bytes h was parsed from:
+// ClientID points into frame instead of the original, so the header stays
+// valid once the original is reused (a peeked event-loop buffer). A
+// non-null client id always starts at offset 10, after key, version,
+// correlation id and its int16 length.
+//
+// Any goroutine; no allocation.
+func (h RequestHeader) Rebase(frame []byte) RequestHeader {
+	if h.ClientID != nil {
+		end := 10 + len(h.ClientID)
+		h.ClientID = frame[10:end:end]
+	}
+	return h
+}
+
 // readNullableString reads an int16-length string at b[off:]; it returns nil
 // for length -1 and a non-nil (maybe empty) slice of b otherwise.
 func readNullableString(b []byte, off int) (s []byte, next int, ok bool) {

@@ -212,6 +212,30 @@ func (cs *connState) release(n int) {
 	}
 }
 
+// holdWhile leaves the connection's frames unread for lack of room, full
+// saying whether room is still lacking: it marks the connection held, so
+// whoever frees room wakes it (release, requestDone), then looks once
+// more, since room freed between the caller's look and the mark would wake
+// no one. It returns true when there is room after all: look again at
+// once. Loop only.
+func (cs *connState) holdWhile(full func() bool) bool {
+	cs.held.Store(true)
+	if !full() && cs.held.CompareAndSwap(true, false) {
+		return true
+	}
+	cs.stalled = true
+	return false
+}
+
+// inflightFull reports that the connection has MaxInFlightPerConn requests
+// in flight. Any goroutine.
+func (cs *connState) inflightFull() bool {
+	return int(cs.inflight.Load()) >= cs.s.cfg.MaxInFlightPerConn
+}
+
+// busy reports that the connection has a request in flight. Any goroutine.
+func (cs *connState) busy() bool { return cs.inflight.Load() > 0 }
+
 // startWriteLocked gathers the ready run at flushSeq into one AsyncWritev
 // (skips advance flushSeq without bytes) and returns how many slots it
 // freed; the caller passes that to release after unlocking.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // newFakeServer builds a server over a real embedded store without gnet:
@@ -122,4 +123,30 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// A queued job carries the header the loop parsed, pointing into the job's
+// own copy of the frame: the loop buffer it was parsed from is scribbled
+// once OnTraffic returns, long before a worker reads the client id
+// (JoinGroup keeps it for DescribeGroups).
+func TestQueuedHeaderOutlivesLoopBuffer(t *testing.T) {
+	s := newFakeServer(t, Config{Workers: 1}, false) // no workers: the job waits in the queue
+	l := newFakeLoop(s)
+	defer l.stop()
+	c := &fakeConn{}
+	l.open(c)
+	rc := &rawConn{t: t}
+	req := produceReq("rebase", -1, "v")
+	b, corr := rc.frame(req)
+	l.feed(c, b)
+	j := <-s.jobs
+	h := j.call.Header
+	if string(h.ClientID) != "test" || h.Key != req.Key() || h.Version != req.GetVersion() || h.CorrelationID != corr {
+		t.Fatalf("queued header %+v (client id %q) after the loop buffer was scribbled", h, h.ClientID)
+	}
+	s.runJob(j) // as a worker would: decode from the copy, answer
+	await.True(t, 10*time.Second, "the Produce reply", func() bool { return len(splitFramesQuiet(c.output())) == 1 })
+	if got := splitFrames(t, c.output()); got[0] != corr {
+		t.Fatalf("reply corr %d, want %d", got[0], corr)
+	}
 }

@@ -111,6 +111,16 @@ func (s *Server) refuse(lim *logLimiter, msg string, c gnet.Conn, attrs ...any) 
 	s.log.Warn(msg, args...)
 }
 
+// noteServed records that a whole request arrived. Loop only.
+func (cs *connState) noteServed(now time.Time) {
+	cs.lastActive.Store(now.UnixNano())
+	// The whole request is here: its FrameTimeout is met.
+	cs.served = true
+	if cs.frameStart.Load() != 0 {
+		cs.frameStart.Store(0)
+	}
+}
+
 // noteFrameProgress keeps the connection's frame deadline after OnTraffic
 // consumed what it could: a partial request (or, before the first request,
 // nothing yet) starts the clock if it is not running; an empty buffer

@@ -3,71 +3,61 @@ package loop
 // The loop's side of SASL (handlers/sasl.go has the exchange): which
 // requests a connection may send before and after authentication, one
 // request at a time while a login is open, and the bare-token framing
-// after a v0 SaslHandshake (KIP-43).
+// after a v0 SaslHandshake (KIP-43). Which keys are which is the handlers'
+// registry's to say (handlers.Spec: BeforeLogin, LoginStep, BareToken).
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/handlers"
 )
 
-const (
-	saslHandshakeKey    = 17
-	saslAuthenticateKey = 36
-	// preAuthMaxFrame caps a frame before authentication (Kafka's
-	// sasl.server.max.receive.size is 512 KiB; nothing a client sends
-	// before logging in comes near 64 KiB), so an anonymous client cannot
-	// make the gateway buffer max-frame-size bytes.
-	preAuthMaxFrame = 64 << 10
-)
+// preAuthMaxFrame caps a frame before authentication (Kafka's
+// sasl.server.max.receive.size is 512 KiB; nothing a client sends before
+// logging in comes near 64 KiB), so an anonymous client cannot make the
+// gateway buffer max-frame-size bytes.
+const preAuthMaxFrame = 64 << 10
 
-func isSaslKey(k int16) bool { return k == saslHandshakeKey || k == saslAuthenticateKey }
-
-// saslGate decides whether a request of key may run on a SASL connection.
-// Loop only.
-func saslGate(cs *connState, sa *handlers.SaslConn, key int16, now time.Time) (CloseReason, error) {
+// saslGate decides whether a request of spec's key may run on a SASL
+// connection now: CloseClient if so, else the reason to close. Loop only.
+func saslGate(sa *handlers.SaslConn, spec *handlers.Spec, now time.Time) (CloseReason, error) {
 	switch {
 	case sa.Failed():
 		return CloseSaslFailed, nil
 	case !sa.Authenticated():
-		if key != apiVersionsKey && !isSaslKey(key) {
-			return CloseSaslRequired, fmt.Errorf("api key %d before authentication", key)
+		if !spec.BeforeLogin && !spec.LoginStep {
+			return CloseSaslRequired, fmt.Errorf("api key %d before authentication", spec.Key)
 		}
-	case sa.Expired(now) && !isSaslKey(key):
-		return CloseSaslExpired, fmt.Errorf("api key %d after the session expired", key)
+	case sa.Expired(now) && !spec.LoginStep:
+		return CloseSaslExpired, fmt.Errorf("api key %d after the session expired", spec.Key)
 	}
 	return CloseClient, nil
 }
 
-// holdUntilIdle leaves the frame unread until the connection has no
-// request in flight; release wakes it. It returns true when the last one
-// finished in between (look again at once). Loop only.
-func (cs *connState) holdUntilIdle() bool {
-	cs.held.Store(true)
-	if cs.inflight.Load() == 0 && cs.held.CompareAndSwap(true, false) {
-		return true
+// queueBareToken queues the whole frame of total bytes, a bare token with
+// no Kafka header, as a v0 request of the key that takes bare tokens
+// (handlers.BareTokenSpec). The caller checked that nothing is in flight.
+// Loop only.
+func (s *Server) queueBareToken(cs *connState, c gnet.Conn, total int) (bool, CloseReason, error) {
+	frame, err := c.Peek(total)
+	if err != nil {
+		return false, CloseInternal, err
 	}
-	cs.stalled = true
-	return false
+	now := time.Now()
+	cs.noteServed(now)
+	s.cfg.Metrics.BytesIn(total)
+	spec := handlers.BareTokenSpec()
+	hdr := codec.RequestHeader{Key: spec.Key}
+	return s.queueFrame(cs, c, spec, &hdr, frame[4:], total, now)
 }
 
-// noteServed records that a whole request arrived. Loop only.
-func (cs *connState) noteServed(now time.Time) {
-	cs.lastActive.Store(now.UnixNano())
-	// The whole request is here: its FrameTimeout is met.
-	cs.served = true
-	if cs.frameStart.Load() != 0 {
-		cs.frameStart.Store(0)
-	}
-}
-
-// handlerCloseReason names the close for a handler's error.
+// handlerCloseReason names the close for a handler's error. Any goroutine.
 func handlerCloseReason(err error) CloseReason {
 	if errors.Is(err, handlers.ErrSaslFailed) {
 		return CloseSaslFailed
@@ -75,14 +65,12 @@ func handlerCloseReason(err error) CloseReason {
 	return CloseHandler
 }
 
-// encodeRawToken frames the auth bytes of a SaslAuthenticate answer bare:
-// a size and the token, no header (KIP-43). Any goroutine.
-func encodeRawToken(resp kmsg.Response) *bytebufferpool.ByteBuffer {
+// encodeBareToken frames a token bare: a size and the token, no header
+// (KIP-43). Any goroutine.
+func encodeBareToken(token []byte) *bytebufferpool.ByteBuffer {
 	buf := smallBufs.Get()
 	buf.B = append(buf.B[:0], 0, 0, 0, 0)
-	if r, ok := resp.(*kmsg.SASLAuthenticateResponse); ok {
-		buf.B = append(buf.B, r.SASLAuthBytes...)
-	}
+	buf.B = append(buf.B, token...)
 	codec.PatchFrameSize(buf.B, 0)
 	return buf
 }
@@ -94,5 +82,5 @@ func encodeRawToken(resp kmsg.Response) *bytebufferpool.ByteBuffer {
 // ticker; any goroutine.
 func (cs *connState) loginLate(now int64, timeout time.Duration) bool {
 	sa := cs.sasl
-	return sa != nil && !sa.Authenticated() && cs.inflight.Load() == 0 && now-cs.opened > int64(timeout)
+	return sa != nil && !sa.Authenticated() && !cs.busy() && now-cs.opened > int64(timeout)
 }

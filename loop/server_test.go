@@ -107,6 +107,31 @@ func TestAcksZeroDoesNotStallLaterReplies(t *testing.T) {
 	}
 }
 
+// An acks=0 Produce takes no place in the reply order (its Spec's
+// NoReply): while its Append is held in the store, the ApiVersions sent
+// after it is answered. (Were it given a slot, that reply would wait.)
+func TestAcksZeroHoldsNoReplySlot(t *testing.T) {
+	srv, hs := newTestServer(t, Config{Workers: 2})
+	rc := dialRaw(t, srv.Addr())
+	ensureTopic(t, rc, "noslot")
+	entered := make(chan struct{})
+	gate := make(chan struct{})
+	enter, release := sync.OnceFunc(func() { close(entered) }), sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release) // before the server's cleanup, which waits for the Append
+	hs.setOnAppend(func() { enter(); <-gate })
+	p, _ := rc.frame(produceReq("noslot", 0, "held"))
+	rc.write(p)
+	<-entered
+	av, avCorr := rc.frame(apiVersionsReq(3))
+	rc.write(av)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	if corr := rc.readResp(resp); corr != avCorr {
+		t.Fatalf("reply corr %d, want api versions %d", corr, avCorr)
+	}
+	release()
+}
+
 // Pipelined Produce requests on one connection are stored in the order they
 // were sent even with many workers: a connection's jobs run one at a time.
 func TestPipelinedProducesKeepOrder(t *testing.T) {

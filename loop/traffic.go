@@ -14,8 +14,6 @@ import (
 	"github.com/iggy-kafka/gateway/internal/metrics"
 )
 
-const apiVersionsKey = 18
-
 // OnTraffic handles every whole frame buffered on c, in order. It stops
 // early, leaving bytes unread, when the connection has MaxInFlightPerConn
 // requests in flight, holds MaxBufferedPerConn bytes of requests in flight,
@@ -39,13 +37,10 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			cs.stalled = true // our doing, not the client's: no frame deadline
 			break
 		}
-		if int(cs.inflight.Load()) >= s.cfg.MaxInFlightPerConn {
-			cs.held.Store(true)
-			// A reply may have freed room between the load and the store.
-			if int(cs.inflight.Load()) < s.cfg.MaxInFlightPerConn && cs.held.CompareAndSwap(true, false) {
+		if cs.inflightFull() {
+			if cs.holdWhile(cs.inflightFull) {
 				continue
 			}
-			cs.stalled = true
 			break
 		}
 		more, reason, err := s.nextFrame(cs, c)
@@ -70,10 +65,9 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 }
 
 // nextFrame handles one buffered frame. more=false means no whole frame is
-// buffered (or the queue is full); a reason other than CloseClient closes the
-// connection. Loop only.
+// buffered (or the connection is held for room); a reason other than
+// CloseClient closes the connection. Loop only.
 func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseReason, err error) {
-	reason = CloseClient
 	head, _ := c.Peek(4)
 	if len(head) < 4 {
 		return false, CloseClient, nil
@@ -103,19 +97,11 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		}
 		// Before authentication one request at a time: the outcome of
 		// the login in flight decides what the next frame may be.
-		if cs.inflight.Load() > 0 {
-			return cs.holdUntilIdle(), CloseClient, nil
+		if cs.busy() {
+			return cs.holdWhile(cs.busy), CloseClient, nil
 		}
 		if sa.Raw() {
-			frame, perr := c.Peek(total)
-			if perr != nil {
-				return false, CloseInternal, perr
-			}
-			now := time.Now()
-			cs.noteServed(now)
-			s.cfg.Metrics.BytesIn(total)
-			hdr := codec.RequestHeader{Key: saslAuthenticateKey}
-			return s.queueFrame(cs, c, handlers.Lookup(saslAuthenticateKey), &hdr, frame[4:], total, now)
+			return s.queueBareToken(cs, c, total)
 		}
 	}
 	frame, perr := c.Peek(total)
@@ -133,21 +119,21 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	}
 	now := time.Now()
 	if sa != nil {
-		if reason, err := saslGate(cs, sa, hdr.Key, now); reason != CloseClient {
+		if reason, err := saslGate(sa, spec, now); reason != CloseClient {
 			return false, reason, err
 		}
-		if isSaslKey(hdr.Key) && cs.inflight.Load() > 0 {
-			return cs.holdUntilIdle(), CloseClient, nil
+		if spec.LoginStep && cs.busy() {
+			return cs.holdWhile(cs.busy), CloseClient, nil
 		}
 	}
 	cs.noteServed(now)
 	s.cfg.Metrics.BytesIn(total)
 	tooNew := false
 	if hdr.Version < spec.MinVersion || hdr.Version > spec.MaxVersion {
-		// KIP-511: a too-new ApiVersions is answered with v0 and error 35
-		// so the client retries with a version we list; anything else
-		// outside the advertised range closes.
-		if hdr.Key != apiVersionsKey || hdr.Version < spec.MinVersion {
+		// Outside the advertised range closes, unless the key answers a
+		// too-new version itself (KIP-511: ApiVersions), so the client
+		// can retry with a version we list.
+		if hdr.Version < spec.MinVersion || spec.TooNew == nil {
 			return false, CloseUnsupportedVersion, fmt.Errorf("api key %d version %d", hdr.Key, hdr.Version)
 		}
 		tooNew = true
@@ -157,17 +143,11 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 			// The connection's jobs already hold their share of request
 			// copies; wait for one to finish (it wakes us through release,
 			// after it dropped its share).
-			cs.held.Store(true)
-			if !s.requestsFull(cs, total) && cs.held.CompareAndSwap(true, false) {
-				return true, CloseClient, nil // finished in between: look again
-			}
-			cs.stalled = true
-			return false, CloseClient, nil
+			return cs.holdWhile(func() bool { return s.requestsFull(cs, total) }), CloseClient, nil
 		}
 		return s.queueFrame(cs, c, spec, &hdr, body, total, now)
 	}
-	reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now)
-	if reason != CloseClient {
+	if reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now); reason != CloseClient {
 		return false, reason, err
 	}
 	_, _ = c.Discard(total)
@@ -183,7 +163,8 @@ func (s *Server) requestsFull(cs *connState, total int) bool {
 }
 
 // answerInline decodes and answers a cheap request on the loop, straight
-// from the peeked bytes (nothing of them is kept). Loop only.
+// from the peeked bytes (nothing of them is kept); tooNew answers a version
+// above the key's range with its Spec.TooNew. Loop only.
 func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.RequestHeader, body []byte,
 	tooNew bool, now time.Time) (CloseReason, error) {
 	cs.inflight.Add(1)
@@ -193,7 +174,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal}
 	var resp kmsg.Response
 	if tooNew {
-		resp = handlers.ApiVersionsUnsupported(&call)
+		resp = spec.TooNew(&call)
 	} else {
 		req, err := handlers.Decode(hdr.Key, hdr.Version, body[hdr.BodyOffset:])
 		if err != nil {
@@ -206,7 +187,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 		}
 	}
 	var out *bytebufferpool.ByteBuffer
-	pool := replyPool(hdr.Key)
+	pool := replyPool(spec)
 	if resp != nil {
 		out = encodeReply(pool, hdr, resp)
 	}
@@ -224,29 +205,25 @@ func (s *Server) abandon(cs *connState, seq uint64, key int16, now time.Time) {
 }
 
 // queueFrame copies the frame into a pooled buffer (the only copy of the
-// request) and queues it for a worker. When the queue is full the frame is
-// left unread and the connection is held until a worker frees room.
-// Loop only.
+// request) and queues it for a worker, with its header pointed into that
+// copy: the peeked bytes hdr and body alias are reused once OnTraffic
+// returns. A request the Spec says gets no reply (NoReply) takes no reply
+// slot. When the queue is full the frame is left unread and the connection
+// is held until a worker frees room. Loop only.
 func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr *codec.RequestHeader,
 	body []byte, total int, now time.Time) (bool, CloseReason, error) {
-	noReply := false
-	if hdr.Key == 0 {
-		if acks, ok := codec.ProduceAcks(body[hdr.BodyOffset:], hdr.Version); ok && acks == 0 {
-			noReply = true
-		}
-	}
+	noReply := spec.NoReply != nil && spec.NoReply(body[hdr.BodyOffset:], hdr.Version)
 	j := getJob()
 	j.cs, j.spec, j.noReply, j.start = cs, spec, noReply, now
-	j.call = handlers.Call{G: s.g, Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
-		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j}
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
+	j.call = handlers.Call{G: s.g, Header: hdr.Rebase(j.frame.B), Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
+		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j}
 	if cs.sasl != nil && cs.sasl.Raw() {
-		// A bare SASL token (sasl.go): handled as SaslAuthenticate v0,
+		// A bare SASL token (sasl.go): read by the Spec that takes them,
 		// answered bare.
 		j.raw = true
-		j.call.Header = *hdr
-		j.req = &kmsg.SASLAuthenticateRequest{SASLAuthBytes: j.frame.B}
+		j.req = spec.BareToken(j.frame.B)
 	}
 	j.held = int64(total)
 	cs.reqHeld.Add(j.held)

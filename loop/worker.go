@@ -111,12 +111,7 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		}
 	}()
 	if j.req == nil {
-		hdr, err := codec.ParseRequestHeader(j.frame.B)
-		if err != nil {
-			j.cs.close(CloseBadHeader, err)
-			return nil, metrics.OutcomeClosed, nil
-		}
-		j.call.Header = hdr
+		hdr := &j.call.Header // parsed on the loop, pointing into j.frame
 		req, err := handlers.Decode(hdr.Key, hdr.Version, j.frame.B[hdr.BodyOffset:])
 		if err != nil {
 			j.cs.close(CloseDecode, err)
@@ -140,9 +135,9 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		return nil, metrics.OutcomeNoAck, nil
 	}
 	if j.raw {
-		return encodeRawToken(resp), metrics.OutcomeOK, nil
+		return encodeBareToken(j.spec.BareReply(resp)), metrics.OutcomeOK, nil
 	}
-	return encodeReply(replyPool(j.spec.Key), &j.call.Header, resp), metrics.OutcomeOK, nil
+	return encodeReply(replyPool(j.spec), &j.call.Header, resp), metrics.OutcomeOK, nil
 }
 
 // endJob releases what the job holds and passes out (nil: no bytes) to the
@@ -150,8 +145,8 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) {
 	j.call.RunDeferred()
 	largeBufs.Put(j.frame)
-	key := j.spec.Key
-	s.cfg.Metrics.Request(key, outcome, time.Since(j.start))
+	spec := j.spec
+	s.cfg.Metrics.Request(spec.Key, outcome, time.Since(j.start))
 	cs, seq, noReply, started := j.cs, j.seq, j.noReply, j.orderReleased
 	cs.reqHeld.Add(-j.held)
 	putJob(j)
@@ -165,15 +160,17 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	// The reply is counted against the write cap (finish) before the
 	// connection's next job starts and reads the room left (unless the
 	// handler started it early).
-	cs.finish(seq, out, replyPool(key))
+	cs.finish(seq, out, replyPool(spec))
 	if !started {
 		cs.runNext()
 	}
 }
 
-// replyPool picks the pool for a key's replies: Fetch replies are large.
-func replyPool(key int16) *bytebufferpool.Pool {
-	if key == 1 {
+// replyPool picks the pool for spec's replies: large ones (Fetch) get
+// their own, since bytebufferpool drops buffers above the size class it
+// calibrated on. Any goroutine.
+func replyPool(spec *handlers.Spec) *bytebufferpool.Pool {
+	if spec.LargeReply {
 		return &largeBufs
 	}
 	return &smallBufs

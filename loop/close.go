@@ -1,8 +1,15 @@
 package loop
 
-// CloseReason says why the gateway closed a connection. Every close goes
-// through connState.close with one of these, so logs and metrics name it.
+// CloseReason says why a connection closed. Every close the gateway makes
+// goes through connState.close with one of these, so logs and metrics name
+// it; a connection that no one closed that way was closed by its client,
+// CloseClient, the zero value of connState.reason.
 type CloseReason uint8
+
+// keepOpen is what the frame path (nextFrame, answerInline, saslGate, the
+// TLS handshake) returns when the connection stays open. It is not a
+// reason and never reaches connState.close.
+const keepOpen CloseReason = 255
 
 const (
 	CloseClient                CloseReason = iota // the client closed or the socket failed

@@ -25,7 +25,7 @@ import (
 const preAuthMaxFrame = 64 << 10
 
 // saslGate decides whether a request of spec's key may run on a SASL
-// connection now: CloseClient if so, else the reason to close. Loop only.
+// connection now: keepOpen if so, else the reason to close. Loop only.
 func saslGate(sa *handlers.SaslConn, spec *handlers.Spec, now time.Time) (CloseReason, error) {
 	switch {
 	case sa.Failed():
@@ -37,7 +37,7 @@ func saslGate(sa *handlers.SaslConn, spec *handlers.Spec, now time.Time) (CloseR
 	case sa.Expired(now) && !spec.LoginStep:
 		return CloseSaslExpired, fmt.Errorf("api key %d after the session expired", spec.Key)
 	}
-	return CloseClient, nil
+	return keepOpen, nil
 }
 
 // queueBareToken queues the whole frame of total bytes, a bare token with

@@ -456,6 +456,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancel()
 		s.connMu.Lock()
 		for cs := range s.all {
+			// No reason recorded yet: the engine's stop closes it.
 			cs.reason.CompareAndSwap(uint32(CloseClient), uint32(CloseShutdown))
 		}
 		s.connMu.Unlock()

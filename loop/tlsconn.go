@@ -131,15 +131,16 @@ func (c *tlsConn) run(cfg *tls.Config) {
 	go c.writer()
 	c.tc = tls.Server(c.raw, cfg)
 	reason, err := c.handshake()
-	if reason == CloseClient {
-		err = c.readLoop()
+	if reason == keepOpen {
+		reason, err = CloseClient, c.readLoop()
 	}
 	c.teardown(reason, err)
 }
 
 // handshake runs the TLS handshake within FrameTimeout of the accept (the
 // time a plaintext connection has for its first request) and records the
-// client certificate's subject. Reader goroutine.
+// client certificate's subject. It returns keepOpen once the handshake is
+// done, else the reason to close. Reader goroutine.
 func (c *tlsConn) handshake() (CloseReason, error) {
 	_ = c.raw.SetDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 	if err := c.tc.Handshake(); err != nil {
@@ -157,7 +158,7 @@ func (c *tlsConn) handshake() (CloseReason, error) {
 		cs.tlsPrincipal = st.PeerCertificates[0].Subject.String()
 	}
 	c.lmu.Unlock()
-	return CloseClient, nil
+	return keepOpen, nil
 }
 
 // readLoop reads decrypted bytes and runs OnTraffic on them until the
@@ -301,7 +302,8 @@ func (c *tlsConn) writer() {
 }
 
 // teardown closes the socket and runs OnClose, then the callbacks of
-// writes still queued. Reader goroutine.
+// writes still queued; a reason other than CloseClient (the client ended
+// the connection) is recorded first. Reader goroutine.
 func (c *tlsConn) teardown(reason CloseReason, err error) {
 	if cs, ok := c.ctx.(*connState); ok && reason != CloseClient {
 		cs.close(reason, err)

@@ -44,7 +44,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			break
 		}
 		more, reason, err := s.nextFrame(cs, c)
-		if reason != CloseClient {
+		if reason != keepOpen {
 			cs.close(reason, err)
 			return gnet.None
 		}
@@ -66,11 +66,11 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 
 // nextFrame handles one buffered frame. more=false means no whole frame is
 // buffered (or the connection is held for room); a reason other than
-// CloseClient closes the connection. Loop only.
+// keepOpen closes the connection. Loop only.
 func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseReason, err error) {
 	head, _ := c.Peek(4)
 	if len(head) < 4 {
-		return false, CloseClient, nil
+		return false, keepOpen, nil
 	}
 	size, _, ferr := codec.FrameSize(head, s.cfg.MaxFrameSize)
 	if ferr != nil {
@@ -89,7 +89,7 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	}
 	total := 4 + int(size)
 	if c.InboundBuffered() < total {
-		return false, CloseClient, nil
+		return false, keepOpen, nil
 	}
 	if sa != nil && (!sa.Authenticated() || sa.Raw() || sa.Failed()) {
 		if sa.Failed() {
@@ -98,7 +98,7 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		// Before authentication one request at a time: the outcome of
 		// the login in flight decides what the next frame may be.
 		if cs.busy() {
-			return cs.holdWhile(cs.busy), CloseClient, nil
+			return cs.holdWhile(cs.busy), keepOpen, nil
 		}
 		if sa.Raw() {
 			return s.queueBareToken(cs, c, total)
@@ -119,11 +119,11 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	}
 	now := time.Now()
 	if sa != nil {
-		if reason, err := saslGate(sa, spec, now); reason != CloseClient {
+		if reason, err := saslGate(sa, spec, now); reason != keepOpen {
 			return false, reason, err
 		}
 		if spec.LoginStep && cs.busy() {
-			return cs.holdWhile(cs.busy), CloseClient, nil
+			return cs.holdWhile(cs.busy), keepOpen, nil
 		}
 	}
 	cs.noteServed(now)
@@ -143,15 +143,15 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 			// The connection's jobs already hold their share of request
 			// copies; wait for one to finish (it wakes us through release,
 			// after it dropped its share).
-			return cs.holdWhile(func() bool { return s.requestsFull(cs, total) }), CloseClient, nil
+			return cs.holdWhile(func() bool { return s.requestsFull(cs, total) }), keepOpen, nil
 		}
 		return s.queueFrame(cs, c, spec, &hdr, body, total, now)
 	}
-	if reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now); reason != CloseClient {
+	if reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now); reason != keepOpen {
 		return false, reason, err
 	}
 	_, _ = c.Discard(total)
-	return true, CloseClient, nil
+	return true, keepOpen, nil
 }
 
 // requestsFull reports that queueing a frame of total bytes would take the
@@ -194,7 +194,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 	call.RunDeferred()
 	s.cfg.Metrics.Request(hdr.Key, metrics.OutcomeOK, time.Since(now))
 	cs.finish(seq, out, pool)
-	return CloseClient, nil
+	return keepOpen, nil
 }
 
 // abandon ends a request whose connection is about to close, keeping the
@@ -240,11 +240,11 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 		putJob(j)
 		cs.stalled = true
 		s.holdForQueue(cs)
-		return false, CloseClient, nil
+		return false, keepOpen, nil
 	}
 	if !noReply {
 		cs.nextSeq++
 	}
 	_, _ = c.Discard(total)
-	return true, CloseClient, nil
+	return true, keepOpen, nil
 }

@@ -1,7 +1,8 @@
 package loop
 
-// Backpressure to the socket (issue 10: one client that sent 3,000 Fetches
-// without reading took the gateway from 158 MiB to 3.8 GiB).
+// Backpressure to the socket: a client that keeps sending requests and
+// reads no replies must not make the gateway hold its replies without
+// bound (each Fetch answer can be MiB).
 //
 // gnet's AsyncWritev copies a reply into the connection's outbound buffer,
 // which has no bound, and calls back at once: a reply that left the ring
@@ -31,9 +32,9 @@ import (
 // Defaults of the write caps.
 const (
 	// 8 MiB: one Fetch answer as large as the default frame (MaxFrameSize)
-	// fits, so a consumer of many partitions gets a full answer per round
-	// trip (at 4 MiB one consumer of 64 partitions read 2.70M records/s of
-	// 100 B and 100 topics x 16 partitions 1.15M; at 8 MiB 3.32M and 1.63M).
+	// fits, so a consumer of many partitions gets a whole answer per round
+	// trip instead of one cut to the cap (docs/PERFORMANCE.md, "Scaling
+	// rows", has the measurements).
 	DefaultMaxOutboundPerConn = 8 << 20
 	DefaultWriteStallTimeout  = 30 * time.Second
 

@@ -65,6 +65,7 @@ var closeReasonNames = [...]string{
 	CloseTLSHandshakeTimeout:   "tls_handshake_timeout",
 }
 
+// String is the reason's name in logs and the close metric. Any goroutine.
 func (r CloseReason) String() string {
 	if int(r) < len(closeReasonNames) {
 		return closeReasonNames[r]

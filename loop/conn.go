@@ -105,6 +105,8 @@ type connState struct {
 	writtenCB gnet.AsyncCallback
 }
 
+// newConnState returns the state of a connection just accepted. Loop only
+// (OnOpen).
 func newConnState(s *Server, c gnet.Conn) *connState {
 	cs := &connState{
 		s:       s,
@@ -308,6 +310,8 @@ func (cs *connState) written(c gnet.Conn, _ error) error {
 	return nil
 }
 
+// putIOVLocked returns the buffers of the finished write to their pools.
+// cs.mu must be held.
 func (cs *connState) putIOVLocked() {
 	for i := range cs.iovBufs {
 		cs.iovBufs[i].pool.Put(cs.iovBufs[i].buf)
@@ -350,6 +354,7 @@ func (cs *connState) close(reason CloseReason, detail error) {
 	_ = cs.c.Close()
 }
 
+// remoteAddr is c's peer for logs ("" when unknown). Any goroutine.
 func remoteAddr(c gnet.Conn) string {
 	if a := c.RemoteAddr(); a != nil {
 		return a.String()

@@ -27,7 +27,7 @@ import (
 const refusalLogEvery = 10 * time.Second
 
 // addrKey is the per-address accounting key of a peer: the IPv4 address, or
-// the /64 of an IPv6 one. Unknown peers share the zero key.
+// the /64 of an IPv6 one. Unknown peers share the zero key. Any goroutine.
 func addrKey(a net.Addr) netip.Addr {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
@@ -147,6 +147,7 @@ func (cs *connState) frameLate(now int64, timeout time.Duration) bool {
 
 // tickEvery is how often OnTick runs: once a second, or often enough to
 // close a late frame within a quarter of FrameTimeout of its deadline.
+// Any goroutine (Config is read-only once the server is built).
 func (c *Config) tickEvery() time.Duration {
 	d := time.Second
 	if q := c.FrameTimeout / 4; q < d {

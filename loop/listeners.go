@@ -57,7 +57,7 @@ type listenerState struct {
 }
 
 // resolveListeners checks cfg.Listeners (or builds the one default
-// listener) against the gateway's SASL configuration.
+// listener) against the gateway's SASL configuration. NewServer only.
 func (s *Server) resolveListeners() error {
 	ls := s.cfg.Listeners
 	if len(ls) == 0 {
@@ -66,7 +66,8 @@ func (s *Server) resolveListeners() error {
 			proto = ProtoSaslPlaintext
 		}
 		// The default listener advertises handlers.Config's address
-		// (Call.Advertised stays nil), as before listeners existed.
+		// (Call.Advertised stays nil): a gateway configured without
+		// listeners is told where it is by that config alone.
 		s.lns = []*listenerState{{Listener: Listener{Name: proto, Protocol: proto, Addr: s.cfg.Addr},
 			sasl: proto == ProtoSaslPlaintext}}
 		s.gnetLns = s.lns

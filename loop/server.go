@@ -113,6 +113,7 @@ func NewServer(cfg Config, g *handlers.Gateway) *Server {
 	return s
 }
 
+// setDefaults fills the zero fields of c. NewServer only.
 func (c *Config) setDefaults() {
 	procs := runtime.GOMAXPROCS(0)
 	if c.Addr == "" {
@@ -238,6 +239,8 @@ func (s *Server) startTLS() {
 	}
 }
 
+// closeTLSListeners closes the bound TLS listeners, which ends their accept
+// goroutines. Start's goroutine or Shutdown.
 func (s *Server) closeTLSListeners() {
 	for _, l := range s.lns {
 		if l.ln != nil {
@@ -258,7 +261,8 @@ func (s *Server) stopTLS() {
 	s.tlsWG.Wait()
 }
 
-// ownTicker runs OnTick when no gnet engine does.
+// ownTicker runs OnTick when no gnet engine does. Its own goroutine, until
+// Shutdown closes tickStop.
 func (s *Server) ownTicker() {
 	for {
 		d, _ := s.OnTick()
@@ -270,6 +274,8 @@ func (s *Server) ownTicker() {
 	}
 }
 
+// startWorkers starts the Config.Workers worker goroutines. Start's
+// goroutine (or a test's, before any traffic).
 func (s *Server) startWorkers() {
 	for i := 0; i < s.cfg.Workers; i++ {
 		s.workersDone.Add(1)
@@ -278,6 +284,7 @@ func (s *Server) startWorkers() {
 }
 
 // Addr is the bound host:port of the first listener, valid after Start.
+// Any goroutine.
 func (s *Server) Addr() string {
 	if len(s.lns) > 0 && s.lns[0].bound != "" {
 		return s.lns[0].bound

@@ -14,8 +14,8 @@ package loop
 //
 // tlsConn.lmu stands in for the event loop: every event-handler call for
 // the connection (OnOpen, OnTraffic, write callbacks, OnClose) holds it, so
-// the loop-only state of connState still has one goroutine at a time. The
-// plaintext path does not change: gnet connections never see this file.
+// the loop-only state of connState still has one goroutine at a time.
+// gnet connections never touch this file.
 
 import (
 	"crypto/tls"
@@ -35,17 +35,17 @@ import (
 
 // tlsReadChunk is the most one read takes off a TLS connection:
 // crypto/tls returns at most one record's plaintext per Read, and a record
-// carries at most 16 KiB. A larger buffer only cost memory: 64 KiB made an
-// idle TLS connection 102 KiB of resident memory (bench idle-1000).
+// carries at most 16 KiB, so a larger buffer would only cost every idle
+// TLS connection memory (docs/PERFORMANCE.md, "Memory per idle
+// connection").
 const tlsReadChunk = 16 << 10
 
 // tlsSmallIn is the inbound buffer a connection keeps of its own; a
 // request larger than that is read into a buffer from tlsLargeIn, sized
 // for the whole frame once its length is known, and given back once the
-// request has been taken. Growing a buffer by appending instead copied a
-// 1 MB Produce again at every doubling, and allocated it afresh for every
-// request: a quarter of the gateway's CPU on a TLS produce of 1 KiB
-// records (docs/PERFORMANCE.md, "TLS").
+// request has been taken. A buffer grown by appending would copy a large
+// Produce again at every doubling and allocate it afresh for every request
+// (docs/PERFORMANCE.md, "TLS", has what that cost).
 const tlsSmallIn = 256 << 10
 
 // tlsLargeIn recycles large inbound buffers across TLS connections. Any

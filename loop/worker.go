@@ -43,6 +43,8 @@ func (j *job) ReleaseOrder() {
 
 var jobPool = sync.Pool{New: func() any { return new(job) }}
 
+// getJob and putJob recycle jobs; putJob clears j so the pool holds no
+// pointer into a finished request. Any goroutine.
 func getJob() *job { return jobPool.Get().(*job) }
 
 func putJob(j *job) {
@@ -51,7 +53,7 @@ func putJob(j *job) {
 }
 
 // worker runs jobs until the server quits. The queue is never closed, so
-// a late resubmit cannot panic. One goroutine per configured
+// a late resubmit cannot panic. Its own goroutine, one per configured
 // worker; never one per request.
 func (s *Server) worker() {
 	defer s.workersDone.Done()
@@ -76,9 +78,10 @@ func (s *Server) trySubmit(j *job) bool {
 	}
 }
 
-// resubmit queues a woken parked job; it must not block the goroutine that
-// woke it (a timer or a producing worker), so a full queue hands the send to
-// a goroutine of its own. That happens only under overload.
+// resubmit queues a woken parked job or a connection's next one; it must
+// not block the goroutine that woke it (a timer or a producing worker), so
+// a full queue hands the send to a goroutine of its own. That happens only
+// under overload. Any goroutine.
 func (s *Server) resubmit(j *job) {
 	if !s.trySubmit(j) {
 		go func() { s.jobs <- j }()
@@ -185,7 +188,8 @@ func encodeReply(pool *bytebufferpool.Pool, hdr *codec.RequestHeader, resp kmsg.
 	return buf
 }
 
-// parked is a Fetch waiting for data or its deadline.
+// parked is a Fetch waiting for data or its deadline. mu guards fired,
+// timer and cancel: the timer, the watch and Shutdown may race to wake it.
 type parked struct {
 	mu     sync.Mutex
 	j      *job
@@ -247,7 +251,8 @@ func (s *Server) wake(p *parked, final bool) {
 	s.resubmit(p.j)
 }
 
-// wakeAllParked answers every parked fetch now (shutdown drain).
+// wakeAllParked answers every parked fetch now (shutdown drain). Shutdown
+// only.
 func (s *Server) wakeAllParked() {
 	s.parkMu.Lock()
 	all := make([]*parked, 0, len(s.parkedSet))

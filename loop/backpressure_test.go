@@ -2,11 +2,12 @@ package loop
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func fetchReq(topic string, maxBytes int32) *kmsg.FetchRequest {
@@ -23,28 +24,21 @@ func fetchReq(topic string, maxBytes int32) *kmsg.FetchRequest {
 	return req
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// nonReader opens a connection on a fake loop of s, stores n records of
+// size bytes in topic through it, then makes its client stop reading.
+func nonReader(t *testing.T, s *Server, topic string, n, size int) (*fakeLoop, *fakeConn, *rawConn) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// fillTopic stores n records of size bytes through the loop and waits for
-// their acks.
-func fillTopic(t *testing.T, l *fakeLoop, c *fakeConn, rc *rawConn, topic string, n, size int) {
-	t.Helper()
+	l := startFakeLoop(t, s)
+	c := l.dial()
+	rc := &rawConn{t: t}
 	value := strings.Repeat("v", size)
 	for i := 0; i < n; i++ {
 		b, _ := rc.frame(produceReq(topic, -1, value))
 		l.feed(c, b)
 	}
-	waitFor(t, "produce acks", func() bool { return len(splitFramesQuiet(c.output())) == n })
+	await.True(t, 10*time.Second, "produce acks", func() bool { return len(splitFramesQuiet(c.output())) == n })
+	c.stopReading()
+	return l, c, rc
 }
 
 // splitFramesQuiet counts whole frames in b.
@@ -68,18 +62,10 @@ func splitFramesQuiet(b []byte) []int {
 // reply per request. When the client reads, every request is answered, in
 // order.
 func TestNonReaderBoundedByOutboundCap(t *testing.T) {
+	t.Parallel()
 	const capBytes = 64 << 10
 	s := newFakeServer(t, Config{Workers: 2, MaxOutboundPerConn: capBytes, WriteStallTimeout: time.Minute}, true)
-	l := newFakeLoop(s)
-	defer l.stop()
-	c := &fakeConn{}
-	l.open(c)
-	rc := &rawConn{t: t}
-	fillTopic(t, l, c, rc, "nonreader", 40, 8<<10) // 320 KB stored
-	c.mu.Lock()
-	c.out = c.out[:0]
-	c.holdOut = true
-	c.mu.Unlock()
+	l, c, rc := nonReader(t, s, "nonreader", 40, 8<<10) // 320 KB stored
 
 	const n = 200
 	var wire []byte
@@ -91,7 +77,7 @@ func TestNonReaderBoundedByOutboundCap(t *testing.T) {
 	l.feed(c, wire)
 	cs := c.ctx.(*connState)
 	// Let everything that is going to be answered be answered.
-	waitFor(t, "the connection to block", func() bool {
+	await.True(t, 10*time.Second, "the connection to block", func() bool {
 		var blocked bool
 		l.do(func() { blocked = cs.stall.since != 0 })
 		return blocked && cs.inflight.Load() == 0
@@ -112,12 +98,12 @@ func TestNonReaderBoundedByOutboundCap(t *testing.T) {
 	if unread == 0 {
 		t.Fatal("non-reader: no frame left unread")
 	}
-	if c.closed {
+	if c.isClosed() {
 		t.Fatal("closed before the write-stall timeout")
 	}
 
 	// The client reads: the rest is answered, in order.
-	waitFor(t, "every reply once the client reads", func() bool {
+	await.True(t, 10*time.Second, "every reply once the client reads", func() bool {
 		c.drain(-1)
 		return len(splitFramesQuiet(c.output())) == n
 	})
@@ -127,25 +113,18 @@ func TestNonReaderBoundedByOutboundCap(t *testing.T) {
 			t.Fatalf("reply %d: corr %d, want %d", i, corr, first+int32(i))
 		}
 	}
-	waitFor(t, "the queued count to return to zero", func() bool { return cs.queued.Load() == 0 })
+	await.True(t, 10*time.Second, "the queued count to return to zero", func() bool { return cs.queued.Load() == 0 })
 }
 
 // A connection over its write cap whose client reads nothing for the
 // write-stall timeout is closed with its own reason, even when it sends
 // nothing more; one that reads a little within each timeout is not.
+// Serial: the client must read within every second of wall clock, which a
+// machine loaded by parallel tests may not give it.
 func TestWriteStallTimeoutCloses(t *testing.T) {
 	const capBytes = 16 << 10
 	s := newFakeServer(t, Config{Workers: 1, MaxOutboundPerConn: capBytes, WriteStallTimeout: time.Second}, true)
-	l := newFakeLoop(s)
-	defer l.stop()
-	c := &fakeConn{}
-	l.open(c)
-	rc := &rawConn{t: t}
-	fillTopic(t, l, c, rc, "stall", 4, 12<<10)
-	c.mu.Lock()
-	c.out = c.out[:0]
-	c.holdOut = true
-	c.mu.Unlock()
+	l, c, rc := nonReader(t, s, "stall", 4, 12<<10)
 	cs := c.ctx.(*connState)
 
 	// Two replies of one 12 KB record each go over the 16 KB cap (the
@@ -162,20 +141,13 @@ func TestWriteStallTimeoutCloses(t *testing.T) {
 	for i := 0; i < 24; i++ {
 		time.Sleep(50 * time.Millisecond)
 		c.drain(200)
-		c.mu.Lock()
-		closed := c.closed
-		c.mu.Unlock()
-		if closed {
+		if c.isClosed() {
 			t.Fatalf("closed after %d ms although the client kept reading", (i+1)*50)
 		}
 	}
 	// Now it stops reading altogether.
 	start := time.Now()
-	waitFor(t, "the write-stall close", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.closed
-	})
+	await.True(t, 10*time.Second, "the write-stall close", c.isClosed)
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("closed %v after the client stopped reading, timeout 1s", el)
 	}
@@ -190,15 +162,12 @@ func TestWriteStallTimeoutCloses(t *testing.T) {
 // the same cap, so the connection stays open) and are answered, in order,
 // once the store lets go.
 func TestRequestCopiesInFlightCapped(t *testing.T) {
+	t.Parallel()
 	const capBytes = 3500
 	srv, hs := newTestServer(t, Config{Workers: 4, MaxBufferedPerConn: capBytes, QueueDepth: 64})
 	rc := dialRaw(t, srv.Addr())
 	ensureTopic(t, rc, "copies")
-	gate := make(chan struct{})
-	var open sync.Once
-	release := func() { open.Do(func() { close(gate) }) }
-	t.Cleanup(release) // before the server's cleanup, which waits for the Appends
-	hs.setOnAppend(func() { <-gate })
+	_, release := hs.holdAppends(t)
 	value := strings.Repeat("p", 1000)
 	var all []byte
 	var corrs []int32
@@ -209,7 +178,7 @@ func TestRequestCopiesInFlightCapped(t *testing.T) {
 	}
 	rc.write(all)
 	var cs *connState
-	waitFor(t, "the first Produce to reach the store", func() bool {
+	await.True(t, 10*time.Second, "the first Produce to reach the store", func() bool {
 		srv.connMu.Lock()
 		defer srv.connMu.Unlock()
 		for c := range srv.all {
@@ -223,7 +192,7 @@ func TestRequestCopiesInFlightCapped(t *testing.T) {
 	}
 	release()
 	expectProduceReplies(t, rc, corrs)
-	waitFor(t, "the held count to return to zero", func() bool { return cs.reqHeld.Load() == 0 })
+	await.True(t, 10*time.Second, "the held count to return to zero", func() bool { return cs.reqHeld.Load() == 0 })
 }
 
 // expectProduceReplies reads one Produce v9 reply per correlation id, in
@@ -247,11 +216,9 @@ func expectProduceReplies(t *testing.T, rc *rawConn, corrs []int32) {
 // large as a frame may be, so a consumer of many partitions gets a whole
 // answer per round trip instead of one cut to the outbound cap.
 func TestDefaultReplyRoomHoldsAFrame(t *testing.T) {
+	t.Parallel()
 	s := newFakeServer(t, Config{Workers: 1}, false)
-	l := newFakeLoop(s)
-	defer l.stop()
-	c := &fakeConn{}
-	l.open(c)
+	c := startFakeLoop(t, s).dial()
 	cs := c.ctx.(*connState)
 	if room := cs.replyRoom(); room < int(s.cfg.MaxFrameSize) {
 		t.Fatalf("reply room of an idle connection %d, want at least the frame size %d", room, s.cfg.MaxFrameSize)

@@ -2,12 +2,12 @@ package loop
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/await"
 )
@@ -16,16 +16,18 @@ import (
 // tests drive OnTraffic through a fakeLoop.
 func newFakeServer(t testing.TB, cfg Config, workers bool) *Server {
 	t.Helper()
-	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := handlers.NewGateway(handlers.Config{
-		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
-		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
-		MaxFrameSize: 8 << 20, MaxFetchWait: time.Second, MaxMessageSize: 1 << 20,
-	}, st, nil)
-	s := NewServer(cfg, g)
+	return newFakeServerOf(t, cfg, workers, func(*handlers.Config) {})
+}
+
+// newFakeServerOf is newFakeServer with the gateway's config changed by
+// edit first.
+func newFakeServerOf(t testing.TB, cfg Config, workers bool, edit func(*handlers.Config)) *Server {
+	t.Helper()
+	st := openStore(t)
+	gcfg := testGatewayConfig()
+	gcfg.MaxFetchWait = time.Second
+	edit(&gcfg)
+	s := NewServer(cfg, handlers.NewGateway(gcfg, st, nil))
 	if workers {
 		s.startWorkers()
 	}
@@ -35,6 +37,27 @@ func newFakeServer(t testing.TB, cfg Config, workers bool) *Server {
 		_ = st.Close()
 	})
 	return s
+}
+
+// awaitReplies waits for one reply per correlation id in want on c and
+// checks that they came in that order, and no more.
+func awaitReplies(t *testing.T, c *fakeConn, want []int32) {
+	t.Helper()
+	await.Until(t, 10*time.Second, func() error {
+		if n := len(splitFramesQuiet(c.output())); n < len(want) {
+			return fmt.Errorf("%d of %d replies", n, len(want))
+		}
+		return nil
+	})
+	corrs := splitFrames(t, c.output())
+	if len(corrs) != len(want) {
+		t.Fatalf("%d replies, want %d", len(corrs), len(want))
+	}
+	for i := range want {
+		if corrs[i] != want[i] {
+			t.Fatalf("reply %d corr %d, want %d", i, corrs[i], want[i])
+		}
+	}
 }
 
 // splitFrames cuts b into response frames and returns their correlation ids.
@@ -56,11 +79,10 @@ func splitFrames(t *testing.T, b []byte) []int32 {
 // every OnTraffic, are all answered, in order, with intact contents: no
 // peeked byte is used after OnTraffic returns.
 func TestScribbledLoopBufferByteByByte(t *testing.T) {
+	t.Parallel()
 	s := newFakeServer(t, Config{Workers: 2}, true)
-	l := newFakeLoop(s)
-	defer l.stop()
-	c := &fakeConn{}
-	l.open(c)
+	l := startFakeLoop(t, s)
+	c := l.dial()
 	rc := &rawConn{t: t}
 	var wire []byte
 	var want []int32
@@ -71,27 +93,8 @@ func TestScribbledLoopBufferByteByByte(t *testing.T) {
 			want = append(want, corr)
 		}
 	}
-	for i := range wire {
-		l.feed(c, wire[i:i+1])
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := c.output()
-		if len(got) > 0 {
-			if corrs := splitFrames(t, got); len(corrs) == len(want) {
-				for i := range want {
-					if corrs[i] != want[i] {
-						t.Fatalf("reply %d corr %d, want %d", i, corrs[i], want[i])
-					}
-				}
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d bytes of replies", len(got))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	l.feedByteByByte(c, wire)
+	awaitReplies(t, c, want)
 	st, err := s.g.Store.Partition(t.Context(), "kafka", "scribble", 0)
 	if err != nil || st.Next != 3 {
 		t.Fatalf("stored %+v, %v; want 3 records", st, err)
@@ -130,11 +133,10 @@ func contains(s, sub string) bool {
 // once OnTraffic returns, long before a worker reads the client id
 // (JoinGroup keeps it for DescribeGroups).
 func TestQueuedHeaderOutlivesLoopBuffer(t *testing.T) {
+	t.Parallel()
 	s := newFakeServer(t, Config{Workers: 1}, false) // no workers: the job waits in the queue
-	l := newFakeLoop(s)
-	defer l.stop()
-	c := &fakeConn{}
-	l.open(c)
+	l := startFakeLoop(t, s)
+	c := l.dial()
 	rc := &rawConn{t: t}
 	req := produceReq("rebase", -1, "v")
 	b, corr := rc.frame(req)
@@ -145,8 +147,5 @@ func TestQueuedHeaderOutlivesLoopBuffer(t *testing.T) {
 		t.Fatalf("queued header %+v (client id %q) after the loop buffer was scribbled", h, h.ClientID)
 	}
 	s.runJob(j) // as a worker would: decode from the copy, answer
-	await.True(t, 10*time.Second, "the Produce reply", func() bool { return len(splitFramesQuiet(c.output())) == 1 })
-	if got := splitFrames(t, c.output()); got[0] != corr {
-		t.Fatalf("reply corr %d, want %d", got[0], corr)
-	}
+	awaitReplies(t, c, []int32{corr})
 }

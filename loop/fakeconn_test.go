@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"testing"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -80,9 +81,30 @@ func (l *fakeLoop) do(fn func()) {
 	<-ch
 }
 
+// startFakeLoop runs a fake event loop for s until the test ends.
+func startFakeLoop(t testing.TB, s *Server) *fakeLoop {
+	l := newFakeLoop(s)
+	t.Cleanup(l.stop)
+	return l
+}
+
 func (l *fakeLoop) open(c *fakeConn) {
 	c.loop = l
 	l.do(func() { _, _ = l.h.OnOpen(c) })
+}
+
+// dial opens a new connection on the loop.
+func (l *fakeLoop) dial() *fakeConn {
+	c := &fakeConn{}
+	l.open(c)
+	return c
+}
+
+// reasonOf is the close reason recorded on c (CloseClient: none).
+func (l *fakeLoop) reasonOf(c *fakeConn) CloseReason {
+	var r CloseReason
+	l.do(func() { r = CloseReason(c.ctx.(*connState).reason.Load()) })
+	return r
 }
 
 // feed appends b to the connection's inbound bytes and runs OnTraffic.
@@ -91,6 +113,14 @@ func (l *fakeLoop) feed(c *fakeConn, b []byte) {
 		c.unread = append(c.unread, b...)
 		l.traffic(c)
 	})
+}
+
+// feedByteByByte feeds b one byte per OnTraffic, the loop buffer
+// scribbled after each.
+func (l *fakeLoop) feedByteByByte(c *fakeConn, b []byte) {
+	for i := range b {
+		l.feed(c, b[i:i+1])
+	}
 }
 
 // traffic runs OnTraffic over the shared buffer, then keeps what is unread
@@ -176,6 +206,23 @@ func (c *fakeConn) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	return nil
+}
+
+// isClosed reports whether the gateway closed c.
+func (c *fakeConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// stopReading makes the imaginary client read nothing from here on: its
+// replies pile up in the imitated outbound buffer (drain reads them). What
+// it was sent so far is forgotten.
+func (c *fakeConn) stopReading() {
+	c.mu.Lock()
+	c.out = c.out[:0]
+	c.holdOut = true
+	c.mu.Unlock()
 }
 
 // output returns a copy of everything written so far.

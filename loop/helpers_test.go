@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -47,20 +48,47 @@ func (h *hookStore) setOnAppend(fn func()) {
 	h.mu.Unlock()
 }
 
-// newTestServer starts a gateway on 127.0.0.1:0 over a fresh embedded store.
-func newTestServer(t testing.TB, cfg Config) (*Server, *hookStore) {
+// holdAppends makes every Append wait until release is called (at the
+// latest when the test ends, before the server's cleanup waits for the
+// Appends); entered is closed once the first one waits.
+func (h *hookStore) holdAppends(t testing.TB) (entered <-chan struct{}, release func()) {
+	in, gate := make(chan struct{}), make(chan struct{})
+	enter := sync.OnceFunc(func() { close(in) })
+	release = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	h.setOnAppend(func() {
+		enter()
+		<-gate
+	})
+	return in, release
+}
+
+// openStore opens a fresh embedded store (no fsync) in a directory of the
+// test's own; the caller closes it.
+func openStore(t testing.TB) *embedded.Store {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &hookStore{Backend: st}
-	g := handlers.NewGateway(handlers.Config{
+	return st
+}
+
+// testGatewayConfig is the gateway every loop test serves: one node that
+// auto-creates single-partition topics. Tests change what they need.
+func testGatewayConfig() handlers.Config {
+	return handlers.Config{
 		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
 		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
 		MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
-	}, hs, nil)
-	cfg.Addr = "127.0.0.1:0"
+	}
+}
+
+// startServer starts a server of g on one event loop (unless cfg says
+// otherwise) and, when the test ends, shuts it down and closes st;
+// onShutdown, when set, gets Shutdown's error.
+func startServer(t testing.TB, cfg Config, g *handlers.Gateway, st io.Closer, onShutdown func(error)) *Server {
+	t.Helper()
 	if cfg.EventLoops == 0 {
 		cfg.EventLoops = 1
 	}
@@ -71,10 +99,41 @@ func newTestServer(t testing.TB, cfg Config) (*Server, *hookStore) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		if err := srv.Shutdown(ctx); onShutdown != nil {
+			onShutdown(err)
+		}
 		_ = st.Close()
 	})
-	return srv, hs
+	return srv
+}
+
+// newTestServer starts a gateway on 127.0.0.1:0 over a fresh embedded store.
+func newTestServer(t testing.TB, cfg Config) (*Server, *hookStore) {
+	t.Helper()
+	st := openStore(t)
+	hs := &hookStore{Backend: st}
+	cfg.Addr = "127.0.0.1:0"
+	return startServer(t, cfg, handlers.NewGateway(testGatewayConfig(), hs, nil), st, nil), hs
+}
+
+// ensureTopic produces one record so the topic exists before a test starts
+// holding appends.
+func ensureTopic(t *testing.T, rc *rawConn, topic string) {
+	t.Helper()
+	produceOK(t, rc, topic, "seed")
+}
+
+// produceOK produces one record on rc and checks the answer.
+func produceOK(t *testing.T, rc *rawConn, topic, value string) {
+	t.Helper()
+	b, _ := rc.frame(produceReq(topic, -1, value))
+	rc.write(b)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(9)
+	rc.readResp(resp)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
 }
 
 // rawConn speaks the Kafka framing by hand, for tests that need to control

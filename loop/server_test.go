@@ -2,45 +2,35 @@ package loop
 
 import (
 	"context"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
-// ensureTopic produces one record so the topic exists before a test starts
-// holding appends.
-func ensureTopic(t *testing.T, rc *rawConn, topic string) {
+// heldProduce starts a server with topic made, sends it a Produce with
+// acks and returns once the store holds the Produce's Append; release lets
+// it go.
+func heldProduce(t *testing.T, topic string, acks int16) (hs *hookStore, rc *rawConn, corr int32, release func()) {
 	t.Helper()
-	b, _ := rc.frame(produceReq(topic, -1, "seed"))
+	srv, hs := newTestServer(t, Config{Workers: 2})
+	rc = dialRaw(t, srv.Addr())
+	ensureTopic(t, rc, topic)
+	entered, release := hs.holdAppends(t)
+	b, corr := rc.frame(produceReq(topic, acks, "held"))
 	rc.write(b)
-	resp := kmsg.NewPtrProduceResponse()
-	resp.SetVersion(9)
-	rc.readResp(resp)
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("seed produce: %v", kerr.ErrorForCode(code))
-	}
+	<-entered
+	return hs, rc, corr, release
 }
 
 // A slow worker reply (Produce held in the store) and a fast inline reply
 // (ApiVersions) on one connection must leave in request order.
 func TestRepliesKeepRequestOrder(t *testing.T) {
-	srv, hs := newTestServer(t, Config{Workers: 2})
-	rc := dialRaw(t, srv.Addr())
-	ensureTopic(t, rc, "ordered")
-
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var once sync.Once
-	hs.setOnAppend(func() {
-		once.Do(func() { close(entered) })
-		<-release
-	})
-	produce, produceCorr := rc.frame(produceReq("ordered", -1, "slow"))
-	rc.write(produce)
-	<-entered
+	t.Parallel()
+	hs, rc, produceCorr, release := heldProduce(t, "ordered", -1)
 	apiv, apivCorr := rc.frame(apiVersionsReq(3))
 	rc.write(apiv)
 
@@ -50,7 +40,7 @@ func TestRepliesKeepRequestOrder(t *testing.T) {
 	if n, _ := rc.c.Read(one[:]); n != 0 {
 		t.Fatal("a reply overtook the held Produce")
 	}
-	close(release)
+	release()
 	hs.setOnAppend(nil)
 
 	corr1, _, err := rc.read()
@@ -70,6 +60,7 @@ func TestRepliesKeepRequestOrder(t *testing.T) {
 // on the same connection still leave, in order, and the record is stored.
 // (Were the skipped slot not released, the first read would time out.)
 func TestAcksZeroDoesNotStallLaterReplies(t *testing.T) {
+	t.Parallel()
 	srv, hs := newTestServer(t, Config{Workers: 4})
 	rc := dialRaw(t, srv.Addr())
 	ensureTopic(t, rc, "fire")
@@ -94,34 +85,21 @@ func TestAcksZeroDoesNotStallLaterReplies(t *testing.T) {
 		}
 	}
 	// seed + two acks=0 records.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	await.Until(t, 5*time.Second, func() error {
 		st, err := hs.Partition(context.Background(), "kafka", "fire", 0)
 		if err == nil && st.Next == 3 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("acks=0 records not stored: %+v %v", st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("acks=0 records not stored: %+v %v", st, err)
+	})
 }
 
 // An acks=0 Produce takes no place in the reply order (its Spec's
 // NoReply): while its Append is held in the store, the ApiVersions sent
 // after it is answered. (Were it given a slot, that reply would wait.)
 func TestAcksZeroHoldsNoReplySlot(t *testing.T) {
-	srv, hs := newTestServer(t, Config{Workers: 2})
-	rc := dialRaw(t, srv.Addr())
-	ensureTopic(t, rc, "noslot")
-	entered := make(chan struct{})
-	gate := make(chan struct{})
-	enter, release := sync.OnceFunc(func() { close(entered) }), sync.OnceFunc(func() { close(gate) })
-	t.Cleanup(release) // before the server's cleanup, which waits for the Append
-	hs.setOnAppend(func() { enter(); <-gate })
-	p, _ := rc.frame(produceReq("noslot", 0, "held"))
-	rc.write(p)
-	<-entered
+	t.Parallel()
+	_, rc, _, release := heldProduce(t, "noslot", 0)
 	av, avCorr := rc.frame(apiVersionsReq(3))
 	rc.write(av)
 	resp := kmsg.NewPtrApiVersionsResponse()
@@ -135,6 +113,7 @@ func TestAcksZeroHoldsNoReplySlot(t *testing.T) {
 // Pipelined Produce requests on one connection are stored in the order they
 // were sent even with many workers: a connection's jobs run one at a time.
 func TestPipelinedProducesKeepOrder(t *testing.T) {
+	t.Parallel()
 	srv, _ := newTestServer(t, Config{Workers: 8})
 	rc := dialRaw(t, srv.Addr())
 	ensureTopic(t, rc, "inorder")
@@ -157,6 +136,7 @@ func TestPipelinedProducesKeepOrder(t *testing.T) {
 // With an in-flight cap of 2, ten pipelined produces are all answered in
 // order: the loop holds unread frames and is woken as replies leave.
 func TestInFlightCapHoldsAndResumes(t *testing.T) {
+	t.Parallel()
 	srv, _ := newTestServer(t, Config{Workers: 2, MaxInFlightPerConn: 2, QueueDepth: 1})
 	rc := dialRaw(t, srv.Addr())
 	ensureTopic(t, rc, "capped")

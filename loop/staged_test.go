@@ -48,26 +48,11 @@ func (s *stagedStore) AppendStaged(ctx context.Context, stream, topic string, p 
 // the connection's order once its records were written), and the replies
 // still leave in request order, at consecutive offsets.
 func TestStagedProduceOverlapsDurableWait(t *testing.T) {
-	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	st := openStore(t)
 	ss := &stagedStore{Store: st, staged: make(chan uint64, 16)}
-	g := handlers.NewGateway(handlers.Config{
-		Stream: "kafka", AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092, NodeID: 1,
-		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
-		MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
-	}, ss, nil)
-	srv := NewServer(Config{Addr: "127.0.0.1:0", EventLoops: 1, Workers: 4}, g)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = st.Close()
-	})
+	srv := startServer(t, Config{Addr: "127.0.0.1:0", EventLoops: 1, Workers: 4},
+		handlers.NewGateway(testGatewayConfig(), ss, nil), st, nil)
 	rc := dialRaw(t, srv.Addr())
 	ensureTopic(t, rc, "staged") // offset 0
 	<-ss.staged

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/internal/tlsfiles"
@@ -40,42 +38,33 @@ func newTLSServer(t testing.TB, cfg Config, mtls bool) *tlsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := handlers.NewGateway(handlers.Config{
-		Stream: "kafka", AdvertisedHost: "unused.example", AdvertisedPort: 1, NodeID: 1,
-		ClusterID: "test", AutoCreateTopics: true, DefaultPartitions: 1,
-		MaxFrameSize: 8 << 20, MaxFetchWait: 5 * time.Second, MaxMessageSize: 1 << 20,
-	}, st, nil)
+	st := openStore(t)
+	gcfg := testGatewayConfig()
+	gcfg.AdvertisedHost, gcfg.AdvertisedPort = "unused.example", 1
 	cfg.Listeners = []Listener{
 		{Name: "PLAINTEXT", Protocol: ProtoPlaintext, Addr: "127.0.0.1:0", AdvertisedHost: "plain.example", AdvertisedPort: 1111},
 		{Name: "SSL", Protocol: ProtoSSL, Addr: "127.0.0.1:0", AdvertisedHost: "tls.example", AdvertisedPort: 2222, TLS: src.Config},
 	}
-	if cfg.EventLoops == 0 {
-		cfg.EventLoops = 1
-	}
-	srv := NewServer(cfg, g)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
+	srv := startServer(t, cfg, handlers.NewGateway(gcfg, st, nil), st, func(err error) {
+		if err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
-		_ = st.Close()
 	})
 	a := srv.ListenerAddrs()
 	return &tlsServer{srv: srv, plain: a["PLAINTEXT"], tl: a["SSL"], files: f, src: src}
 }
 
-func dialTLS(t testing.TB, ts *tlsServer, clientCert bool) (*rawConn, error) {
-	t.Helper()
+// clientConfig is the TLS configuration of a client of ts, with a client
+// certificate or without.
+func (ts *tlsServer) clientConfig(t testing.TB, clientCert bool) *tls.Config {
 	cfg := testcert.ClientConfig(t, ts.files, clientCert)
 	cfg.ServerName = "localhost"
+	return cfg
+}
+
+func dialTLS(t testing.TB, ts *tlsServer, clientCert bool) (*rawConn, error) {
+	t.Helper()
+	cfg := ts.clientConfig(t, clientCert)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	c, err := tls.DialWithDialer(d, "tcp", ts.tl, cfg)
 	if err != nil {
@@ -99,22 +88,10 @@ func metadataBroker(t *testing.T, rc *rawConn) (string, int32) {
 	return resp.Brokers[0].Host, resp.Brokers[0].Port
 }
 
-// produceOK produces one record on rc and checks the answer.
-func produceOK(t *testing.T, rc *rawConn, topic, value string) {
-	t.Helper()
-	b, _ := rc.frame(produceReq(topic, -1, value))
-	rc.write(b)
-	resp := kmsg.NewPtrProduceResponse()
-	resp.SetVersion(9)
-	rc.readResp(resp)
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
-	}
-}
-
 // Each listener advertises its own address; produce and pipelined
 // replies work over TLS as over plaintext.
 func TestTLSListenerServesAndAdvertisesItself(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
 	plain := dialRaw(t, ts.plain)
 	if h, p := metadataBroker(t, plain); h != "plain.example" || p != 1111 {
@@ -173,7 +150,10 @@ func expectClosed(t *testing.T, c net.Conn) {
 }
 
 // A client that connects to the TLS port and never finishes the handshake
-// is closed within FrameTimeout; others are served meanwhile.
+// is closed within FrameTimeout; others are served meanwhile. Serial: the
+// healthy client, too, must finish its handshake and first request within
+// the 200 ms FrameTimeout, which a machine loaded by parallel tests may not
+// allow.
 func TestTLSHandshakeNeverFinishes(t *testing.T) {
 	ts := newTLSServer(t, Config{FrameTimeout: 200 * time.Millisecond}, false)
 	silent, err := net.Dial("tcp", ts.tl)
@@ -204,6 +184,7 @@ func TestTLSHandshakeNeverFinishes(t *testing.T) {
 // handshake fails; crypto/tls may answer with an alert record) and leave
 // the gateway serving.
 func TestTLSPlaintextOnTLSPort(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
 	c, err := net.Dial("tcp", ts.tl)
 	if err != nil {
@@ -224,9 +205,9 @@ func TestTLSPlaintextOnTLSPort(t *testing.T) {
 // A TLS client on the plaintext port is closed (frame_tls) and the
 // plaintext port keeps serving.
 func TestTLSClientOnPlaintextPort(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
-	cfg := testcert.ClientConfig(t, ts.files, false)
-	cfg.ServerName = "localhost"
+	cfg := ts.clientConfig(t, false)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	raw, err := d.Dial("tcp", ts.plain)
 	if err != nil {
@@ -245,6 +226,7 @@ func TestTLSClientOnPlaintextPort(t *testing.T) {
 // With client CAs, a client without a certificate is refused and one with
 // a certificate gets the certificate's subject as its principal.
 func TestTLSMutual(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, true)
 	if rc, err := dialTLS(t, ts, false); err == nil {
 		// TLS 1.3: the refusal arrives after the client's handshake ends.
@@ -275,6 +257,7 @@ func TestTLSMutual(t *testing.T) {
 // A reload changes the certificate of new handshakes; connections already
 // open keep working.
 func TestTLSReload(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
 	old, err := dialTLS(t, ts, false)
 	if err != nil {
@@ -309,9 +292,9 @@ func TestTLSReload(t *testing.T) {
 
 // TLS below 1.2 is refused.
 func TestTLSRefusesOldVersions(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
-	cfg := testcert.ClientConfig(t, ts.files, false)
-	cfg.ServerName = "localhost"
+	cfg := ts.clientConfig(t, false)
 	cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
 	c, err := tls.Dial("tcp", ts.tl, cfg)
 	if err == nil {
@@ -337,6 +320,7 @@ func copyFile(from, to string) error {
 // batch checksum intact (the gateway verifies it), and a small request
 // between large ones is not lost.
 func TestTLSLargePipelinedRequests(t *testing.T) {
+	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
 	rc, err := dialTLS(t, ts, false)
 	if err != nil {

@@ -82,6 +82,8 @@ func TestNonReaderBoundedByOutboundCap(t *testing.T) {
 		l.do(func() { blocked = cs.stall.since != 0 })
 		return blocked && cs.inflight.Load() == 0
 	})
+	// No condition says "nothing more will come": a loop that kept
+	// decoding would show it within this time.
 	time.Sleep(50 * time.Millisecond)
 	backlog := c.OutboundBuffered()
 	answered := len(splitFramesQuiet(c.output()))
@@ -186,7 +188,9 @@ func TestRequestCopiesInFlightCapped(t *testing.T) {
 		}
 		return cs != nil && cs.reqHeld.Load() > 0
 	})
-	time.Sleep(100 * time.Millisecond) // let the loop take all it is going to
+	// Let the loop take all it is going to: what it must not take is
+	// checked after, so no condition can be awaited.
+	time.Sleep(100 * time.Millisecond)
 	if held, n := cs.reqHeld.Load(), cs.inflight.Load(); held > capBytes || n >= 5 {
 		t.Fatalf("%d request bytes in %d requests held, cap %d", held, n, capBytes)
 	}

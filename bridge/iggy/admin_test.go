@@ -3,10 +3,11 @@ package iggy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func TestAdminStore(t *testing.T) { eachServer(t, testAdminStore) }
@@ -73,20 +74,16 @@ func testAdminStore(t *testing.T, e *env) {
 	if _, err := s.DeleteRecords(ctx, e.stream, "adm", 2, 10); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * logStartRefresh)
-	for {
+	await.Until(t, 5*logStartRefresh, func() error {
 		st, err := s2.Partition(ctx, e.stream, "adm", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st == (bridge.PartitionState{Earliest: 10, Next: 10}) {
-			break
+		if st != (bridge.PartitionState{Earliest: 10, Next: 10}) {
+			return fmt.Errorf("second client never saw the new start: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("second client never saw the new start: %+v", st)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// A topic made again under the same name starts from 0.
 	if err := s.DeleteTopic(ctx, e.stream, "adm"); err != nil {

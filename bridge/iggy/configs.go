@@ -31,13 +31,14 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
 // TopicConfigTopic is the state-stream topic holding topic configs.
 const TopicConfigTopic = "topic-configs"
+
+var configState = stateTopic{name: TopicConfigTopic, what: "topic configs"}
 
 // Kafka config names with a native Iggy option.
 const (
@@ -353,37 +354,9 @@ func (s *Store) catchUpConfigs(ctx context.Context) error {
 		s.cfg.latest = make(map[cfgKey]bridge.TopicConfigs)
 		s.cfg.groups = make(map[groupCfgKey]bridge.GroupConfigs)
 	}
-	for {
-		from := s.cfg.next
-		var bad error
-		err := s.Poll(ctx, s.c.opts.StateStream, TopicConfigTopic, 0, from, 1<<20, func(b []byte) bool {
-			v, err := bridge.ParseIggyBatch(b)
-			if err != nil {
-				bad = err
-				return false
-			}
-			it := bridge.NewIggyMessageIter(v)
-			for it.Next() {
-				m := it.Message()
-				if m.Offset < s.cfg.next {
-					continue
-				}
-				s.cfg.next = m.Offset + 1
-				s.applyConfigRecord(m.Payload)
-			}
-			return true
-		})
-		switch {
-		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
-			return nil
-		case err != nil:
-			return err
-		case bad != nil:
-			return fmt.Errorf("iggy: topic configs: %w", bad)
-		case s.cfg.next == from:
-			return nil
-		}
-	}
+	next, err := s.replayState(ctx, &configState, s.cfg.next, s.applyConfigRecord)
+	s.cfg.next = next
+	return err
 }
 
 // applyConfigRecord applies one TopicConfigTopic payload to the cache. A
@@ -417,27 +390,9 @@ func (s *Store) recordConfigs(ctx context.Context, ti bridge.TopicInfo, cfg brid
 // appendConfigPayload appends one record to TopicConfigTopic, creating
 // the topic on first use; idTag goes into the message id beside the time.
 func (s *Store) appendConfigPayload(ctx context.Context, payload []byte, idTag uint32) error {
-	var err error
-	var bb bridge.IggyBatchBuilder
-	now := uint64(time.Now().UnixMicro())
-	buf := bb.Begin(make([]byte, 0, bridge.BatchHeaderSize+bridge.MessageHeaderSize+len(payload)), now)
-	var id [16]byte
-	le.PutUint64(id[:], now)
-	le.PutUint32(id[8:], idTag)
-	buf, err = bb.Append(buf, id, now, payload, nil)
-	if err == nil {
-		buf, err = bb.Finish(buf)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = s.Append(ctx, s.c.opts.StateStream, TopicConfigTopic, 0, buf)
-	if errors.Is(err, bridge.ErrTopicNotFound) {
-		if _, cerr := s.CreateTopic(ctx, s.c.opts.StateStream, TopicConfigTopic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
-			return cerr
-		}
-		_, err = s.Append(ctx, s.c.opts.StateStream, TopicConfigTopic, 0, buf)
-	}
+	m := stateMsg{timeID: true, payload: payload}
+	le.PutUint32(m.id[8:], idTag)
+	_, err := s.appendState(ctx, &configState, m)
 	return err
 }
 

@@ -151,12 +151,9 @@ func parseStart(p []byte) (startKey, uint64, bool) {
 // (Kafka DeleteRecords), durable as a send to the state stream is. See
 // LogStartTopic for why the messages themselves stay in Iggy.
 func (s *Store) DeleteRecords(ctx context.Context, stream, topic string, partition int32, before uint64) (bridge.PartitionState, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.PartitionState{}, err
-	}
-	if !ok {
-		return bridge.PartitionState{}, bridge.ErrTopicNotFound
 	}
 	if partition < 0 || int(partition) >= len(t.Partitions) {
 		return bridge.PartitionState{}, bridge.ErrPartitionNotFound
@@ -195,12 +192,9 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, topic string, partiti
 // broke is not resent (it would add the partitions twice); the topic is
 // read again and its count decides.
 func (s *Store) GrowPartitions(ctx context.Context, stream, topic string, total int32) (bridge.TopicInfo, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.TopicInfo{}, err
-	}
-	if !ok {
-		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
 	}
 	if int64(total) <= int64(t.PartitionsCount) {
 		return topicInfo(stream, &t), nil
@@ -225,12 +219,9 @@ func (s *Store) GrowPartitions(ctx context.Context, stream, topic string, total 
 // (Kafka DescribeLogDirs): what its segments hold on disk, messages below a
 // DeleteRecords start included until Iggy's retention removes them.
 func (s *Store) PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, bridge.ErrTopicNotFound
 	}
 	out := make([]int64, len(t.Partitions))
 	for _, p := range t.Partitions {

@@ -263,12 +263,9 @@ func (s *Store) createTopicWith(ctx context.Context, stream, topic string, parti
 // TopicConfigs returns the native configs from the topic header and the
 // others from the state stream.
 func (s *Store) TopicConfigs(ctx context.Context, stream, topic string) (bridge.TopicConfigs, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, bridge.ErrTopicNotFound
 	}
 	cfg := nativeConfigs(&t)
 	ti := topicInfo(stream, &t)
@@ -286,12 +283,9 @@ func (s *Store) TopicConfigs(ctx context.Context, stream, topic string) (bridge.
 // a native config removed goes back to never / unlimited) and records the
 // others when they change.
 func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg bridge.TopicConfigs) error {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return bridge.ErrTopicNotFound
 	}
 	ti := topicInfo(stream, &t)
 	have := nativeConfigs(&t)
@@ -397,12 +391,10 @@ func (s *Store) appendConfigPayload(ctx context.Context, payload []byte, idTag u
 }
 
 func appendConfigRecord(dst []byte, k cfgKey, cfg bridge.TopicConfigs) ([]byte, error) {
-	if len(k.stream) > 255 || len(k.topic) > 255 {
-		return nil, ErrNameLength
+	dst, err := appendRecordHead(dst, 'C', k.stream, k.topic)
+	if err != nil {
+		return nil, err
 	}
-	dst = append(dst, 'C')
-	dst = appendName16(dst, k.stream)
-	dst = appendName16(dst, k.topic)
 	dst = le.AppendUint32(dst, k.id)
 	return bridge.AppendTopicConfigs(dst, cfg)
 }
@@ -410,13 +402,7 @@ func appendConfigRecord(dst []byte, k cfgKey, cfg bridge.TopicConfigs) ([]byte, 
 // parseConfigRecord reads a TopicConfigTopic payload; ok is false for
 // anything malformed. Never panics; bounded by len(p).
 func parseConfigRecord(p []byte) (k cfgKey, cfg bridge.TopicConfigs, ok bool) {
-	if len(p) < 1 || p[0] != 'C' {
-		return k, nil, false
-	}
-	if k.stream, p, ok = cutName16(p[1:]); !ok {
-		return k, nil, false
-	}
-	if k.topic, p, ok = cutName16(p); !ok || len(p) < 4 {
+	if k.stream, k.topic, p, ok = cutRecordHead(p, 'C'); !ok || len(p) < 4 {
 		return k, nil, false
 	}
 	k.id = le.Uint32(p)
@@ -425,6 +411,30 @@ func parseConfigRecord(p []byte) (k cfgKey, cfg bridge.TopicConfigs, ok bool) {
 		return k, nil, false
 	}
 	return k, cfg, true
+}
+
+// appendRecordHead starts a config record: its kind, the stream and the
+// topic or group, each name at most 255 bytes (else ErrNameLength).
+func appendRecordHead(dst []byte, kind byte, stream, name string) ([]byte, error) {
+	if len(stream) > 255 || len(name) > 255 {
+		return nil, ErrNameLength
+	}
+	dst = append(dst, kind)
+	dst = appendName16(dst, stream)
+	return appendName16(dst, name), nil
+}
+
+// cutRecordHead reads what appendRecordHead wrote when p is a record of
+// kind, and returns the rest.
+func cutRecordHead(p []byte, kind byte) (stream, name string, rest []byte, ok bool) {
+	if len(p) < 1 || p[0] != kind {
+		return "", "", nil, false
+	}
+	if stream, p, ok = cutName16(p[1:]); !ok {
+		return "", "", nil, false
+	}
+	name, p, ok = cutName16(p)
+	return stream, name, p, ok
 }
 
 // appendName16 appends s as a u16 LE length and its bytes (the config

@@ -217,15 +217,7 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, topic string
 			return bridge.TopicInfo{}, err
 		}
 	}
-	t, err := s.createTopicWith(ctx, stream, topic, uint32(partitions), native)
-	if brokenConn(err) && ctx.Err() == nil {
-		t, err = s.createTopicWith(ctx, stream, topic, uint32(partitions), native)
-		if errors.Is(err, ErrTopicExists) {
-			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
-				t, err = got, nil
-			}
-		}
-	}
+	t, err := s.createTopicResent(ctx, stream, topic, uint32(partitions), native)
 	if err != nil {
 		return bridge.TopicInfo{}, optionRefusal(err, native)
 	}
@@ -237,6 +229,23 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, topic string
 		}
 	}
 	return ti, nil
+}
+
+// createTopicResent is createTopicWith, sent once more on a fresh
+// connection when the first one broke (outcome unknown); "already exists"
+// on that second try means the first landed, and the topic is returned
+// as created.
+func (s *Store) createTopicResent(ctx context.Context, stream, topic string, partitions uint32, extra []TopicOption) (Topic, error) {
+	t, err := s.createTopicWith(ctx, stream, topic, partitions, extra)
+	if brokenConn(err) && ctx.Err() == nil {
+		t, err = s.createTopicWith(ctx, stream, topic, partitions, extra)
+		if errors.Is(err, ErrTopicExists) {
+			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
+				t, err = got, nil
+			}
+		}
+	}
+	return t, err
 }
 
 // createTopicWith is createTopic with extra topic options after the

@@ -121,15 +121,7 @@ func (s *Store) CreateTopic(ctx context.Context, stream, topic string, partition
 	if partitions < 0 {
 		return bridge.TopicInfo{}, fmt.Errorf("iggy: %d partitions: %w", partitions, ErrTooManyPartitions)
 	}
-	t, err := s.createTopic(ctx, stream, topic, uint32(partitions))
-	if brokenConn(err) && ctx.Err() == nil {
-		t, err = s.createTopic(ctx, stream, topic, uint32(partitions))
-		if errors.Is(err, ErrTopicExists) {
-			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
-				t, err = got, nil
-			}
-		}
-	}
+	t, err := s.createTopicResent(ctx, stream, topic, uint32(partitions), nil)
 	if err != nil {
 		return bridge.TopicInfo{}, err
 	}

@@ -2,7 +2,6 @@ package iggy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -28,6 +27,8 @@ import (
 // the gateway's reads never go below it; the messages stay in Iggy (native
 // Iggy consumers still see them) until Iggy's own retention deletes them.
 const LogStartTopic = "log-starts"
+
+var logStartState = stateTopic{name: LogStartTopic, what: "log starts"}
 
 // logStartRefresh is how stale the gateway's copy of the log starts may
 // get: another gateway's DeleteRecords is seen within it.
@@ -90,44 +91,17 @@ func (s *Store) logStart(ctx context.Context, k startKey) (uint64, error) {
 // ls.load.
 func (s *Store) refreshStarts(ctx context.Context) error {
 	ls := &s.starts
-	from := ls.next
-	var bad error
-	for {
-		next := from
-		err := s.Poll(ctx, s.c.opts.StateStream, LogStartTopic, 0, from, 1<<20, func(b []byte) bool {
-			v, err := bridge.ParseIggyBatch(b)
-			if err != nil {
-				bad = err
-				return false
-			}
-			it := bridge.NewIggyMessageIter(v)
-			for it.Next() {
-				m := it.Message()
-				if m.Offset < from {
-					continue
-				}
-				next = m.Offset + 1
-				if k, start, ok := parseStart(m.Payload); ok {
-					ls.note(k, start)
-				}
-			}
-			return true
-		})
-		switch {
-		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
-			ls.loaded.Store(time.Now().UnixNano())
-			return nil
-		case err != nil:
-			return err
-		case bad != nil:
-			return fmt.Errorf("iggy: log starts: %w", bad)
-		case next == from:
-			ls.loaded.Store(time.Now().UnixNano())
-			return nil
+	next, err := s.replayState(ctx, &logStartState, ls.next, func(p []byte) {
+		if k, start, ok := parseStart(p); ok {
+			ls.note(k, start)
 		}
-		from = next
-		ls.next = next
+	})
+	ls.next = next
+	if err != nil {
+		return err
 	}
+	ls.loaded.Store(time.Now().UnixNano())
+	return nil
 }
 
 // note records a start, keeping the highest.
@@ -177,12 +151,9 @@ func parseStart(p []byte) (startKey, uint64, bool) {
 // (Kafka DeleteRecords), durable as a send to the state stream is. See
 // LogStartTopic for why the messages themselves stay in Iggy.
 func (s *Store) DeleteRecords(ctx context.Context, stream, topic string, partition int32, before uint64) (bridge.PartitionState, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.PartitionState{}, err
-	}
-	if !ok {
-		return bridge.PartitionState{}, bridge.ErrTopicNotFound
 	}
 	if partition < 0 || int(partition) >= len(t.Partitions) {
 		return bridge.PartitionState{}, bridge.ErrPartitionNotFound
@@ -208,7 +179,7 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, topic string, partiti
 		st.Earliest = min(max(cur, st.Earliest), st.Next)
 		return st, nil
 	}
-	if err := s.appendState(ctx, LogStartTopic, appendStart(nil, k, before)); err != nil {
+	if _, err := s.appendState(ctx, &logStartState, stateMsg{payload: appendStart(nil, k, before)}); err != nil {
 		return bridge.PartitionState{}, err
 	}
 	ls.note(k, before)
@@ -216,40 +187,14 @@ func (s *Store) DeleteRecords(ctx context.Context, stream, topic string, partiti
 	return st, nil
 }
 
-// appendState sends one message with payload p to a topic of the state
-// stream, creating stream and topic on first use.
-func (s *Store) appendState(ctx context.Context, topic string, p []byte) error {
-	var bb bridge.IggyBatchBuilder
-	now := uint64(time.Now().UnixMicro())
-	buf := bb.Begin(make([]byte, 0, bridge.BatchHeaderSize+bridge.MessageHeaderSize+len(p)), now)
-	buf, err := bb.Append(buf, [16]byte{}, now, p, nil)
-	if err == nil {
-		buf, err = bb.Finish(buf)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = s.Append(ctx, s.c.opts.StateStream, topic, 0, buf)
-	if errors.Is(err, bridge.ErrTopicNotFound) {
-		if _, cerr := s.CreateTopic(ctx, s.c.opts.StateStream, topic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
-			return cerr
-		}
-		_, err = s.Append(ctx, s.c.opts.StateStream, topic, 0, buf)
-	}
-	return err
-}
-
 // GrowPartitions adds partitions with Iggy's CreatePartitions until the
 // topic has total (Kafka CreatePartitions). A create whose connection
 // broke is not resent (it would add the partitions twice); the topic is
 // read again and its count decides.
 func (s *Store) GrowPartitions(ctx context.Context, stream, topic string, total int32) (bridge.TopicInfo, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.TopicInfo{}, err
-	}
-	if !ok {
-		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
 	}
 	if int64(total) <= int64(t.PartitionsCount) {
 		return topicInfo(stream, &t), nil
@@ -274,12 +219,9 @@ func (s *Store) GrowPartitions(ctx context.Context, stream, topic string, total 
 // (Kafka DescribeLogDirs): what its segments hold on disk, messages below a
 // DeleteRecords start included until Iggy's retention removes them.
 func (s *Store) PartitionSizes(ctx context.Context, stream, topic string) ([]int64, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, bridge.ErrTopicNotFound
 	}
 	out := make([]int64, len(t.Partitions))
 	for _, p := range t.Partitions {

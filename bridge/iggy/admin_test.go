@@ -3,10 +3,11 @@ package iggy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func TestAdminStore(t *testing.T) { eachServer(t, testAdminStore) }
@@ -18,9 +19,7 @@ func TestAdminStore(t *testing.T) { eachServer(t, testAdminStore) }
 func testAdminStore(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
-	if _, err := s.CreateTopic(ctx, e.stream, "adm", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "adm", 1)
 	if _, err := s.GrowPartitions(ctx, e.stream, "nope", 3); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Fatalf("grow missing topic: %v", err)
 	}
@@ -32,9 +31,7 @@ func testAdminStore(t *testing.T, e *env) {
 		t.Fatalf("grow to 2 shrank: %+v %v", info, err)
 	}
 	for i := range 2 {
-		if _, err := s.Append(ctx, e.stream, "adm", 2, testBatch(t, "m", 5*i, 5)); err != nil {
-			t.Fatal(err)
-		}
+		e.put(t, "adm", 2, testBatch(t, "m", 5*i, 5))
 	}
 	sizes, err := s.PartitionSizes(ctx, e.stream, "adm")
 	if err != nil || len(sizes) != 3 || sizes[2] <= 0 || sizes[0] != 0 {
@@ -62,42 +59,30 @@ func testAdminStore(t *testing.T, e *env) {
 
 	// Another gateway sees the start at once, and sees this one's later
 	// change within the refresh period.
-	s2, err := Open(ctx, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := e.another(t)
 	if st, err := s2.Partition(ctx, e.stream, "adm", 2); err != nil || st.Earliest != 7 {
 		t.Fatalf("second client: %+v %v", st, err)
 	}
 	if _, err := s.DeleteRecords(ctx, e.stream, "adm", 2, 10); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * logStartRefresh)
-	for {
+	await.Until(t, 5*logStartRefresh, func() error {
 		st, err := s2.Partition(ctx, e.stream, "adm", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st == (bridge.PartitionState{Earliest: 10, Next: 10}) {
-			break
+		if st != (bridge.PartitionState{Earliest: 10, Next: 10}) {
+			return fmt.Errorf("second client never saw the new start: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("second client never saw the new start: %+v", st)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// A topic made again under the same name starts from 0.
 	if err := s.DeleteTopic(ctx, e.stream, "adm"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateTopic(ctx, e.stream, "adm", 3); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, e.stream, "adm", 2, testBatch(t, "n", 0, 2)); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "adm", 3)
+	e.put(t, "adm", 2, testBatch(t, "n", 0, 2))
 	if st, err := s.Partition(ctx, e.stream, "adm", 2); err != nil || st != (bridge.PartitionState{Earliest: 0, Next: 2}) {
 		t.Fatalf("recreated topic: %+v %v", st, err)
 	}
@@ -128,15 +113,9 @@ func testTopicState(t *testing.T, e *env) {
 	if _, _, err := s.TopicState(ctx, e.stream, "ts-missing"); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Fatalf("missing topic: %v", err)
 	}
-	if _, err := s.CreateTopic(ctx, e.stream, "ts", 3); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, e.stream, "ts", 0, testBatch(t, "a", 0, 4)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, e.stream, "ts", 2, testBatch(t, "c", 0, 9)); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "ts", 3)
+	e.put(t, "ts", 0, testBatch(t, "a", 0, 4))
+	e.put(t, "ts", 2, testBatch(t, "c", 0, 9))
 	if _, err := s.DeleteRecords(ctx, e.stream, "ts", 2, 5); err != nil {
 		t.Fatal(err)
 	}

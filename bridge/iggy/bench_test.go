@@ -83,21 +83,10 @@ func (n *nullStore) Close() error { return nil }
 
 // benchBatch is one send batch of count messages of size bytes.
 func benchBatch(b *testing.B, count, size int) []byte {
-	var bb bridge.IggyBatchBuilder
-	buf := bb.Begin(nil, origin0)
 	payload := make([]byte, size)
-	for i := range count {
-		var err error
-		buf, err = bb.Append(buf, [16]byte{byte(i)}, origin0+uint64(i), payload, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	buf, err := bb.Finish(buf)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return buf
+	return buildBatch(b, origin0, count, func(i int) testMsg {
+		return testMsg{id: [16]byte{byte(i)}, ts: origin0 + uint64(i), payload: payload}
+	})
 }
 
 func benchStore(b *testing.B, backing bridge.Backend, pool, partitions int) *Store {

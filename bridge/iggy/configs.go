@@ -31,13 +31,14 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
 // TopicConfigTopic is the state-stream topic holding topic configs.
 const TopicConfigTopic = "topic-configs"
+
+var configState = stateTopic{name: TopicConfigTopic, what: "topic configs"}
 
 // Kafka config names with a native Iggy option.
 const (
@@ -216,15 +217,7 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, topic string
 			return bridge.TopicInfo{}, err
 		}
 	}
-	t, err := s.createTopicWith(ctx, stream, topic, uint32(partitions), native)
-	if brokenConn(err) && ctx.Err() == nil {
-		t, err = s.createTopicWith(ctx, stream, topic, uint32(partitions), native)
-		if errors.Is(err, ErrTopicExists) {
-			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
-				t, err = got, nil
-			}
-		}
-	}
+	t, err := s.createTopicResent(ctx, stream, topic, uint32(partitions), native)
 	if err != nil {
 		return bridge.TopicInfo{}, optionRefusal(err, native)
 	}
@@ -236,6 +229,23 @@ func (s *Store) CreateTopicWithConfigs(ctx context.Context, stream, topic string
 		}
 	}
 	return ti, nil
+}
+
+// createTopicResent is createTopicWith, sent once more on a fresh
+// connection when the first one broke (outcome unknown); "already exists"
+// on that second try means the first landed, and the topic is returned
+// as created.
+func (s *Store) createTopicResent(ctx context.Context, stream, topic string, partitions uint32, extra []TopicOption) (Topic, error) {
+	t, err := s.createTopicWith(ctx, stream, topic, partitions, extra)
+	if brokenConn(err) && ctx.Err() == nil {
+		t, err = s.createTopicWith(ctx, stream, topic, partitions, extra)
+		if errors.Is(err, ErrTopicExists) {
+			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
+				t, err = got, nil
+			}
+		}
+	}
+	return t, err
 }
 
 // createTopicWith is createTopic with extra topic options after the
@@ -262,12 +272,9 @@ func (s *Store) createTopicWith(ctx context.Context, stream, topic string, parti
 // TopicConfigs returns the native configs from the topic header and the
 // others from the state stream.
 func (s *Store) TopicConfigs(ctx context.Context, stream, topic string) (bridge.TopicConfigs, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, bridge.ErrTopicNotFound
 	}
 	cfg := nativeConfigs(&t)
 	ti := topicInfo(stream, &t)
@@ -285,12 +292,9 @@ func (s *Store) TopicConfigs(ctx context.Context, stream, topic string) (bridge.
 // a native config removed goes back to never / unlimited) and records the
 // others when they change.
 func (s *Store) SetTopicConfigs(ctx context.Context, stream, topic string, cfg bridge.TopicConfigs) error {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return bridge.ErrTopicNotFound
 	}
 	ti := topicInfo(stream, &t)
 	have := nativeConfigs(&t)
@@ -353,37 +357,9 @@ func (s *Store) catchUpConfigs(ctx context.Context) error {
 		s.cfg.latest = make(map[cfgKey]bridge.TopicConfigs)
 		s.cfg.groups = make(map[groupCfgKey]bridge.GroupConfigs)
 	}
-	for {
-		from := s.cfg.next
-		var bad error
-		err := s.Poll(ctx, s.c.opts.StateStream, TopicConfigTopic, 0, from, 1<<20, func(b []byte) bool {
-			v, err := bridge.ParseIggyBatch(b)
-			if err != nil {
-				bad = err
-				return false
-			}
-			it := bridge.NewIggyMessageIter(v)
-			for it.Next() {
-				m := it.Message()
-				if m.Offset < s.cfg.next {
-					continue
-				}
-				s.cfg.next = m.Offset + 1
-				s.applyConfigRecord(m.Payload)
-			}
-			return true
-		})
-		switch {
-		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
-			return nil
-		case err != nil:
-			return err
-		case bad != nil:
-			return fmt.Errorf("iggy: topic configs: %w", bad)
-		case s.cfg.next == from:
-			return nil
-		}
-	}
+	next, err := s.replayState(ctx, &configState, s.cfg.next, s.applyConfigRecord)
+	s.cfg.next = next
+	return err
 }
 
 // applyConfigRecord applies one TopicConfigTopic payload to the cache. A
@@ -417,37 +393,17 @@ func (s *Store) recordConfigs(ctx context.Context, ti bridge.TopicInfo, cfg brid
 // appendConfigPayload appends one record to TopicConfigTopic, creating
 // the topic on first use; idTag goes into the message id beside the time.
 func (s *Store) appendConfigPayload(ctx context.Context, payload []byte, idTag uint32) error {
-	var err error
-	var bb bridge.IggyBatchBuilder
-	now := uint64(time.Now().UnixMicro())
-	buf := bb.Begin(make([]byte, 0, bridge.BatchHeaderSize+bridge.MessageHeaderSize+len(payload)), now)
-	var id [16]byte
-	le.PutUint64(id[:], now)
-	le.PutUint32(id[8:], idTag)
-	buf, err = bb.Append(buf, id, now, payload, nil)
-	if err == nil {
-		buf, err = bb.Finish(buf)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = s.Append(ctx, s.c.opts.StateStream, TopicConfigTopic, 0, buf)
-	if errors.Is(err, bridge.ErrTopicNotFound) {
-		if _, cerr := s.CreateTopic(ctx, s.c.opts.StateStream, TopicConfigTopic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
-			return cerr
-		}
-		_, err = s.Append(ctx, s.c.opts.StateStream, TopicConfigTopic, 0, buf)
-	}
+	m := stateMsg{timeID: true, payload: payload}
+	le.PutUint32(m.id[8:], idTag)
+	_, err := s.appendState(ctx, &configState, m)
 	return err
 }
 
 func appendConfigRecord(dst []byte, k cfgKey, cfg bridge.TopicConfigs) ([]byte, error) {
-	if len(k.stream) > 255 || len(k.topic) > 255 {
-		return nil, ErrNameLength
+	dst, err := appendRecordHead(dst, 'C', k.stream, k.topic)
+	if err != nil {
+		return nil, err
 	}
-	dst = append(dst, 'C')
-	dst = appendName16(dst, k.stream)
-	dst = appendName16(dst, k.topic)
 	dst = le.AppendUint32(dst, k.id)
 	return bridge.AppendTopicConfigs(dst, cfg)
 }
@@ -455,13 +411,7 @@ func appendConfigRecord(dst []byte, k cfgKey, cfg bridge.TopicConfigs) ([]byte, 
 // parseConfigRecord reads a TopicConfigTopic payload; ok is false for
 // anything malformed. Never panics; bounded by len(p).
 func parseConfigRecord(p []byte) (k cfgKey, cfg bridge.TopicConfigs, ok bool) {
-	if len(p) < 1 || p[0] != 'C' {
-		return k, nil, false
-	}
-	if k.stream, p, ok = cutName16(p[1:]); !ok {
-		return k, nil, false
-	}
-	if k.topic, p, ok = cutName16(p); !ok || len(p) < 4 {
+	if k.stream, k.topic, p, ok = cutRecordHead(p, 'C'); !ok || len(p) < 4 {
 		return k, nil, false
 	}
 	k.id = le.Uint32(p)
@@ -470,6 +420,30 @@ func parseConfigRecord(p []byte) (k cfgKey, cfg bridge.TopicConfigs, ok bool) {
 		return k, nil, false
 	}
 	return k, cfg, true
+}
+
+// appendRecordHead starts a config record: its kind, the stream and the
+// topic or group, each name at most 255 bytes (else ErrNameLength).
+func appendRecordHead(dst []byte, kind byte, stream, name string) ([]byte, error) {
+	if len(stream) > 255 || len(name) > 255 {
+		return nil, ErrNameLength
+	}
+	dst = append(dst, kind)
+	dst = appendName16(dst, stream)
+	return appendName16(dst, name), nil
+}
+
+// cutRecordHead reads what appendRecordHead wrote when p is a record of
+// kind, and returns the rest.
+func cutRecordHead(p []byte, kind byte) (stream, name string, rest []byte, ok bool) {
+	if len(p) < 1 || p[0] != kind {
+		return "", "", nil, false
+	}
+	if stream, p, ok = cutName16(p[1:]); !ok {
+		return "", "", nil, false
+	}
+	name, p, ok = cutName16(p)
+	return stream, name, p, ok
 }
 
 // appendName16 appends s as a u16 LE length and its bytes (the config

@@ -52,11 +52,7 @@ func TestTopicConfigs(t *testing.T) {
 			t.Fatalf("after set: %v %v, want %v", got, err, next)
 		}
 		// A second store (another gateway on the same server) reads them.
-		other, err := Open(ctx, e.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		other := e.another(t)
 		if got, err := other.TopicConfigs(ctx, e.stream, "ret"); err != nil || !maps.Equal(got, next) {
 			t.Fatalf("other gateway: %v %v", got, err)
 		}
@@ -91,9 +87,7 @@ func TestTopicConfigs(t *testing.T) {
 		if err := s.DeleteTopic(ctx, e.stream, "ret"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CreateTopic(ctx, e.stream, "ret", 1); err != nil {
-			t.Fatal(err)
-		}
+		e.topic(t, "ret", 1)
 		if got, err := s.TopicConfigs(ctx, e.stream, "ret"); err != nil || len(got) != 0 {
 			t.Fatalf("made again: %v %v", got, err)
 		}

@@ -51,12 +51,10 @@ func (s *Store) SetGroupConfigs(ctx context.Context, stream, group string, cfg b
 }
 
 func appendGroupConfigRecord(dst []byte, k groupCfgKey, cfg bridge.GroupConfigs) ([]byte, error) {
-	if len(k.stream) > 255 || len(k.group) > 255 {
-		return nil, ErrNameLength
+	dst, err := appendRecordHead(dst, 'G', k.stream, k.group)
+	if err != nil {
+		return nil, err
 	}
-	dst = append(dst, 'G')
-	dst = appendName16(dst, k.stream)
-	dst = appendName16(dst, k.group)
 	return bridge.AppendTopicConfigs(dst, cfg)
 }
 
@@ -64,13 +62,7 @@ func appendGroupConfigRecord(dst []byte, k groupCfgKey, cfg bridge.GroupConfigs)
 // malformed, an empty stream or group name included. Never panics;
 // bounded by len(p).
 func parseGroupConfigRecord(p []byte) (k groupCfgKey, cfg bridge.GroupConfigs, ok bool) {
-	if len(p) < 1 || p[0] != 'G' {
-		return k, nil, false
-	}
-	if k.stream, p, ok = cutName16(p[1:]); !ok || k.stream == "" {
-		return k, nil, false
-	}
-	if k.group, p, ok = cutName16(p); !ok || k.group == "" {
+	if k.stream, k.group, p, ok = cutRecordHead(p, 'G'); !ok || k.stream == "" || k.group == "" {
 		return k, nil, false
 	}
 	cfg, rest, err := bridge.ParseTopicConfigs(p)

@@ -31,11 +31,7 @@ func TestGroupConfigs(t *testing.T) {
 		if got, err := s.GroupConfigs(ctx, e.stream, "g"); err != nil || !maps.Equal(got, want) {
 			t.Fatalf("got %v %v, want %v", got, err, want)
 		}
-		other, err := Open(ctx, e.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		other := e.another(t)
 		if got, err := other.GroupConfigs(ctx, e.stream, "g"); err != nil || !maps.Equal(got, want) {
 			t.Fatalf("second store: %v %v, want %v", got, err, want)
 		}

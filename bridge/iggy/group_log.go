@@ -2,8 +2,6 @@ package iggy
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +21,8 @@ import (
 
 // GroupOffsetTopic is the state-stream topic of the group log.
 const GroupOffsetTopic = "kafka-group-offsets"
+
+var groupLogState = stateTopic{name: GroupOffsetTopic, what: "group log", resend: true}
 
 // catchUpTimeout bounds one catch-up, the first replay of a long log
 // included, on top of the caller's context. What was read before the
@@ -150,58 +150,36 @@ func (s *Store) catchUp(ctx context.Context) error {
 	start := g.clock.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
 	defer cancel()
-	for {
+	// Under sem nothing else moves next, so it is read once and written
+	// once; mu is taken per record for the readers of groups.
+	g.mu.Lock()
+	from, skipped := g.next, g.skipped
+	g.mu.Unlock()
+	next, err := s.replayState(ctx, &groupLogState, from, func(p []byte) {
+		r, err := decodeGroupRecord(p)
 		g.mu.Lock()
-		from := g.next
-		skipped := g.skipped
-		g.mu.Unlock()
-		var bad error
-		err := s.Poll(ctx, s.c.opts.StateStream, GroupOffsetTopic, 0, from, 1<<20, func(b []byte) bool {
-			v, err := bridge.ParseIggyBatch(b)
-			if err != nil {
-				bad = err
-				return false
-			}
-			it := bridge.NewIggyMessageIter(v)
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			for it.Next() {
-				m := it.Message()
-				if m.Offset < g.next {
-					continue
-				}
-				g.next = m.Offset + 1
-				r, err := decodeGroupRecord(m.Payload)
-				if err != nil {
-					// Not ours to read (a newer gateway's version) or
-					// damaged: the native offset still answers for it.
-					g.skipped++
-					continue
-				}
-				g.apply(&r)
-			}
-			return true
-		})
-		g.mu.Lock()
-		next, nowSkipped := g.next, g.skipped
-		g.mu.Unlock()
-		if nowSkipped > skipped {
-			s.c.opts.Logger.Warn("group log: records skipped (unknown version or malformed); their native offsets still answer",
-				"stream", s.c.opts.StateStream, "topic", GroupOffsetTopic, "skipped", nowSkipped-skipped)
+		defer g.mu.Unlock()
+		if err != nil {
+			// Not ours to read (a newer gateway's version) or damaged:
+			// the native offset still answers for it.
+			g.skipped++
+			return
 		}
-		switch {
-		case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, ErrStreamNotFound), errors.Is(err, ErrTopicNotFound):
-			g.done = start
-			return nil
-		case err != nil:
-			return fmt.Errorf("iggy: reading the group log: %w", err)
-		case bad != nil:
-			return fmt.Errorf("iggy: reading the group log: %w", bad)
-		case next == from:
-			g.done = start
-			return nil
-		}
+		g.apply(&r)
+	})
+	g.mu.Lock()
+	g.next = next
+	nowSkipped := g.skipped
+	g.mu.Unlock()
+	if nowSkipped > skipped {
+		s.c.opts.Logger.Warn("group log: records skipped (unknown version or malformed); their native offsets still answer",
+			"stream", s.c.opts.StateStream, "topic", GroupOffsetTopic, "skipped", nowSkipped-skipped)
 	}
+	if err != nil {
+		return err
+	}
+	g.done = start
+	return nil
 }
 
 // maxLogBatch bounds the payload bytes of one group-log send, far below
@@ -230,40 +208,23 @@ func (s *Store) logRecords(ctx context.Context, recs []groupRecord) error {
 }
 
 // logBatch sends recs as one Iggy batch. A send whose connection broke
-// is sent once more: records applied twice leave what once does.
+// is sent once more (groupLogState.resend): records applied twice leave
+// what once does.
 func (s *Store) logBatch(ctx context.Context, recs []groupRecord) error {
 	g := &s.glog
-	var bb bridge.IggyBatchBuilder
-	now := uint64(time.Now().UnixMicro())
-	buf := bb.Begin(nil, now)
-	var payload []byte
+	msgs := make([]stateMsg, len(recs))
+	var enc []byte
 	for i := range recs {
-		payload = appendGroupRecord(payload[:0], &recs[i])
-		var id [16]byte
-		le.PutUint64(id[:], now)
-		le.PutUint64(id[8:], g.ids.Add(1))
-		var err error
-		if buf, err = bb.Append(buf, id, now, payload, nil); err != nil {
-			return err
-		}
+		// The payloads share one buffer; one that append outgrew keeps
+		// the earlier ones in the array they were written to.
+		at := len(enc)
+		enc = appendGroupRecord(enc, &recs[i])
+		msgs[i] = stateMsg{timeID: true, payload: enc[at:len(enc):len(enc)]}
+		le.PutUint64(msgs[i].id[8:], g.ids.Add(1))
 	}
-	buf, err := bb.Finish(buf)
+	off, err := s.appendState(ctx, &groupLogState, msgs...)
 	if err != nil {
 		return err
-	}
-	st := s.c.opts.StateStream
-	off, err := s.Append(ctx, st, GroupOffsetTopic, 0, buf)
-	if brokenConn(err) && ctx.Err() == nil {
-		off, err = s.Append(ctx, st, GroupOffsetTopic, 0, buf)
-	}
-	if errors.Is(err, bridge.ErrTopicNotFound) {
-		if _, cerr := s.CreateTopic(ctx, st, GroupOffsetTopic, 1); cerr != nil && !errors.Is(cerr, ErrTopicExists) && !errors.Is(cerr, bridge.ErrTopicExists) {
-			return fmt.Errorf("iggy: creating the group log: %w", cerr)
-		}
-		off, err = s.Append(ctx, st, GroupOffsetTopic, 0, buf)
-	}
-	if err != nil {
-		return fmt.Errorf("iggy: appending to the group log: %w", err)
 	}
 	// When nothing else was appended since the last record applied, apply
 	// these now and spare the next read a poll; otherwise the next

@@ -3,6 +3,8 @@ package iggy
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
 )
 
 // The record of one group-offset change in the state stream's
@@ -98,63 +100,33 @@ func decodeGroupRecord(p []byte) (groupRecord, error) {
 		return r, errRecordBad
 	}
 	r.Kind = p[1]
-	d := recordDecoder{p: p[2:]}
-	r.Stream = d.str(maxRecordName)
-	r.Group = d.str(maxRecordName)
+	rd := wire.NewReader(p[2:])
+	r.Stream = readRecordString(rd, maxRecordName)
+	r.Group = readRecordString(rd, maxRecordName)
 	if r.Kind != recDeleteGroup {
-		r.Topic = d.str(maxRecordName)
-		r.Partition = d.u32()
+		r.Topic = readRecordString(rd, maxRecordName)
+		r.Partition = rd.U32()
 	}
 	if r.Kind == recCommit {
-		r.TopicID = d.u32()
-		r.Offset = int64(d.u64())
-		r.LeaderEpoch = int32(d.u32())
-		r.CommitTime = int64(d.u64())
-		r.Metadata = d.str(maxRecordMetadata)
+		r.TopicID = rd.U32()
+		r.Offset = int64(rd.U64())
+		r.LeaderEpoch = int32(rd.U32())
+		r.CommitTime = int64(rd.U64())
+		r.Metadata = readRecordString(rd, maxRecordMetadata)
 	}
-	if d.bad || len(d.p) != 0 || r.Stream == "" || r.Group == "" || (r.Kind != recDeleteGroup && r.Topic == "") {
+	if rd.Failed() || rd.Len() != 0 || r.Stream == "" || r.Group == "" || (r.Kind != recDeleteGroup && r.Topic == "") {
 		return groupRecord{}, errRecordBad
 	}
 	return r, nil
 }
 
-// recordDecoder reads fields off p; a short or over-long field sets bad
-// and every later read returns zero.
-type recordDecoder struct {
-	p   []byte
-	bad bool
-}
-
-func (d *recordDecoder) str(limit int) string {
-	if d.bad {
+// readRecordString reads what appendRecordString wrote; one over limit
+// bytes fails rd.
+func readRecordString(rd *wire.Reader, limit int) string {
+	n := rd.Uvarint()
+	if n > uint64(limit) {
+		rd.Fail()
 		return ""
 	}
-	n, k := binary.Uvarint(d.p)
-	if k <= 0 || n > uint64(limit) || n > uint64(len(d.p)-k) {
-		d.bad = true
-		return ""
-	}
-	s := string(d.p[k : k+int(n)])
-	d.p = d.p[k+int(n):]
-	return s
-}
-
-func (d *recordDecoder) u32() uint32 {
-	if d.bad || len(d.p) < 4 {
-		d.bad = true
-		return 0
-	}
-	v := le.Uint32(d.p)
-	d.p = d.p[4:]
-	return v
-}
-
-func (d *recordDecoder) u64() uint64 {
-	if d.bad || len(d.p) < 8 {
-		d.bad = true
-		return 0
-	}
-	v := le.Uint64(d.p)
-	d.p = d.p[8:]
-	return v
+	return string(rd.Bytes(int(n)))
 }

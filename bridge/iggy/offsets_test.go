@@ -19,12 +19,8 @@ func TestGroupOffsetsKeying(t *testing.T) { eachServer(t, testGroupOffsetsKeying
 func testGroupOffsetsKeying(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
-	if _, err := s.CreateTopic(ctx, e.stream, "t", 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, e.stream, "t", 0, testBatch(t, "x", 0, 5)); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 2)
+	e.put(t, "t", 0, testBatch(t, "x", 0, 5))
 	if gs, ok, err := s.OffsetGroups(ctx, e.stream); err != nil || !ok || len(gs) != 0 {
 		t.Fatalf("groups before any commit: %q %v %v", gs, ok, err)
 	}
@@ -136,13 +132,9 @@ func TestGroupLogSharedAndReplayed(t *testing.T) { eachServer(t, testGroupLogSha
 func testGroupLogSharedAndReplayed(t *testing.T, e *env) {
 	ctx := context.Background()
 	a := e.store
-	if _, err := a.CreateTopic(ctx, e.stream, "t", 3); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 3)
 	for p := range int32(3) {
-		if _, err := a.Append(ctx, e.stream, "t", p, testBatch(t, "x", 0, 10)); err != nil {
-			t.Fatal(err)
-		}
+		e.put(t, "t", p, testBatch(t, "x", 0, 10))
 	}
 	commits := map[string][]bridge.GroupOffset{}
 	for i, g := range []string{"g1", "g2", "g3"} {
@@ -164,11 +156,7 @@ func testGroupLogSharedAndReplayed(t *testing.T, e *env) {
 	}
 	commits["g1"][2].CommittedOffset = last
 
-	b, err := Open(ctx, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := e.another(t)
 	check := func(s *Store, who string, groups []string) {
 		t.Helper()
 		gs, ok, err := s.OffsetGroups(ctx, e.stream)
@@ -213,21 +201,15 @@ func TestGroupLogTopicRecreated(t *testing.T) { eachServer(t, testGroupLogTopicR
 func testGroupLogTopicRecreated(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
-	if _, err := s.CreateTopic(ctx, e.stream, "t", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 1)
 	if err := s.CommitOffset(ctx, e.stream, "g", "t", 0, bridge.CommittedOffset{Offset: 0, LeaderEpoch: -1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.FetchOffset(ctx, e.stream, "g", "t", 0); !ok {
 		t.Fatal("commit 0 not read back")
 	}
-	if _, err := s.CreateTopic(ctx, e.stream, "u", 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, e.stream, "u", 0, testBatch(t, "x", 0, 3)); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "u", 1)
+	e.put(t, "u", 0, testBatch(t, "x", 0, 3))
 	if err := s.CommitOffset(ctx, e.stream, "h", "u", 0, bridge.CommittedOffset{Offset: 2, LeaderEpoch: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,9 +230,7 @@ func testGroupLogTopicRecreated(t *testing.T, e *env) {
 	if gs, _, err := s.OffsetGroups(ctx, e.stream); err != nil || len(gs) != 0 {
 		t.Fatalf("groups of deleted topics: %q %v", gs, err)
 	}
-	if _, err := s.CreateTopic(ctx, e.stream, "t", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 1)
 	if _, ok, err := s.FetchOffset(ctx, e.stream, "g", "t", 0); ok || err != nil {
 		t.Fatalf("offset on the topic made again: %v %v", ok, err)
 	}
@@ -269,22 +249,12 @@ func TestGroupLogSkipsUnknownRecords(t *testing.T) { eachServer(t, testGroupLogS
 func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
-	if _, err := s.CreateTopic(ctx, e.stream, "t", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 1)
 	if _, err := s.CreateTopic(ctx, s.c.opts.StateStream, GroupOffsetTopic, 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range [][]byte{{2, 1, 'x'}, {1, 9}, {}} {
-		var bb bridge.IggyBatchBuilder
-		buf := bb.Begin(nil, 1)
-		buf, err := bb.Append(buf, [16]byte{1}, 1, p, nil)
-		if err == nil {
-			buf, err = bb.Finish(buf)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		buf := buildBatch(t, 1, 1, func(int) testMsg { return testMsg{id: [16]byte{1}, ts: 1, payload: p} })
 		if _, err := s.Append(ctx, s.c.opts.StateStream, GroupOffsetTopic, 0, buf); err != nil {
 			t.Fatal(err)
 		}
@@ -293,11 +263,7 @@ func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 	if err := s.CommitOffset(ctx, e.stream, "g", "t", 0, want); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := Open(ctx, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := e.another(t)
 	if o, ok, err := fresh.FetchOffset(ctx, e.stream, "g", "t", 0); err != nil || !ok || o != want {
 		t.Fatalf("after skipped records: %+v %v %v", o, ok, err)
 	}
@@ -310,12 +276,8 @@ func TestGroupOffsetsBatch(t *testing.T) { eachServer(t, testGroupOffsetsBatch) 
 func testGroupOffsetsBatch(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
-	if _, err := s.CreateTopic(ctx, e.stream, "t", 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, e.stream, "t", 0, testBatch(t, "x", 0, 5)); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 2)
+	e.put(t, "t", 0, testBatch(t, "x", 0, 5))
 	// The log exists from an earlier commit, so its length can be read.
 	if err := s.CommitOffset(ctx, e.stream, "g", "t", 0, bridge.CommittedOffset{Offset: 1, LeaderEpoch: -1}); err != nil {
 		t.Fatal(err)
@@ -356,11 +318,7 @@ func testGroupOffsetsBatch(t *testing.T, e *env) {
 	if after.Next != before.Next+2 {
 		t.Errorf("log grew from %d to %d, want 2 records", before.Next, after.Next)
 	}
-	fresh, err := Open(ctx, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := e.another(t)
 	got, err := fresh.GroupOffsets(ctx, e.stream, "g")
 	want := []bridge.GroupOffset{offs[0], offs[3]}
 	if err != nil || !slices.Equal(got, want) {
@@ -375,14 +333,8 @@ func TestGroupLogConcurrentReaders(t *testing.T) { eachServer(t, testGroupLogCon
 func testGroupLogConcurrentReaders(t *testing.T, e *env) {
 	ctx := context.Background()
 	a := e.store
-	if _, err := a.CreateTopic(ctx, e.stream, "t", 1); err != nil {
-		t.Fatal(err)
-	}
-	b, err := Open(ctx, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	e.topic(t, "t", 1)
+	b := e.another(t)
 	for round := range 5 {
 		want := bridge.CommittedOffset{Offset: 0, LeaderEpoch: int32(round), Metadata: fmt.Sprint("round ", round)}
 		if err := b.CommitOffset(ctx, e.stream, "g", "t", 0, want); err != nil {

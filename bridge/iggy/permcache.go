@@ -85,27 +85,26 @@ func (pc *PermissionCache) Learn(u User) {
 func (pc *PermissionCache) user(name string) *permEntry {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	e := pc.users[name]
-	if e == nil {
-		if len(pc.users) >= permCacheMax {
-			clear(pc.users)
-		}
-		e = &permEntry{}
-		pc.users[name] = e
-	}
-	return e
+	return cacheEntry(pc.users, name)
 }
 
 func (pc *PermissionCache) ids(stream string) *idsEntry {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	e := pc.streams[stream]
+	return cacheEntry(pc.streams, stream)
+}
+
+// cacheEntry returns m's entry for key, adding an empty one when there is
+// none; a full m is emptied first (entries are cheap to read again).
+// pc.mu is held.
+func cacheEntry[E any](m map[string]*E, key string) *E {
+	e := m[key]
 	if e == nil {
-		if len(pc.streams) >= permCacheMax {
-			clear(pc.streams)
+		if len(m) >= permCacheMax {
+			clear(m)
 		}
-		e = &idsEntry{}
-		pc.streams[stream] = e
+		e = new(E)
+		m[key] = e
 	}
 	return e
 }

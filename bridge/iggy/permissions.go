@@ -183,6 +183,20 @@ func (p *Permissions) stream(sid uint32) (StreamPermissions, bool) {
 	return s, ok
 }
 
+// topic is what is granted on the topic itself; ok=false when nothing is
+// (a nil p included).
+func (p *Permissions) topic(sid, tid uint32) (TopicPermissions, bool) {
+	if p == nil {
+		return TopicPermissions{}, false
+	}
+	s, ok := p.stream(sid)
+	if !ok {
+		return TopicPermissions{}, false
+	}
+	t, ok := s.Topics[tid]
+	return t, ok
+}
+
 // MayPoll: poll_messages (global, stream or topic), or what implies it
 // (read/manage topics or streams at the global or stream level, read or
 // manage of the topic).
@@ -234,14 +248,7 @@ func (p *Permissions) MayReadTopic(sid, tid uint32) bool {
 	if p.MayListTopics(sid) {
 		return true
 	}
-	if p == nil {
-		return false
-	}
-	s, ok := p.stream(sid)
-	if !ok {
-		return false
-	}
-	t, ok := s.Topics[tid]
+	t, ok := p.topic(sid, tid)
 	return ok && (t.ManageTopic || t.ReadTopic)
 }
 
@@ -277,14 +284,7 @@ func (p *Permissions) MayManageTopic(sid, tid uint32) bool {
 	if p.MayCreateTopic(sid) {
 		return true
 	}
-	if p == nil {
-		return false
-	}
-	s, ok := p.stream(sid)
-	if !ok {
-		return false
-	}
-	t, ok := s.Topics[tid]
+	t, ok := p.topic(sid, tid)
 	return ok && t.ManageTopic
 }
 

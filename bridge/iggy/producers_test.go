@@ -27,11 +27,7 @@ func testProducerIDMarks(t *testing.T, e *env) {
 		t.Fatalf("instance 4: %d, %v", m, err)
 	}
 	// A new client (a restarted gateway) reads the same marks.
-	s2, err := Open(ctx, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := e.another(t)
 	if m, err := s2.LoadProducerIDMark(ctx, 3); err != nil || m != 70_000 {
 		t.Fatalf("after reconnect: %d, %v", m, err)
 	}

@@ -54,10 +54,7 @@ func appendBatches(t *testing.T, s *Store, stream, topic, tag string, batches, p
 // read-ahead does serve it.
 func TestReadAheadServesSequentialReader(t *testing.T) {
 	eachServer(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		if _, err := e.store.CreateTopic(ctx, e.stream, "ra", 1); err != nil {
-			t.Fatal(err)
-		}
+		e.topic(t, "ra", 1)
 		want := appendBatches(t, e.store, e.stream, "ra", "m", 30, 10)
 		for _, budget := range []int{1, 700, 3000, 1 << 20} {
 			before := e.store.ahead.served.Load()
@@ -86,9 +83,7 @@ func firstDiff(a, b []string) int {
 func TestReadAheadForgetsDeletedTopic(t *testing.T) {
 	eachServer(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		if _, err := e.store.CreateTopic(ctx, e.stream, "rd", 1); err != nil {
-			t.Fatal(err)
-		}
+		e.topic(t, "rd", 1)
 		appendBatches(t, e.store, e.stream, "rd", "old", 10, 10)
 		// One small poll leaves a chunk for offset 10 onwards.
 		first := pollAll(t, e.store, e.stream, "rd", 0, 0, 700)
@@ -98,9 +93,7 @@ func TestReadAheadForgetsDeletedTopic(t *testing.T) {
 		if err := e.store.DeleteTopic(ctx, e.stream, "rd"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.store.CreateTopic(ctx, e.stream, "rd", 1); err != nil {
-			t.Fatal(err)
-		}
+		e.topic(t, "rd", 1)
 		want := appendBatches(t, e.store, e.stream, "rd", "new", 10, 10)
 		got := pollAll(t, e.store, e.stream, "rd", 0, first.offsets[len(first.offsets)-1]+1, 1<<20)
 		if len(got.payloads) == 0 || got.payloads[0] != want[got.offsets[0]] {
@@ -112,10 +105,7 @@ func TestReadAheadForgetsDeletedTopic(t *testing.T) {
 // With read-ahead off nothing is held, and reads are the same.
 func TestReadAheadOff(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.ReadAheadBytes = -1 })
-	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, e.stream, "off", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "off", 1)
 	want := appendBatches(t, e.store, e.stream, "off", "m", 10, 10)
 	if got := readSequentially(t, e.store, e.stream, "off", 700); !slices.Equal(got, want) {
 		t.Fatalf("read %v", got)
@@ -129,10 +119,7 @@ func TestReadAheadOff(t *testing.T) {
 // its offset, not the chunk's.
 func TestReadAheadSeek(t *testing.T) {
 	eachServer(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		if _, err := e.store.CreateTopic(ctx, e.stream, "rs", 1); err != nil {
-			t.Fatal(err)
-		}
+		e.topic(t, "rs", 1)
 		want := appendBatches(t, e.store, e.stream, "rs", "m", 20, 10)
 		for _, from := range []uint64{150, 3, 0, 199, 42} {
 			pollAll(t, e.store, e.stream, "rs", 0, 20, 700) // leaves a chunk after offset 20

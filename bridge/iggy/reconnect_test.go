@@ -3,10 +3,12 @@ package iggy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
@@ -68,8 +70,7 @@ func TestFirstCallAfterServerRestart(t *testing.T) {
 func TestKeepaliveFindsDeadConnections(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.KeepaliveInterval = 50 * time.Millisecond })
 	e.srv.DropConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	await.Until(t, 5*time.Second, func() error {
 		down := 0
 		for _, s := range e.store.c.pool.slots {
 			s.sem <- struct{}{}
@@ -78,14 +79,11 @@ func TestKeepaliveFindsDeadConnections(t *testing.T) {
 			}
 			<-s.sem
 		}
-		if down == 0 {
-			break
+		if down > 0 {
+			return fmt.Errorf("%d connections still dead after the drop", down)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still dead 5s after the drop", down)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestRetryOnFreshConnection: right after the server dropped every

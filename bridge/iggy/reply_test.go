@@ -40,11 +40,17 @@ func TestReplyFixtures(t *testing.T) {
 	get := func(name string) ([]byte, error) {
 		return payloadOf(t, readHexFixture(t, "testdata/replies/"+name+".hex"))
 	}
-	t.Run("login", func(t *testing.T) {
-		p, err := get("01_login")
+	// payload is get for a reply that must decode.
+	payload := func(t *testing.T, name string) []byte {
+		t.Helper()
+		p, err := get(name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return p
+	}
+	t.Run("login", func(t *testing.T) {
+		p := payload(t, "01_login")
 		l, err := decodeLogin(p)
 		want := LoginReply{UserID: 0, Session: 7, ServerProtocolVersion: 0x2c00, ServerVersion: "0.9.0-edge.5"}
 		if err != nil || l != want {
@@ -68,10 +74,7 @@ func TestReplyFixtures(t *testing.T) {
 		}
 	})
 	t.Run("get topic", func(t *testing.T) {
-		p, err := get("04_get_topic")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := payload(t, "04_get_topic")
 		tp, err := decodeTopic(p)
 		if err != nil {
 			t.Fatal(err)
@@ -87,20 +90,14 @@ func TestReplyFixtures(t *testing.T) {
 		}
 	})
 	t.Run("send", func(t *testing.T) {
-		p, err := get("05_send")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := payload(t, "05_send")
 		c, ok, err := decodeFirstConfirmation(p)
 		if err != nil || !ok || c != (SendConfirmation{TopicID: 4, PartitionID: 2, BaseOffset: 5}) {
 			t.Fatalf("got %+v %v %v", c, ok, err)
 		}
 	})
 	t.Run("poll", func(t *testing.T) {
-		p, err := get("06_poll")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := payload(t, "06_poll")
 		var msgs []bridge.IggyMessage
 		h, err := decodePoll(p, func(rec []byte) bool {
 			msgs = append(msgs, messagesOf(t, rec)...)
@@ -114,10 +111,7 @@ func TestReplyFixtures(t *testing.T) {
 		}
 	})
 	t.Run("consumer offset", func(t *testing.T) {
-		p, err := get("07_consumer_offset")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := payload(t, "07_consumer_offset")
 		o, ok, err := decodeConsumerOffset(p)
 		if err != nil || !ok || o != (ConsumerOffset{PartitionID: 2, CurrentOffset: 9, StoredOffset: 9}) {
 			t.Fatalf("got %+v %v %v", o, ok, err)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
@@ -56,9 +58,7 @@ func TestSegmentBytes(t *testing.T) {
 		}
 		// A topic without it reports none (the server's derived default
 		// is not a config the topic set).
-		if _, err := s.CreateTopic(ctx, e.stream, "plain", 1); err != nil {
-			t.Fatal(err)
-		}
+		e.topic(t, "plain", 1)
 		if got, _ := s.TopicConfigs(ctx, e.stream, "plain"); len(got) != 0 {
 			t.Errorf("plain topic: %v", got)
 		}
@@ -88,16 +88,10 @@ func TestRetentionRealServer(t *testing.T) {
 		}
 		payload := bytes.Repeat([]byte{'x'}, 1000)
 		for b := 0; b < 30; b++ { // 3000 messages, about 3 MiB: three sealed segments
-			var bb bridge.IggyBatchBuilder
-			buf := bb.Begin(nil, 1) // origin timestamps of 1970: Iggy goes by append time
-			for i := 0; i < 100; i++ {
-				if buf, err = bb.Append(buf, [16]byte{byte(i), byte(b), 1}, 1, payload, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if buf, err = bb.Finish(buf); err != nil {
-				t.Fatal(err)
-			}
+			// Origin timestamps of 1970: Iggy goes by append time.
+			buf := buildBatch(t, 1, 100, func(i int) testMsg {
+				return testMsg{id: [16]byte{byte(i), byte(b), 1}, ts: 1, payload: payload}
+			})
 			if _, err := s.Append(ctx, "kafka", topic, 0, buf); err != nil {
 				t.Fatal(err)
 			}
@@ -107,27 +101,23 @@ func TestRetentionRealServer(t *testing.T) {
 	if err := s.CommitOffset(ctx, "kafka", "g", "held", 0, bridge.CommittedOffset{Offset: 3, LeaderEpoch: -1}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := s.Partition(ctx, "kafka", "free", 0)
-		if err != nil {
+	var st bridge.PartitionState
+	await.Until(t, 30*time.Second, func() error {
+		if st, err = s.Partition(ctx, "kafka", "free", 0); err != nil {
 			t.Fatal(err)
 		}
-		if st.Earliest > 0 {
-			t.Logf("earliest %d of %d after expiry", st.Earliest, st.Next)
-			if st.Next != 3000 {
-				t.Fatalf("next %d", st.Next)
-			}
-			got := pollAll(t, s, "kafka", "free", 0, st.Earliest, 1<<20)
-			if len(got.offsets) > 0 && got.offsets[0] != st.Earliest {
-				t.Fatalf("first message read %d, earliest %d", got.offsets[0], st.Earliest)
-			}
-			break
+		if st.Earliest == 0 {
+			return fmt.Errorf("nothing expired: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing expired within 30 s: %+v", st)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+	t.Logf("earliest %d of %d after expiry", st.Earliest, st.Next)
+	if st.Next != 3000 {
+		t.Fatalf("next %d", st.Next)
+	}
+	got := pollAll(t, s, "kafka", "free", 0, st.Earliest, 1<<20)
+	if len(got.offsets) > 0 && got.offsets[0] != st.Earliest {
+		t.Fatalf("first message read %d, earliest %d", got.offsets[0], st.Earliest)
 	}
 	time.Sleep(3 * time.Second) // three more cleaner passes
 	if st, _ := s.Partition(ctx, "kafka", "held", 0); st.Earliest != 0 {

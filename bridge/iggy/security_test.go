@@ -28,11 +28,7 @@ func TestSecurityLog(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		other, err := Open(ctx, e.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		other := e.another(t)
 		got, next := read(other, 0)
 		if len(got) != 2 || got[1] != "two" || next != 2 {
 			t.Fatalf("other store: %q %d", got, next)

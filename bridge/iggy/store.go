@@ -121,15 +121,7 @@ func (s *Store) CreateTopic(ctx context.Context, stream, topic string, partition
 	if partitions < 0 {
 		return bridge.TopicInfo{}, fmt.Errorf("iggy: %d partitions: %w", partitions, ErrTooManyPartitions)
 	}
-	t, err := s.createTopic(ctx, stream, topic, uint32(partitions))
-	if brokenConn(err) && ctx.Err() == nil {
-		t, err = s.createTopic(ctx, stream, topic, uint32(partitions))
-		if errors.Is(err, ErrTopicExists) {
-			if got, ok, gerr := s.c.GetTopic(ctx, Name(stream), Name(topic)); gerr == nil && ok {
-				t, err = got, nil
-			}
-		}
-	}
+	t, err := s.createTopicResent(ctx, stream, topic, uint32(partitions), nil)
 	if err != nil {
 		return bridge.TopicInfo{}, err
 	}
@@ -163,14 +155,21 @@ func (s *Store) DeleteTopic(ctx context.Context, stream, topic string) error {
 	return err
 }
 
+// lookupTopic reads a topic's header: bridge.ErrTopicNotFound when the
+// stream or the topic does not exist.
+func (s *Store) lookupTopic(ctx context.Context, stream, topic string) (Topic, error) {
+	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	if err == nil && !ok {
+		err = bridge.ErrTopicNotFound
+	}
+	return t, err
+}
+
 // Topic returns one topic or bridge.ErrTopicNotFound.
 func (s *Store) Topic(ctx context.Context, stream, topic string) (bridge.TopicInfo, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.TopicInfo{}, err
-	}
-	if !ok {
-		return bridge.TopicInfo{}, bridge.ErrTopicNotFound
 	}
 	return topicInfo(stream, &t), nil
 }
@@ -238,12 +237,9 @@ func (s *Store) baseFromState(ctx context.Context, stream, topic string, partiti
 // TopicState is one GetTopic for the topic and
 // all its partitions' states, each as Partition gives it.
 func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.TopicInfo, []bridge.PartitionState, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.TopicInfo{}, nil, err
-	}
-	if !ok {
-		return bridge.TopicInfo{}, nil, bridge.ErrTopicNotFound
 	}
 	ti := topicInfo(stream, &t)
 	states := make([]bridge.PartitionState, ti.Partitions)
@@ -261,12 +257,9 @@ func (s *Store) TopicState(ctx context.Context, stream, topic string) (bridge.To
 
 // Partition reads the partition's offsets from GetTopic (partitionState).
 func (s *Store) Partition(ctx context.Context, stream, topic string, partition int32) (bridge.PartitionState, error) {
-	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
+	t, err := s.lookupTopic(ctx, stream, topic)
 	if err != nil {
 		return bridge.PartitionState{}, err
-	}
-	if !ok {
-		return bridge.PartitionState{}, bridge.ErrTopicNotFound
 	}
 	for i := range t.Partitions {
 		if p := &t.Partitions[i]; int64(p.ID) == int64(partition) {

@@ -13,6 +13,7 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/bridge/iggy/iggytest"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
@@ -98,6 +99,34 @@ func newRealEnv(t testing.TB, mutate ...func(*Options)) *env {
 	return e
 }
 
+// another opens a second Store on e's server (another gateway sharing
+// it), closed when the test ends.
+func (e *env) another(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// topic creates topic in e.stream with n partitions.
+func (e *env) topic(t testing.TB, topic string, n int32) {
+	t.Helper()
+	if _, err := e.store.CreateTopic(context.Background(), e.stream, topic, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// put appends batch to a partition of topic in e.stream.
+func (e *env) put(t testing.TB, topic string, partition int32, batch []byte) {
+	t.Helper()
+	if _, err := e.store.Append(context.Background(), e.stream, topic, partition, batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // eachServer runs fn against iggytest and against the real Iggy server:
 // the Store conformance tests hold both to the same answers.
 func eachServer(t *testing.T, fn func(t *testing.T, e *env), mutate ...func(*Options)) {
@@ -111,20 +140,35 @@ const origin0 = 1_700_000_000_000_000 // µs
 // "<tag>-<i>" and whose origin timestamps are origin0 + first+i ms.
 func testBatch(t testing.TB, tag string, first, n int) []byte {
 	t.Helper()
+	return buildBatch(t, origin0+uint64(first)*1000, n, func(i int) testMsg {
+		return testMsg{id: [16]byte{byte(first + i)}, ts: origin0 + uint64(first+i)*1000, payload: fmt.Appendf(nil, "%s-%d", tag, first+i)}
+	})
+}
+
+// testMsg is one message of a batch buildBatch makes.
+type testMsg struct {
+	id      [16]byte
+	ts      uint64 // origin timestamp, µs
+	payload []byte
+	headers []byte // TLV block, or nil
+}
+
+// buildBatch is a send batch of n messages, message i as msg makes it;
+// origin is the batch's origin timestamp, at or below every message's.
+func buildBatch(tb testing.TB, origin uint64, n int, msg func(i int) testMsg) []byte {
+	tb.Helper()
 	var bb bridge.IggyBatchBuilder
-	buf := bb.Begin(nil, origin0+uint64(first)*1000)
+	buf := bb.Begin(nil, origin)
 	for i := range n {
-		var id [16]byte
-		id[0] = byte(first + i)
+		m := msg(i)
 		var err error
-		buf, err = bb.Append(buf, id, origin0+uint64(first+i)*1000, fmt.Appendf(nil, "%s-%d", tag, first+i), nil)
-		if err != nil {
-			t.Fatal(err)
+		if buf, err = bb.Append(buf, m.id, m.ts, m.payload, m.headers); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	buf, err := bb.Finish(buf)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return buf
 }
@@ -303,12 +347,8 @@ func TestScenarioIggy(t *testing.T) {
 func TestReconnect(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, e.stream, "t", 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "a", 0, 3)); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 2)
+	e.put(t, "t", 0, testBatch(t, "a", 0, 3))
 	addr := e.srv.Addr()
 	e.srv.Close()
 	for p := range int32(2) {
@@ -316,7 +356,7 @@ func TestReconnect(t *testing.T) {
 			t.Fatalf("append while down: %v", err)
 		}
 	}
-	waitFor(t, func() bool {
+	await.True(t, 5*time.Second, "reads answer ErrUnavailable", func() bool {
 		_, err := e.store.Topic(ctx, e.stream, "t")
 		return errors.Is(err, bridge.ErrUnavailable)
 	})
@@ -331,7 +371,7 @@ func TestReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.srv = srv
-	waitFor(t, func() bool {
+	await.True(t, 5*time.Second, "a send stored at 3", func() bool {
 		base, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "c", 3, 1))
 		return err == nil && base == 3
 	})
@@ -340,29 +380,15 @@ func TestReconnect(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 5s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestDroppedConnections: a blip that closes every connection costs the
 // calls in flight, not the server's data, and heals by itself.
 func TestDroppedConnections(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, e.stream, "t", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 1)
 	e.srv.DropConnections()
-	waitFor(t, func() bool { return e.store.c.Ping(ctx) == nil })
-	waitFor(t, func() bool {
+	await.True(t, 5*time.Second, "a ping answered", func() bool { return e.store.c.Ping(ctx) == nil })
+	await.True(t, 5*time.Second, "a send stored", func() bool {
 		_, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "a", 0, 1))
 		return err == nil
 	})
@@ -390,9 +416,7 @@ func TestOpenFailures(t *testing.T) {
 func TestSilentServer(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.CallTimeout = 300 * time.Millisecond; o.PoolSize = 1 })
 	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, e.stream, "t", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "t", 1)
 	b := testBatch(t, "a", 0, 2)
 	b[len(b)-1] ^= 0xff // payload no longer matches its checksum
 	start := time.Now()
@@ -405,7 +429,7 @@ func TestSilentServer(t *testing.T) {
 	if e.srv.Rejected() == 0 {
 		t.Fatal("server did not count the rejection")
 	}
-	waitFor(t, func() bool {
+	await.True(t, 5*time.Second, "a send stored", func() bool {
 		_, err := e.store.Append(ctx, e.stream, "t", 0, testBatch(t, "b", 0, 1))
 		return err == nil
 	})
@@ -433,9 +457,7 @@ func TestConcurrentAppends(t *testing.T) {
 func testConcurrentAppends(t *testing.T, e *env) {
 	ctx := context.Background()
 	const parts, batches = 8, 25
-	if _, err := e.store.CreateTopic(ctx, e.stream, "c", parts); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "c", parts)
 	var wg sync.WaitGroup
 	errs := make(chan error, parts)
 	for p := range int32(parts) {
@@ -472,14 +494,9 @@ func testConcurrentAppends(t *testing.T, e *env) {
 func TestPollManySmall(t *testing.T) { eachServer(t, testPollManySmall) }
 
 func testPollManySmall(t *testing.T, e *env) {
-	ctx := context.Background()
-	if _, err := e.store.CreateTopic(ctx, e.stream, "s", 1); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "s", 1)
 	for i := range 40 {
-		if _, err := e.store.Append(ctx, e.stream, "s", 0, testBatch(t, "s", i, 1)); err != nil {
-			t.Fatal(err)
-		}
+		e.put(t, "s", 0, testBatch(t, "s", i, 1))
 	}
 	got := pollAll(t, e.store, e.stream, "s", 0, 0, 1<<20)
 	if len(got.offsets) != 40 || got.offsets[39] != 39 {
@@ -496,9 +513,7 @@ func TestConsumerOffsets(t *testing.T) { eachServer(t, testConsumerOffsets) }
 func testConsumerOffsets(t *testing.T, e *env) {
 	ctx := context.Background()
 	c := e.store.Client()
-	if _, err := e.store.CreateTopic(ctx, e.stream, "o", 2); err != nil {
-		t.Fatal(err)
-	}
+	e.topic(t, "o", 2)
 	ref := &OffsetRef{Consumer: PlainConsumer(Name("gw-group")), Stream: Name(e.stream), Topic: Name("o"), Partition: u32p(1)}
 	if _, ok, err := c.GetConsumerOffset(ctx, ref); err != nil || ok {
 		t.Fatalf("nothing stored: %v %v", ok, err)
@@ -506,9 +521,7 @@ func testConsumerOffsets(t *testing.T, e *env) {
 	if err := c.StoreConsumerOffset(ctx, ref, 0); !errors.Is(err, ErrInvalidOffset) {
 		t.Fatalf("store on an empty partition: %v", err)
 	}
-	if _, err := e.store.Append(ctx, e.stream, "o", 1, testBatch(t, "a", 0, 5)); err != nil {
-		t.Fatal(err)
-	}
+	e.put(t, "o", 1, testBatch(t, "a", 0, 5))
 	if err := c.StoreConsumerOffset(ctx, ref, 3); err != nil {
 		t.Fatal(err)
 	}

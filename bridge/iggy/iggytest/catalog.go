@@ -226,6 +226,28 @@ func readIdent(rd *wire.Reader) (ident, bool) {
 	return ident{}, false
 }
 
+// readTopicIdents decodes the stream and the topic identifier that open
+// a topic-level body; ok=false when either is malformed.
+func readTopicIdents(rd *wire.Reader) (sid, tid ident, ok bool) {
+	sid, ok1 := readIdent(rd)
+	tid, ok2 := readIdent(rd)
+	return sid, tid, ok1 && ok2
+}
+
+// streamBody decodes a body that is one stream identifier.
+func streamBody(body []byte) (ident, bool) {
+	rd := wire.NewReader(body)
+	id, ok := readIdent(rd)
+	return id, ok && rd.Len() == 0
+}
+
+// topicBody decodes a body that is a stream and a topic identifier.
+func topicBody(body []byte) (sid, tid ident, ok bool) {
+	rd := wire.NewReader(body)
+	sid, tid, ok = readTopicIdents(rd)
+	return sid, tid, ok && rd.Len() == 0
+}
+
 func (i ident) key() string {
 	if i.kind == 1 {
 		return string(le.AppendUint32(nil, i.num))

@@ -16,30 +16,53 @@ const (
 	statusGroupNotFound        = 5000
 )
 
+// command serves one request body: the reply's status and payload parts.
+type command func(s *Server, body []byte) (uint32, [][]byte)
+
+// reads are the NonReplicated commands served after login, by code.
+var reads = map[uint32]command{
+	wire.CodeGetStream:         (*Server).getStream,
+	wire.CodeGetTopic:          (*Server).getTopic,
+	wire.CodeGetTopics:         (*Server).getTopics,
+	wire.CodePollMessages:      (*Server).poll,
+	wire.CodeGetConsumerOffset: (*Server).getOffset,
+}
+
+// metadataOps are the metadata-plane operations, by op.
+var metadataOps = map[uint8]command{
+	wire.OpCreateStream: (*Server).createStream,
+	wire.OpDeleteStream: (*Server).deleteStream,
+	wire.OpCreateTopic:  (*Server).createTopic,
+	wire.OpDeleteTopic:  (*Server).deleteTopic,
+	wire.OpUpdateTopic:  (*Server).updateTopic,
+	wire.OpCreatePartitions: func(s *Server, body []byte) (uint32, [][]byte) {
+		return s.changePartitions(wire.OpCreatePartitions, body)
+	},
+	wire.OpDeletePartitions: func(s *Server, body []byte) (uint32, [][]byte) {
+		return s.changePartitions(wire.OpDeletePartitions, body)
+	},
+}
+
+// run serves body with c; a command no table holds (nil) is
+// InvalidCommand.
+func (c command) run(s *Server, body []byte) (uint32, [][]byte) {
+	if c == nil {
+		return wire.StatusInvalidCommand, nil
+	}
+	return c(s, body)
+}
+
 // read serves a NonReplicated command after login.
 func (s *Server) read(code uint32, body []byte) (uint32, [][]byte) {
-	switch code {
-	case wire.CodeGetStream:
-		return s.getStream(body)
-	case wire.CodeGetTopic:
-		return s.getTopic(body)
-	case wire.CodeGetTopics:
-		return s.getTopics(body)
-	case wire.CodePollMessages:
-		return s.poll(body)
-	case wire.CodeGetConsumerOffset:
-		return s.getOffset(body)
-	}
-	return wire.StatusInvalidCommand, nil
+	return reads[code].run(s, body)
 }
 
 // one wraps a single payload part.
 func one(b []byte) [][]byte { return [][]byte{b} }
 
 func (s *Server) getStream(body []byte) (uint32, [][]byte) {
-	rd := wire.NewReader(body)
-	id, ok := readIdent(rd)
-	if !ok || rd.Len() != 0 {
+	id, ok := streamBody(body)
+	if !ok {
 		return wire.StatusInvalidCommand, nil
 	}
 	st, ok := s.cat.stream(id)
@@ -63,10 +86,8 @@ func (s *Server) getStream(body []byte) (uint32, [][]byte) {
 }
 
 func (s *Server) getTopic(body []byte) (uint32, [][]byte) {
-	rd := wire.NewReader(body)
-	sid, ok1 := readIdent(rd)
-	tid, ok2 := readIdent(rd)
-	if !ok1 || !ok2 || rd.Len() != 0 {
+	sid, tid, ok := topicBody(body)
+	if !ok {
 		return wire.StatusInvalidCommand, nil
 	}
 	st, t, status := s.cat.resolve(sid, tid)
@@ -77,9 +98,8 @@ func (s *Server) getTopic(body []byte) (uint32, [][]byte) {
 }
 
 func (s *Server) getTopics(body []byte) (uint32, [][]byte) {
-	rd := wire.NewReader(body)
-	sid, ok := readIdent(rd)
-	if !ok || rd.Len() != 0 {
+	sid, ok := streamBody(body)
+	if !ok {
 		return wire.StatusInvalidCommand, nil
 	}
 	st, ok := s.cat.stream(sid)
@@ -171,21 +191,7 @@ func (s *Server) appendTopic(b []byte, st *stream, t bridge.TopicInfo, segments 
 // a result section; malformed bodies and range errors are denied in the
 // status, as the real server does before replicating.
 func (s *Server) metadata(op uint8, body []byte) (uint32, [][]byte) {
-	switch op {
-	case wire.OpCreateStream:
-		return s.createStream(body)
-	case wire.OpDeleteStream:
-		return s.deleteStream(body)
-	case wire.OpCreateTopic:
-		return s.createTopic(body)
-	case wire.OpDeleteTopic:
-		return s.deleteTopic(body)
-	case wire.OpUpdateTopic:
-		return s.updateTopic(body)
-	case wire.OpCreatePartitions, wire.OpDeletePartitions:
-		return s.changePartitions(op, body)
-	}
-	return wire.StatusInvalidCommand, nil
+	return metadataOps[op].run(s, body)
 }
 
 func (s *Server) createStream(body []byte) (uint32, [][]byte) {
@@ -207,9 +213,8 @@ func (s *Server) createStream(body []byte) (uint32, [][]byte) {
 }
 
 func (s *Server) deleteStream(body []byte) (uint32, [][]byte) {
-	rd := wire.NewReader(body)
-	id, ok := readIdent(rd)
-	if !ok || rd.Len() != 0 {
+	id, ok := streamBody(body)
+	if !ok {
 		return wire.StatusInvalidCommand, nil
 	}
 	st, ok := s.cat.stream(id)
@@ -299,10 +304,9 @@ type PartitionStore interface {
 // topic has (2013). Entries are stored as the client sent them.
 func (s *Server) updateTopic(body []byte) (uint32, [][]byte) {
 	rd := wire.NewReader(body)
-	sid, ok1 := readIdent(rd)
-	tid, ok2 := readIdent(rd)
+	sid, tid, ok := readTopicIdents(rd)
 	name := rd.Name()
-	if !ok1 || !ok2 || rd.Failed() || !nameOK(name) || !identOK(sid) || !identOK(tid) {
+	if !ok || rd.Failed() || !nameOK(name) || !identOK(sid) || !identOK(tid) {
 		return wire.StatusInvalidCommand, nil
 	}
 	opts, code := parseOptions(rd.Rest(), isUpdatableKey)
@@ -365,10 +369,9 @@ func (s *Server) updateTopic(body []byte) (uint32, [][]byte) {
 // as the real server's does.
 func (s *Server) changePartitions(op uint8, body []byte) (uint32, [][]byte) {
 	rd := wire.NewReader(body)
-	sid, ok1 := readIdent(rd)
-	tid, ok2 := readIdent(rd)
+	sid, tid, ok := readTopicIdents(rd)
 	n := rd.U32()
-	if !ok1 || !ok2 || rd.Failed() || rd.Len() != 0 || !identOK(sid) || !identOK(tid) {
+	if !ok || rd.Failed() || rd.Len() != 0 || !identOK(sid) || !identOK(tid) {
 		return wire.StatusInvalidCommand, nil
 	}
 	if n == 0 || n > 1000 {
@@ -418,10 +421,8 @@ var knownTopicOption = map[string]bool{
 }
 
 func (s *Server) deleteTopic(body []byte) (uint32, [][]byte) {
-	rd := wire.NewReader(body)
-	sid, ok1 := readIdent(rd)
-	tid, ok2 := readIdent(rd)
-	if !ok1 || !ok2 || rd.Len() != 0 {
+	sid, tid, ok := topicBody(body)
+	if !ok {
 		return wire.StatusInvalidCommand, nil
 	}
 	st, t, status := s.cat.resolve(sid, tid)

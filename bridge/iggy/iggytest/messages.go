@@ -13,12 +13,11 @@ import (
 func (s *Server) send(body []byte) (status uint32, parts [][]byte, ok bool) {
 	rd := wire.NewReader(body)
 	meta := rd.U32()
-	sid, ok1 := readIdent(rd)
-	tid, ok2 := readIdent(rd)
+	sid, tid, ok := readTopicIdents(rd)
 	pkind, plen := rd.U8(), int(rd.U8())
 	pval := rd.Bytes(plen)
 	count := rd.U32()
-	if !ok1 || !ok2 || rd.Failed() || uint64(len(body)-rd.Len()-4) != uint64(meta) {
+	if !ok || rd.Failed() || uint64(len(body)-rd.Len()-4) != uint64(meta) {
 		return 0, nil, false
 	}
 	batch := rd.Rest()
@@ -78,13 +77,10 @@ func (s *Server) pickPartition(st *stream, t bridge.TopicInfo, kind uint8, val [
 	return p, wire.StatusOK, true
 }
 
-// pollReq is a decoded PollMessages body.
+// pollReq is a decoded PollMessages body: the consumer and partition as
+// the consumer-offset bodies have them, then the poll's own fields.
 type pollReq struct {
-	kind       uint8
-	consumer   ident
-	sid, tid   ident
-	hasPart    uint8
-	partition  uint32
+	offsetReq
 	strategy   uint8
 	value      uint64
 	count      uint32
@@ -94,16 +90,11 @@ type pollReq struct {
 func parsePoll(body []byte) (pollReq, bool) {
 	rd := wire.NewReader(body)
 	var r pollReq
-	var ok1, ok2, ok3 bool
-	r.kind = rd.U8()
-	r.consumer, ok1 = readIdent(rd)
-	r.sid, ok2 = readIdent(rd)
-	r.tid, ok3 = readIdent(rd)
-	r.hasPart, r.partition = rd.U8(), rd.U32()
+	var ok bool
+	r.offsetReq, ok = readOffsetReq(rd)
 	r.strategy, r.value = rd.U8(), rd.U64()
 	r.count, r.autoCommit = rd.U32(), rd.U8()
-	ok := ok1 && ok2 && ok3 && !rd.Failed() && rd.Len() == 0 &&
-		(r.kind == 1 || r.kind == 2) && r.hasPart <= 1 && r.autoCommit <= 1 &&
+	ok = ok && !rd.Failed() && rd.Len() == 0 && r.autoCommit <= 1 &&
 		r.strategy >= 1 && r.strategy <= 5
 	return r, ok
 }
@@ -121,11 +112,8 @@ func (s *Server) poll(body []byte) (uint32, [][]byte) {
 	if status != wire.StatusOK {
 		return status, nil
 	}
-	p := uint32(0)
-	if r.hasPart == 1 {
-		p = r.partition
-	}
-	if int64(p) >= int64(t.Partitions) {
+	p, ok := r.target(t)
+	if !ok {
 		return wire.StatusPartitionNotFound, nil
 	}
 	current, n, err := s.cat.partitionStats(st, t, p)
@@ -261,15 +249,24 @@ type offsetReq struct {
 	partition uint32
 }
 
+// target is the partition r names (0 when it names none); ok=false when
+// t has no such partition.
+func (r *offsetReq) target(t bridge.TopicInfo) (uint32, bool) {
+	p := uint32(0)
+	if r.hasPart == 1 {
+		p = r.partition
+	}
+	return p, int64(p) < int64(t.Partitions)
+}
+
 func readOffsetReq(rd *wire.Reader) (offsetReq, bool) {
 	var r offsetReq
-	var ok1, ok2, ok3 bool
+	var ok1, ok2 bool
 	r.kind = rd.U8()
 	r.consumer, ok1 = readIdent(rd)
-	r.sid, ok2 = readIdent(rd)
-	r.tid, ok3 = readIdent(rd)
+	r.sid, r.tid, ok2 = readTopicIdents(rd)
 	r.hasPart, r.partition = rd.U8(), rd.U32()
-	return r, ok1 && ok2 && ok3 && !rd.Failed() && (r.kind == 1 || r.kind == 2) && r.hasPart <= 1
+	return r, ok1 && ok2 && !rd.Failed() && (r.kind == 1 || r.kind == 2) && r.hasPart <= 1
 }
 
 func (s *Server) getOffset(body []byte) (uint32, [][]byte) {
@@ -282,11 +279,8 @@ func (s *Server) getOffset(body []byte) (uint32, [][]byte) {
 	if status != wire.StatusOK {
 		return wire.StatusOK, nil // a missing stream or topic stores no offset: empty body
 	}
-	p := uint32(0)
-	if r.hasPart == 1 {
-		p = r.partition
-	}
-	if int64(p) >= int64(t.Partitions) {
+	p, ok := r.target(t)
+	if !ok {
 		return wire.StatusPartitionNotFound, nil
 	}
 	current, _, _ := s.cat.partitionStats(st, t, p)

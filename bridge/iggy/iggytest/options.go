@@ -121,29 +121,13 @@ func (o *topicOpts) absorb(key string, e optEntry) bool {
 		o.compression = &c
 		return ok
 	case keyExpiry:
-		v, ok := parseU64Or(e, parseExpiry)
-		if v != 0 {
-			o.expiry = &v
-		}
-		return ok
+		return absorbU64(&o.expiry, e, parseExpiry)
 	case keyMaxSize:
-		v, ok := parseU64Or(e, parseMaxSize)
-		if v != 0 {
-			o.maxSize = &v
-		}
-		return ok
+		return absorbU64(&o.maxSize, e, parseMaxSize)
 	case keySegment:
-		v, ok := parseU64Or(e, parseByteSize)
-		if v != 0 {
-			o.segment = &v
-		}
-		return ok
+		return absorbU64(&o.segment, e, parseByteSize)
 	case keySizeToSave:
-		v, ok := parseU64Or(e, parseByteSize)
-		if v != 0 {
-			o.sizeToSave = &v
-		}
-		return ok && v <= maxSizeToSave
+		return absorbU64(&o.sizeToSave, e, parseByteSize) && orU64(o.sizeToSave, 0) <= maxSizeToSave
 	case keyFsync:
 		b, ok := parseBool(e)
 		o.fsync = &b
@@ -301,6 +285,16 @@ func parseU32(e optEntry) (uint32, bool) {
 }
 
 // parseU64Or reads a Uint64 as is, or a String through parse.
+// absorbU64 parses a u64 option into *dst; 0 (the server's default)
+// leaves *dst as it is.
+func absorbU64(dst **uint64, e optEntry, parse func(string) (uint64, bool)) bool {
+	v, ok := parseU64Or(e, parse)
+	if v != 0 {
+		*dst = &v
+	}
+	return ok
+}
+
 func parseU64Or(e optEntry, parse func(string) (uint64, bool)) (uint64, bool) {
 	switch e.kind {
 	case bridge.KindUint64:
@@ -344,15 +338,11 @@ func parseDuration(s string) (uint64, bool) {
 	}
 	var total uint64
 	for s != "" {
-		i := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		n, err := strconv.ParseUint(s[:i], 10, 64)
-		if err != nil {
+		n, rest, ok := cutNumber(s)
+		if !ok {
 			return 0, false
 		}
-		s = strings.TrimLeft(s[i:], " ")
+		s = strings.TrimLeft(rest, " ")
 		j := 0
 		for j < len(s) && (s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z') {
 			j++
@@ -387,18 +377,24 @@ var byteUnits = map[string]uint64{
 // parseByteSize reads "<n> <unit>" with decimal (kB, MB, GB) or binary
 // (KiB, MiB, GiB) units, case-insensitively.
 func parseByteSize(s string) (uint64, bool) {
-	s = strings.TrimSpace(s)
+	n, rest, ok := cutNumber(strings.TrimSpace(s))
+	if !ok {
+		return 0, false
+	}
+	unit, ok := byteUnits[strings.ToLower(strings.TrimSpace(rest))]
+	if !ok || n > math.MaxUint64/unit {
+		return 0, false
+	}
+	return n * unit, true
+}
+
+// cutNumber reads the decimal number that opens s (ok=false when there is
+// none or it overflows a u64) and returns the rest of s.
+func cutNumber(s string) (uint64, string, bool) {
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
 	}
 	n, err := strconv.ParseUint(s[:i], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	unit, ok := byteUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
-	if !ok || n > math.MaxUint64/unit {
-		return 0, false
-	}
-	return n * unit, true
+	return n, s[i:], err == nil
 }

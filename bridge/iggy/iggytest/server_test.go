@@ -18,6 +18,7 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/bridge/iggy/internal/wire"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // The tests here speak raw frames, built by hand, so they check the
@@ -223,13 +224,7 @@ func TestMalformedFramesDropped(t *testing.T) {
 
 func waitRejected(t *testing.T, s *Server, before int64) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for s.Rejected() == before {
-		if time.Now().After(deadline) {
-			t.Fatal("frame was not rejected")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 2*time.Second, "frame rejected", func() bool { return s.Rejected() != before })
 }
 
 // TestMalformedFramesClose: a size field out of range cannot be skipped,

@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/binary"
+
 // Reader decodes little-endian fields from a byte slice. A read past the
 // end sets a sticky failure and returns zero values, so decoders read a
 // whole record and check Err once, without a bounds check per field.
@@ -46,6 +48,24 @@ func (r *Reader) U64() uint64 {
 	}
 	return 0
 }
+
+// Uvarint reads an unsigned varint (encoding/binary's).
+func (r *Reader) Uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
+	v, k := binary.Uvarint(r.b[r.off:])
+	if k <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.off += k
+	return v
+}
+
+// Fail marks the reader failed, for a decoder on top of it that refuses
+// a field it read.
+func (r *Reader) Fail() { r.bad = true }
 
 // Bytes reads n bytes, aliasing the input.
 func (r *Reader) Bytes(n int) []byte { return r.take(n) }

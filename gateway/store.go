@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -11,36 +11,76 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 )
 
-// openGuarded opens the configured backend under bridge.Guard, so every
-// store call has a deadline: --store-timeout-ms on the embedded store,
-// --iggy-call-timeout-ms on Iggy.
-func openGuarded(cfg config, log *slog.Logger) (*bridge.Guarded, error) {
-	st, err := openStore(cfg, log)
-	if err != nil {
-		return nil, err
+// StoreConfig is the backend Start opens when Config.Backend is nil
+// (docs/STORAGE.md); zero fields take the stores' defaults.
+type StoreConfig struct {
+	Kind string // embedded (in-process, under DataDir; the default) or iggy (a server at Iggy.Addr)
+	// Fsync is what an ack promises: always (the default), interval or
+	// never; on Iggy, the storage settings of the topics the gateway
+	// creates.
+	Fsync          string
+	FsyncInterval  time.Duration // embedded, Fsync interval: the sync period
+	DataDir        string        // embedded: where the data is
+	CacheSize      int64         // embedded: pebble's block cache in bytes
+	RetentionCheck time.Duration // embedded: how often retention is applied
+	// Timeout is the deadline of one embedded-store call (bridge.Guard);
+	// on Iggy, Iggy.CallTimeout is.
+	Timeout time.Duration
+	Iggy    IggyConfig
+}
+
+// IggyConfig is the connection to an Iggy server (Kind iggy).
+type IggyConfig struct {
+	Addr, Username string
+	// Password or Token logs in; neither: the server's default root
+	// password.
+	Password, Token string
+	StateStream     string // where the gateway keeps its own state
+	WeakTopics      string // existing topics that cannot keep Fsync: warn (default) or refuse
+	PoolSize        int
+	CallTimeout     time.Duration
+	TLS             bool // also implied by TLSCAFile
+	// TLSInsecureSkipVerify skips certificate checks (self-signed test
+	// servers only).
+	TLSInsecureSkipVerify    bool
+	TLSCAFile, TLSServerName string
+}
+
+func (s StoreConfig) iggy() bool { return s.Kind == "iggy" }
+
+// fsync is the configured promise, always by default.
+func (s StoreConfig) fsync() string {
+	if s.Fsync == "" {
+		return "always"
 	}
-	timeout := cfg.StoreTimeout
-	if cfg.Backend == "iggy" {
+	return s.Fsync
+}
+
+// guard puts st under bridge.Guard, so every store call has a deadline:
+// Store.Timeout on the embedded store, Iggy.CallTimeout on Iggy.
+func guard(st bridge.Backend, cfg StoreConfig, log *slog.Logger) *bridge.Guarded {
+	timeout := cfg.Timeout
+	if cfg.iggy() {
 		timeout = cfg.Iggy.CallTimeout
 	}
-	return bridge.Guard(st, bridge.GuardOptions{Timeout: timeout, Log: log}), nil
+	return bridge.Guard(st, bridge.GuardOptions{Timeout: timeout, Log: log})
 }
 
 // openStore opens the configured backend. A failure is logged with what to
 // check (the data dir, or the Iggy address and user) and is fatal: the
 // gateway never starts without its store.
-func openStore(cfg config, log *slog.Logger) (bridge.Backend, error) {
-	if cfg.Backend == "iggy" {
-		return openIggy(cfg, log)
+func openStore(ctx context.Context, cfg StoreConfig, stream string, log *slog.Logger) (bridge.Backend, error) {
+	if cfg.iggy() {
+		return openIggy(ctx, cfg, stream, log)
 	}
-	policy, err := embedded.ParseSyncPolicy(cfg.Fsync)
-	if err != nil { // parseConfig already checked; kept so the two cannot drift silently
+	policy, err := embedded.ParseSyncPolicy(cfg.fsync())
+	if err != nil { // the command checked it already
 		log.Error("fsync policy", "err", err)
 		return nil, err
 	}
 	st, err := embedded.Open(cfg.DataDir, embedded.Options{
 		Sync: policy, SyncInterval: cfg.FsyncInterval, Logger: log,
-		CacheSize: int64(cfg.StoreCacheMB) << 20, RetentionCheckInterval: cfg.RetentionCheck,
+		CacheSize: cfg.CacheSize, RetentionCheckInterval: cfg.RetentionCheck,
 	})
 	if err != nil {
 		log.Error("opening the embedded store", "data_dir", cfg.DataDir, "err", err)
@@ -49,16 +89,16 @@ func openStore(cfg config, log *slog.Logger) (bridge.Backend, error) {
 	return st, nil
 }
 
-func openIggy(cfg config, log *slog.Logger) (bridge.Backend, error) {
+func openIggy(ctx context.Context, cfg StoreConfig, stream string, log *slog.Logger) (bridge.Backend, error) {
 	ic := cfg.Iggy
 	if ic.Password == "" && ic.Token == "" {
 		ic.Password = "iggy" // the server's --with-default-root-credentials
 	}
-	dur, err := iggy.DurabilityFor(cfg.Fsync)
-	if err != nil { // parseConfig already checked
+	dur, err := iggy.DurabilityFor(cfg.fsync())
+	if err != nil { // the command checked it already
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ic.CallTimeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, ic.CallTimeout+5*time.Second)
 	defer cancel()
 	st, err := iggy.Open(ctx, iggy.Options{
 		Addr: ic.Addr, Username: ic.Username, Password: ic.Password, Token: ic.Token,
@@ -73,17 +113,17 @@ func openIggy(cfg config, log *slog.Logger) (bridge.Backend, error) {
 	}
 	log.Info("connected to Iggy", "addr", ic.Addr, "user", ic.Username, "pool", ic.PoolSize,
 		"server", st.Client().ServerVersion(), "new_topics", dur.String())
-	if err := checkWeakTopics(ctx, st, dur, cfg, log); err != nil {
+	if err := checkWeakTopics(ctx, st, dur, cfg, stream, log); err != nil {
 		st.Close()
 		return nil, err
 	}
 	return st, nil
 }
 
-// checkWeakTopics reports existing topics that cannot keep the --fsync
-// promise; with --iggy-weak-topics=refuse they stop the start.
-func checkWeakTopics(ctx context.Context, st *iggy.Store, want iggy.Durability, cfg config, log *slog.Logger) error {
-	weak, err := st.WeakTopics(ctx, want, cfg.Stream, cfg.Iggy.StateStream)
+// checkWeakTopics reports existing topics that cannot keep the Fsync
+// promise; with WeakTopics refuse they stop the start.
+func checkWeakTopics(ctx context.Context, st *iggy.Store, want iggy.Durability, cfg StoreConfig, stream string, log *slog.Logger) error {
+	weak, err := st.WeakTopics(ctx, want, stream, cfg.Iggy.StateStream)
 	if err != nil {
 		log.Warn("could not read the storage settings of existing Iggy topics", "err", err)
 		return nil
@@ -94,20 +134,12 @@ func checkWeakTopics(ctx context.Context, st *iggy.Store, want iggy.Durability, 
 			has = "not reported by the server"
 		}
 		log.Warn("existing Iggy topic cannot keep the --fsync promise; acknowledged records on it may be lost if the Iggy server crashes (Iggy cannot change these settings: recreate the topic to fix it)",
-			"stream", w.Stream, "topic", w.Topic, "has", has, "fsync", cfg.Fsync, "needs", want.String())
+			"stream", w.Stream, "topic", w.Topic, "has", has, "fsync", cfg.fsync(), "needs", want.String())
 	}
 	if len(weak) > 0 && cfg.Iggy.WeakTopics == "refuse" {
-		err := fmt.Errorf("%d existing Iggy topic(s) cannot keep --fsync=%s and --iggy-weak-topics=refuse", len(weak), cfg.Fsync)
+		err := fmt.Errorf("%d existing Iggy topic(s) cannot keep --fsync=%s and --iggy-weak-topics=refuse", len(weak), cfg.fsync())
 		log.Error("refusing to start", "err", err)
 		return err
 	}
 	return nil
-}
-
-// storeDescription names where the data is for the startup log.
-func storeDescription(cfg config) string {
-	if cfg.Backend == "iggy" {
-		return "iggy " + cfg.Iggy.Addr
-	}
-	return cfg.DataDir
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/loop"
@@ -43,7 +43,7 @@ var TargetNames = []string{
 	"gateway",         // the gateway binary built from this tree, embedded store, --fsync never
 	"gateway-always",  // the same with --fsync always (the command's default)
 	"gateway-tls",     // the gateway binary, --fsync never, one SSL listener (TLS 1.3, certificates made by the harness)
-	"gateway-inproc",  // the gateway in this process (handlers.NewGateway + loop.NewServer), SyncNever
+	"gateway-inproc",  // the gateway in this process (gateway.Start), embedded store, --fsync never
 	"kfake",           // franz-go kfake, in-memory storage
 	"kfake-blackhole", // kfake acknowledging produce without storing it
 	"kfake-disk",      // kfake persisting to a data dir (no per-batch fsync)
@@ -89,7 +89,7 @@ func NewTarget(name string, c *TargetConfig) (Target, error) {
 	case "gateway-tls":
 		return &procTarget{name: name, c: c, kind: "gateway", fsync: "never", tls: true}, nil
 	case "gateway-inproc":
-		return &inprocGateway{name: name, sync: embedded.SyncNever}, nil
+		return &inprocGateway{name: name, fsync: "never"}, nil
 	case "kfake", "kfake-blackhole", "kfake-disk":
 		mode := strings.TrimPrefix(strings.TrimPrefix(name, "kfake"), "-")
 		if mode == "" {
@@ -362,17 +362,17 @@ func (c *TargetConfig) gatewayBinary(ctx context.Context) (string, error) {
 }
 
 // inprocGateway runs the gateway in this process on the embedded store,
-// wired as the command wires it. Tests use it; compare --inproc too.
+// started as the command starts it (gateway.Start). Tests use it; compare
+// --inproc too.
 type inprocGateway struct {
 	name  string
-	sync  embedded.SyncPolicy
+	fsync string
 	dir   string
-	store *embedded.Store
-	srv   *loop.Server
+	gw    *gateway.Running
 }
 
 func (t *inprocGateway) Name() string      { return t.name }
-func (t *inprocGateway) Brokers() []string { return []string{t.srv.Addr()} }
+func (t *inprocGateway) Brokers() []string { return []string{t.gw.Addr()} }
 func (t *inprocGateway) PID() int          { return 0 }
 
 func (t *inprocGateway) Start(ctx context.Context) error {
@@ -380,52 +380,36 @@ func (t *inprocGateway) Start(ctx context.Context) error {
 	if t.dir, err = os.MkdirTemp("", "bench-gateway-"); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if t.store, err = embedded.Open(t.dir, embedded.Options{Sync: t.sync, Logger: log}); err != nil {
-		return err
-	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		g := handlers.NewGateway(handlers.Config{
+	t.gw, err = gateway.Start(ctx, gateway.Config{
+		Store: gateway.StoreConfig{DataDir: t.dir, Fsync: t.fsync},
+		Handlers: handlers.Config{
 			Stream:            "kafka",
 			AdvertisedHost:    "127.0.0.1",
-			AdvertisedPort:    int32(port),
 			NodeID:            1,
 			ClusterID:         "iggy-kafka-bench",
 			AutoCreateTopics:  true,
 			DefaultPartitions: 1,
 			MaxFrameSize:      8 << 20,
 			MaxFetchWait:      10 * time.Second,
-			MaxMessageSize:    64 << 20,
-		}, t.store, log)
-		t.srv = loop.NewServer(loop.Config{
-			Addr:         net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			DrainTimeout: 5 * time.Second,
-			Log:          log,
-		}, g)
-		if lastErr = t.srv.Start(); lastErr == nil {
-			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			return waitReady(wctx, t.srv.Addr(), nil)
-		}
+		},
+		// Port 0: the gateway advertises the port it bound.
+		Loop: loop.Config{Addr: "127.0.0.1:0", DrainTimeout: 5 * time.Second},
+		Log:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
 	}
-	t.store.Close()
-	return lastErr
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return waitReady(wctx, t.gw.Addr(), nil)
 }
 
 func (t *inprocGateway) Stop() error {
 	var errs []error
-	if t.srv != nil {
+	if t.gw != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		errs = append(errs, t.srv.Shutdown(ctx))
+		errs = append(errs, t.gw.Shutdown(ctx))
 		cancel()
-	}
-	if t.store != nil {
-		errs = append(errs, t.store.Close())
 	}
 	errs = append(errs, os.RemoveAll(t.dir))
 	return errors.Join(errs...)

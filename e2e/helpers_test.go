@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	gatewaypkg "github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 	"github.com/iggy-kafka/gateway/internal/metrics"
@@ -135,9 +136,9 @@ func withAutoCreate(on bool) gwOption {
 	return func(h *handlers.Config, _ *loop.Config) { h.AutoCreateTopics = on }
 }
 
-// freePort returns a port that was free a moment ago. The gateway must be
-// told its port before it starts (Metadata advertises it), so a listener on
-// :0 cannot be used directly.
+// freePort returns a port that was free a moment ago, for addresses that
+// must be known before a gateway starts (the binary's flags, the admin
+// listeners); an in-process gateway binds port 0 and advertises what it got.
 func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -148,10 +149,10 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startGateway runs an embedded store in a temp dir and a loop server on a
-// free 127.0.0.1 port with the defaults the command uses; the server and
-// store are shut down when the test ends, and their log is printed if it
-// failed.
+// startGateway runs an embedded store in a temp dir and a gateway
+// (gateway.Start) on 127.0.0.1, on a port the kernel picks, with the
+// defaults the command uses; the gateway and store are shut down when the
+// test ends, and their log is printed if it failed.
 func startGateway(t testing.TB, opts ...gwOption) *gateway {
 	t.Helper()
 	logBuf := &syncBuffer{}
@@ -169,14 +170,11 @@ func startGatewayOn(t testing.TB, store bridge.Backend, stream string, logBuf *s
 		logBuf = &syncBuffer{}
 	}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var gw *gateway
-	var lastErr error
-	for attempt := 0; attempt < 5 && gw == nil; attempt++ {
-		port := freePort(t)
-		hc := handlers.Config{
+	cfg := gatewaypkg.Config{
+		Backend: store, // served under the deadline guard, as the binary serves its store
+		Handlers: handlers.Config{
 			Stream:            stream,
 			AdvertisedHost:    "127.0.0.1",
-			AdvertisedPort:    int32(port),
 			NodeID:            1,
 			ClusterID:         "e2e",
 			AutoCreateTopics:  true,
@@ -185,53 +183,38 @@ func startGatewayOn(t testing.TB, store bridge.Backend, stream string, logBuf *s
 			MaxFetchWait:      10 * time.Second,
 			MaxMessageSize:    64 << 20,
 			TailCacheBytes:    256 << 20, // --tail-cache-mb's default
-		}
-		if iggyBackend() {
-			hc.FetchConcurrency = 8 // as the binary on --backend iggy
-		}
-		lc := loop.Config{
-			Addr:         net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		},
+		Loop: loop.Config{
+			Addr:         "127.0.0.1:0", // the gateway advertises the port it binds
 			MaxFrameSize: 8 << 20,
 			DrainTimeout: 5 * time.Second,
 			Metrics:      metrics.New(nil), // exercised under -race; not scraped
-			Log:          log,
-		}
-		for _, o := range opts {
-			o(&hc, &lc)
-		}
-		g := handlers.NewGateway(hc, guarded(store), log)
-		srv := loop.NewServer(lc, g)
-		if lastErr = srv.Start(); lastErr != nil {
-			continue // the port was taken in between; pick another
-		}
-		gw = &gateway{Addr: srv.Addr(), Store: store, Stream: hc.Stream, G: g, Srv: srv, Log: logBuf}
+		},
+		Log: log,
 	}
-	if gw == nil {
-		store.Close()
-		t.Fatalf("starting the gateway: %v", lastErr)
+	if iggyBackend() {
+		cfg.Handlers.FetchConcurrency = 8 // as the binary on --backend iggy
+	}
+	for _, o := range opts {
+		o(&cfg.Handlers, &cfg.Loop)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	running, err := gatewaypkg.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("starting the gateway: %v\n%s", err, tail(logBuf.String(), 50))
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := gw.Srv.Shutdown(ctx); err != nil {
+		if err := running.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
-		}
-		if err := store.Close(); err != nil {
-			t.Errorf("store.Close: %v", err)
 		}
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", tail(logBuf.String(), 200))
 		}
 	})
-	return gw
-}
-
-// guarded puts store behind the deadline guard the command puts every
-// backend behind (cmd/iggy-kafka-gateway/store.go), so in-process gateways
-// take the same path as the binary. Tests keep the raw store in
-// gateway.Store for their own checks and close it themselves.
-func guarded(store bridge.Backend) bridge.Backend {
-	return bridge.Guard(store, bridge.GuardOptions{Timeout: 10 * time.Second})
+	return &gateway{Addr: running.Addr(), Store: store, Stream: cfg.Handlers.Stream, G: running.Handlers, Srv: running.Loop, Log: logBuf}
 }
 
 func tail(s string, lines int) string {

@@ -226,7 +226,8 @@ func (c *Call) Parked() *Wait {
 
 // NewGateway builds the shared state for cfg over store, with every
 // sub-state (producer ids, fetch watchers, and what later features add) set
-// up. cmd and the test helpers build gateways only through it, so a new
+// up. gateway.Start (the command, the bench, the e2e suite) and the loop's
+// and handlers' own tests build gateways only through it, so a new
 // feature's state is wired everywhere at once.
 func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 	if log == nil {

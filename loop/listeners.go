@@ -31,7 +31,8 @@ type Listener struct {
 	Protocol string // one of the Proto* constants
 	Addr     string // host:port to bind (port 0 picks one: single gnet listener or TLS listeners only)
 	// AdvertisedHost/Port are what Metadata and FindCoordinator tell the
-	// clients of this listener.
+	// clients of this listener. Port 0: the port the listener bound, set
+	// before it serves its first connection.
 	AdvertisedHost string
 	AdvertisedPort int32
 	// TLS returns the configuration for the next handshake (SSL and
@@ -126,6 +127,19 @@ func (s *Server) resolveListeners() error {
 	return nil
 }
 
+// advertiseBound makes a listener given no advertised port advertise the
+// port it bound. It runs once the listener is bound and before it serves
+// (OnBoot, listenTLS), so no connection sees the endpoint change.
+func (l *listenerState) advertiseBound() {
+	if l.adv == nil || l.adv.Port != 0 {
+		return
+	}
+	if _, p, err := net.SplitHostPort(l.bound); err == nil {
+		port, _ := strconv.Atoi(p)
+		l.adv.Port = int32(port)
+	}
+}
+
 // gnetListener is the listener a gnet connection came in on. Loop only
 // (OnOpen).
 func (s *Server) gnetListener(localPort int) *listenerState {
@@ -146,6 +160,21 @@ func (s *Server) ListenerAddrs() map[string]string {
 	out := make(map[string]string, len(s.lns))
 	for _, l := range s.lns {
 		out[l.Name] = l.bound
+	}
+	return out
+}
+
+// Advertised maps each listener name to the endpoint its clients are
+// told, final after Start (the default listener's is handlers.Config's).
+// Any goroutine.
+func (s *Server) Advertised() map[string]handlers.Endpoint {
+	out := make(map[string]handlers.Endpoint, len(s.lns))
+	for _, l := range s.lns {
+		if l.adv != nil {
+			out[l.Name] = *l.adv
+		} else {
+			out[l.Name] = handlers.Endpoint{Host: s.g.Cfg.AdvertisedHost, Port: s.g.Cfg.AdvertisedPort}
+		}
 	}
 	return out
 }

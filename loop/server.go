@@ -225,6 +225,7 @@ func (s *Server) listenTLS() error {
 			return fmt.Errorf("loop: listen %s (%s): %w", l.Addr, l.Name, err)
 		}
 		l.ln, l.bound = ln, ln.Addr().String()
+		l.advertiseBound()
 	}
 	return nil
 }
@@ -311,6 +312,11 @@ func (s *Server) OnBoot(e gnet.Engine) gnet.Action {
 		}
 		_ = unix.Close(fd)
 		s.gnetLns[0].bound = s.addr
+	}
+	// gnet starts its event loops (and so serves connections) only after
+	// OnBoot returns.
+	for _, l := range s.gnetLns {
+		l.advertiseBound()
 	}
 	close(s.booted)
 	return gnet.None

@@ -1,24 +1,13 @@
 package main
 
-// Authorization settings (--authorizer, --super-users) and the
-// handlers.AuthzConfig built from them. docs/SECURITY.md, "ACLs".
+// Authorization settings (--authorizer, --super-users) into
+// handlers.AuthzConfig. docs/SECURITY.md, "ACLs".
 
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-
-	"github.com/iggy-kafka/gateway/handlers"
 )
-
-// authzConfig is the --authorizer / --super-users part of config.
-type authzConfig struct {
-	On bool
-	// SuperUsers, ';'-separated as Kafka's super.users (a string keeps
-	// config comparable).
-	SuperUsers string
-}
 
 func authzOptions() []option {
 	return []option{
@@ -27,9 +16,9 @@ func authzOptions() []option {
 			set: func(c *config, v string) error {
 				switch strings.ToLower(strings.TrimSpace(v)) {
 				case "none", "":
-					c.Authz.On = false
+					c.Handlers.Authz.Enabled = false
 				case "acl":
-					c.Authz.On = true
+					c.Handlers.Authz.Enabled = true
 				default:
 					return errors.New("want none or acl")
 				}
@@ -50,7 +39,7 @@ func authzOptions() []option {
 					}
 					out = append(out, p)
 				}
-				c.Authz.SuperUsers = strings.Join(out, ";")
+				c.Handlers.Authz.SuperUsers = out
 				return nil
 			}},
 	}
@@ -58,23 +47,8 @@ func authzOptions() []option {
 
 // resolveAuthz checks the authorization settings against the others.
 func (c *config) resolveAuthz() error {
-	if !c.Authz.On && c.Authz.SuperUsers != "" {
+	if a := c.Handlers.Authz; !a.Enabled && len(a.SuperUsers) > 0 {
 		return errors.New("--super-users is set but --authorizer is none: set --authorizer acl")
 	}
 	return nil
-}
-
-// buildAuthz returns the handlers' authorization configuration.
-func buildAuthz(cfg config, log *slog.Logger) handlers.AuthzConfig {
-	a := handlers.AuthzConfig{Enabled: cfg.Authz.On}
-	if cfg.Authz.SuperUsers != "" {
-		a.SuperUsers = strings.Split(cfg.Authz.SuperUsers, ";")
-	}
-	if a.Enabled {
-		log.Info("authorization on (Kafka ACLs, default deny)", "super_users", cfg.Authz.SuperUsers)
-		if cfg.Sasl.Mechanisms == "" {
-			log.Warn("--authorizer acl without SASL: every client is " + handlers.PrincipalAnonymous)
-		}
-	}
-	return a
 }

@@ -1,24 +1,13 @@
 package main
 
+// Cluster mode's flags (docs/CLUSTER.md) into gateway.ClusterConfig; the
+// gateway package joins the cluster (gateway/cluster.go).
+
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"github.com/iggy-kafka/gateway/cluster"
-	"github.com/iggy-kafka/gateway/handlers"
-	"github.com/iggy-kafka/gateway/loop"
 )
-
-// clusterConfig is cluster mode (docs/CLUSTER.md): several gateways over
-// one Iggy, coordinated through etcd.
-type clusterConfig struct {
-	Endpoints []string
-	TTL       time.Duration
-}
 
 func clusterOptions() []option {
 	return []option{
@@ -44,44 +33,14 @@ func (c *config) resolveCluster() error {
 	if len(c.Cluster.Endpoints) == 0 {
 		return nil
 	}
-	if c.Backend != "iggy" {
+	if c.Store.Kind != "iggy" {
 		return fmt.Errorf("--cluster-etcd-endpoints needs --backend iggy: the embedded store belongs to one gateway")
 	}
-	if c.InstanceID == 0 {
+	if c.Handlers.InstanceID == 0 {
 		return fmt.Errorf("--cluster-etcd-endpoints needs --instance-id 1..65535, unique per gateway: it is the gateway's node id")
 	}
 	// The node id is the instance id, so the producer ids a gateway hands
 	// out (instance id in their high bits) never collide with another's.
-	c.NodeID = int32(c.InstanceID)
+	c.Handlers.NodeID = int32(c.Handlers.InstanceID)
 	return nil
-}
-
-// startCluster joins the cluster when configured (nil, nil otherwise).
-// gw is filled once the gateway exists; view changes before that have no
-// gateway state to drop.
-func startCluster(cfg config, listeners []loop.Listener, gw *atomic.Pointer[handlers.Gateway], log *slog.Logger) (*cluster.Node, error) {
-	if len(cfg.Cluster.Endpoints) == 0 {
-		return nil, nil
-	}
-	self := cluster.Member{ID: cfg.NodeID, Listeners: map[string]cluster.Endpoint{}}
-	for _, l := range listeners {
-		self.Listeners[l.Name] = cluster.Endpoint{Host: l.AdvertisedHost, Port: l.AdvertisedPort}
-	}
-	ttl := cfg.Cluster.TTL
-	// Waiting up to twice the TTL lets a gateway restarted after kill -9
-	// take its id back once its previous session expired.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*ttl+10*time.Second)
-	defer cancel()
-	return cluster.Start(ctx, cluster.Options{
-		Endpoints: cfg.Cluster.Endpoints,
-		Prefix:    "/iggy-kafka/" + cfg.ClusterID + "/",
-		Self:      self,
-		TTL:       ttl,
-		Log:       log,
-		Changed: func(old, cur *cluster.View) {
-			if g := gw.Load(); g != nil {
-				g.ClusterChanged(old, cur)
-			}
-		},
-	}, 2*ttl+5*time.Second)
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge/embedded"
-	"github.com/iggy-kafka/gateway/group"
+	"github.com/iggy-kafka/gateway/gateway"
 )
 
 // envPrefix starts every environment variable the gateway reads. Any other
@@ -27,64 +27,28 @@ const envPrefix = "IGGY_KAFKA_"
 var envIgnored = map[string]bool{"IGGY_KAFKA_E2E_REQUIRED": true, "IGGY_KAFKA_E2E_BACKEND": true,
 	"IGGY_KAFKA_IGGY_TEST_ADDR": true, "IGGY_KAFKA_IGGY_SERVER_DIR": true}
 
-// iggyMaxMessageSize caps one Iggy message (payload + headers); it is the
-// Iggy server's default message_bus.max_message_size, so data written here
-// also fits a real server.
-const iggyMaxMessageSize = 64 << 20
-
-// config is everything the command line and environment decide.
+// config is everything the command line and environment decide: the
+// gateway's Config, which most options set directly, and what only the
+// command uses (the single-listener flags resolved into Listen, logging,
+// where secrets came from).
 type config struct {
-	BindAddr           string
-	AdvertisedHost     string
-	AdvertisedPort     int
-	MaxConnections     int
-	MaxConnsPerAddr    int
-	FrameTimeout       time.Duration
-	MaxFrameSize       int
-	IdleTimeout        time.Duration
-	DrainTimeout       time.Duration
-	InstanceID         uint16
-	EventLoops         int // 0: loop default (GOMAXPROCS)
-	Workers            int // 0: loop default
-	QueueDepth         int
-	MaxInflightPerConn int
-	MaxBufferedPerConn int // 0: loop default (4 x MaxFrameSize)
-	MaxOutboundPerConn int
-	WriteStallTimeout  time.Duration
-	DataDir            string
-	Fsync              string // always, interval, never
-	FsyncInterval      time.Duration
-	StoreCacheMB       int
-	StoreTimeout       time.Duration
-	RetentionCheck     time.Duration
-	Stream             string
-	AutoCreateTopics   bool
-	DefaultPartitions  int32
-	AutoCreatePerReq   int
-	AutoCreatePerSec   int
-	NodeID             int32
-	Cluster            clusterConfig
-	ClusterID          string
-	MaxFetchWait       time.Duration
-	FetchConcurrency   int // 0: by backend (fetchConcurrency)
-	FetchSessionSlots  int // 0: no fetch sessions
-	FetchUncompressed  bool
-	TailCacheMB        int
-	Groups             group.Config
-	Backend            string
-	Iggy               iggyConfig
-	Sasl               saslConfig
-	Authz              authzConfig
-	Listen             listenersConfig
+	gateway.Config
+	// BindAddr and AdvertisedHost/Port are the single default listener's
+	// flags, resolved into Listen.Resolved.
+	BindAddr       string
+	AdvertisedHost string
+	AdvertisedPort int
+	Listen         listenersConfig
 	// listenersSet: --listeners was given. legacyAddrFlags names the
 	// single-listener flags given (--bind-addr, --advertised-*), which
 	// --listeners replaces.
 	listenersSet    bool
 	legacyAddrFlags []string
-	MetricsAddr     string
-	PprofAddr       string
 	LogLevel        slog.Level
 	LogFormat       string
+	// iggyPasswordFile and iggyTokenFile hold Store.Iggy's secrets;
+	// readSecretFiles loads them.
+	iggyPasswordFile, iggyTokenFile string
 	// secretsSet records which secrets were given (by flag or variable),
 	// to refuse a secret given twice (value and file).
 	secretsSet struct{ password, token bool }
@@ -92,18 +56,6 @@ type config struct {
 	// line (not in the environment), space-separated, for the startup
 	// warning.
 	SecretFlagsOnCmdline string
-}
-
-// iggyConfig is the --backend iggy connection.
-type iggyConfig struct {
-	Addr, Username, Password, Token string
-	PasswordFile, TokenFile         string
-	StateStream                     string
-	WeakTopics                      string // warn, refuse
-	PoolSize                        int
-	CallTimeout                     time.Duration
-	TLS, TLSInsecureSkipVerify      bool
-	TLSCAFile, TLSServerName        string
 }
 
 // option is one setting: a flag, its variable and how to parse it. The
@@ -151,146 +103,146 @@ func options() []option {
 			})},
 		{flag: "max-connections", def: "1024",
 			usage: "open client connections; more are refused",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnections = n })},
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.Loop.MaxConnections = n })},
 		{flag: "max-connections-per-addr", def: "256",
 			usage: "open connections from one client address (IPv4 address, IPv6 /64); more are refused",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.MaxConnsPerAddr = n })},
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.Loop.MaxConnectionsPerAddr = n })},
 		{flag: "frame-timeout-ms", def: "30000",
 			usage: "a request must arrive in full this long after its first byte (a new connection: after connecting), else the connection is closed",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.FrameTimeout = d })},
+			set:   millisIn(1, func(c *config, d time.Duration) { c.Loop.FrameTimeout = d })},
 		{flag: "max-frame-size", def: "8388608",
 			usage: "largest request frame in bytes; also the decompression budget and the Fetch max_bytes ceiling",
-			set:   intIn(1024, 1<<30, func(c *config, n int) { c.MaxFrameSize = n })},
+			set:   intIn(1024, 1<<30, func(c *config, n int) { c.Loop.MaxFrameSize, c.Handlers.MaxFrameSize = int32(n), int32(n) })},
 		{flag: "idle-timeout-secs", def: "600",
 			usage: "close a connection idle this long between requests",
-			set:   secondsIn(1, func(c *config, d time.Duration) { c.IdleTimeout = d })},
+			set:   secondsIn(1, func(c *config, d time.Duration) { c.Loop.IdleTimeout = d })},
 		{flag: "shutdown-drain-timeout-secs", def: "25",
 			usage: "on SIGTERM/SIGINT, time in-flight requests get to finish (0: close at once)",
-			set:   secondsIn(0, func(c *config, d time.Duration) { c.DrainTimeout = d })},
+			set:   secondsIn(0, func(c *config, d time.Duration) { c.Loop.DrainTimeout = d })},
 		{flag: "instance-id", def: "0",
 			usage: "0..65535, high bits of the producer ids this gateway hands out; unique per gateway sharing one Iggy",
-			set:   intIn(0, 65535, func(c *config, n int) { c.InstanceID = uint16(n) })},
+			set:   intIn(0, 65535, func(c *config, n int) { c.Handlers.InstanceID = uint16(n) })},
 		{flag: "event-loops", defText: "GOMAXPROCS",
 			usage: "network event loops",
-			set:   intIn(1, 1024, func(c *config, n int) { c.EventLoops = n })},
+			set:   intIn(1, 1024, func(c *config, n int) { c.Loop.EventLoops = n })},
 		{flag: "workers", defText: "4 x GOMAXPROCS",
 			usage: "worker goroutines for Produce, Fetch and other store calls",
-			set:   intIn(1, 1<<16, func(c *config, n int) { c.Workers = n })},
+			set:   intIn(1, 1<<16, func(c *config, n int) { c.Loop.Workers = n })},
 		{flag: "queue-depth", def: "4096",
 			usage: "jobs queued for the workers before connections are held back",
-			set:   intIn(1, 1<<24, func(c *config, n int) { c.QueueDepth = n })},
+			set:   intIn(1, 1<<24, func(c *config, n int) { c.Loop.QueueDepth = n })},
 		{flag: "max-inflight-per-conn", def: "64",
 			usage: "requests in flight on one connection before its reading pauses",
-			set:   intIn(1, 1<<16, func(c *config, n int) { c.MaxInflightPerConn = n })},
+			set:   intIn(1, 1<<16, func(c *config, n int) { c.Loop.MaxInFlightPerConn = n })},
 		{flag: "max-buffered-per-conn", defText: "4 x max-frame-size",
 			usage: "unread inbound bytes on one connection before it is closed; also the request bytes in flight on it before its reading pauses",
-			set:   intIn(1024, 1<<31-1, func(c *config, n int) { c.MaxBufferedPerConn = n })},
+			set:   intIn(1024, 1<<31-1, func(c *config, n int) { c.Loop.MaxBufferedPerConn = n })},
 		{flag: "max-outbound-per-conn", def: "8388608",
 			usage: "reply bytes queued for writing to one connection (not yet read by its client) before its reading pauses; Fetch answers shrink to fit",
-			set:   intIn(64<<10, 1<<31-1, func(c *config, n int) { c.MaxOutboundPerConn = n })},
+			set:   intIn(64<<10, 1<<31-1, func(c *config, n int) { c.Loop.MaxOutboundPerConn = n })},
 		{flag: "write-stall-timeout-secs", def: "30",
 			usage: "close a connection over --max-outbound-per-conn whose client reads nothing this long",
-			set:   secondsIn(1, func(c *config, d time.Duration) { c.WriteStallTimeout = d })},
+			set:   secondsIn(1, func(c *config, d time.Duration) { c.Loop.WriteStallTimeout = d })},
 		{flag: "data-dir", def: "./data",
 			usage: "directory of the embedded store",
-			set:   nonEmpty(func(c *config, v string) { c.DataDir = v })},
+			set:   nonEmpty(func(c *config, v string) { c.Store.DataDir = v })},
 		{flag: "fsync", def: "always",
 			usage: "what an ack promises: always (synced to disk first), interval, never; on Iggy, the storage settings of the topics the gateway creates (docs/STORAGE.md)",
 			set: oneOf([]string{"always", "interval", "never"},
-				func(c *config, v string) { c.Fsync = v })},
+				func(c *config, v string) { c.Store.Fsync = v })},
 		{flag: "fsync-interval-ms", def: "100",
 			usage: "sync period with --fsync=interval (embedded store only)",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.FsyncInterval = d })},
+			set:   millisIn(1, func(c *config, d time.Duration) { c.Store.FsyncInterval = d })},
 		{flag: "store-cache-mb", def: "256",
 			usage: "embedded store: pebble's block cache in MiB, for its metadata (batches are read through the OS page cache)",
-			set:   intIn(8, 1<<20, func(c *config, n int) { c.StoreCacheMB = n })},
+			set:   intIn(8, 1<<20, func(c *config, n int) { c.Store.CacheSize = int64(n) << 20 })},
 		{flag: "store-timeout-ms", def: "10000",
 			usage: "deadline of one embedded-store call; past it the request gets a retriable error (on Iggy: --iggy-call-timeout-ms)",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.StoreTimeout = d })},
+			set:   millisIn(1, func(c *config, d time.Duration) { c.Store.Timeout = d })},
 		{flag: "retention-check-interval-ms", def: "30000",
 			usage: "how often the embedded store applies retention.ms and retention.bytes (records past them go within about this long); Iggy applies its own (docs/STORAGE.md)",
-			set:   millisIn(10, func(c *config, d time.Duration) { c.RetentionCheck = d })},
+			set:   millisIn(10, func(c *config, d time.Duration) { c.Store.RetentionCheck = d })},
 		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
 			usage: "Iggy stream that holds the Kafka topics",
-			set:   nonEmpty(func(c *config, v string) { c.Stream = v })},
+			set:   nonEmpty(func(c *config, v string) { c.Handlers.Stream = v })},
 		{flag: "auto-create-topics", def: "true",
 			usage: "create an unknown topic on first Metadata or Produce, as Kafka's auto.create.topics.enable",
-			set:   boolVal(func(c *config, b bool) { c.AutoCreateTopics = b })},
+			set:   boolVal(func(c *config, b bool) { c.Handlers.AutoCreateTopics = b })},
 		{flag: "auto-create-max-per-request", def: "20",
 			usage: "topics one Metadata or Produce request may auto-create; the rest are answered LEADER_NOT_AVAILABLE (clients retry)",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.AutoCreatePerReq = n })},
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.Handlers.AutoCreatePerRequest = n })},
 		{flag: "auto-create-per-sec", def: "10",
 			usage: "topics auto-created per second, gateway-wide (bursts up to the per-request cap)",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.AutoCreatePerSec = n })},
+			set:   intIn(1, 1<<20, func(c *config, n int) { c.Handlers.AutoCreatePerSec = n })},
 		{flag: "default-partitions", def: "1",
 			usage: "partitions of an auto-created topic",
-			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.DefaultPartitions = int32(n) })},
+			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.Handlers.DefaultPartitions = int32(n) })},
 		{flag: "node-id", def: "1",
 			usage: "broker id this gateway reports in Metadata",
-			set:   intIn(0, 1<<31-1, func(c *config, n int) { c.NodeID = int32(n) })},
+			set:   intIn(0, 1<<31-1, func(c *config, n int) { c.Handlers.NodeID = int32(n) })},
 		{flag: "cluster-id", def: "iggy-kafka-gateway",
 			usage: "cluster id reported in Metadata",
-			set:   nonEmpty(func(c *config, v string) { c.ClusterID = v })},
+			set:   nonEmpty(func(c *config, v string) { c.Handlers.ClusterID = v })},
 		{flag: "max-fetch-wait-ms", def: "10000",
 			usage: "cap on a Fetch's max_wait_ms: longer waits are cut to this",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.MaxFetchWait = d })},
+			set:   millisIn(1, func(c *config, d time.Duration) { c.Handlers.MaxFetchWait = d })},
 		{flag: "fetch-concurrency", def: "0",
 			usage: "store lookups and polls one Fetch runs at once (0: 8 on --backend iggy, where each is a round trip, 1 on embedded)",
-			set:   intIn(0, 256, func(c *config, n int) { c.FetchConcurrency = n })},
+			set:   intIn(0, 256, func(c *config, n int) { c.Handlers.FetchConcurrency = n })},
 		{flag: "fetch-session-cache-slots", def: "1000",
 			usage: "incremental fetch sessions (KIP-227) kept, as Kafka's max.incremental.fetch.session.cache.slots (0: none, every Fetch sessionless)",
-			set:   intIn(0, 1_000_000, func(c *config, n int) { c.FetchSessionSlots = n })},
+			set:   intIn(0, 1_000_000, func(c *config, n int) { c.Handlers.FetchSessionSlots = fetchSessionSlots(n) })},
 		{flag: "fetch-compression", def: "producer",
 			usage: "how Fetch sends records a producer compressed: producer (compressed again with the producer's codec, as Kafka's compression.type=producer sends them) or none (uncompressed: less gateway CPU, more bytes on the wire)",
-			set:   oneOf([]string{"producer", "none"}, func(c *config, v string) { c.FetchUncompressed = v == "none" })},
+			set:   oneOf([]string{"producer", "none"}, func(c *config, v string) { c.Handlers.FetchUncompressed = v == "none" })},
 		{flag: "tail-cache-mb", def: "256",
 			usage: "memory in MiB for the Kafka form of recently produced batches, which Fetch sends as they came instead of reading and mapping the store (0: off)",
-			set:   intIn(0, 1<<20, func(c *config, n int) { c.TailCacheMB = n })},
+			set:   intIn(0, 1<<20, func(c *config, n int) { c.Handlers.TailCacheBytes = int64(n) << 20 })},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
-			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Backend = v })},
+			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Store.Kind = v })},
 		{flag: "iggy-addr", def: "127.0.0.1:8090",
 			usage: "Iggy server TCP address (--backend iggy)",
-			set:   addr(func(c *config, v string) { c.Iggy.Addr = v })},
+			set:   addr(func(c *config, v string) { c.Store.Iggy.Addr = v })},
 		{flag: "iggy-username", def: "iggy",
 			usage: "Iggy user the gateway logs in as",
-			set:   nonEmpty(func(c *config, v string) { c.Iggy.Username = v })},
+			set:   nonEmpty(func(c *config, v string) { c.Store.Iggy.Username = v })},
 		{flag: "iggy-password", defText: "iggy", secret: true,
 			usage: "password of --iggy-username; on the command line every local user sees it (ps), so prefer the variable or --iggy-password-file",
-			set:   func(c *config, v string) error { c.Iggy.Password = v; c.secretsSet.password = true; return nil }},
+			set:   func(c *config, v string) error { c.Store.Iggy.Password = v; c.secretsSet.password = true; return nil }},
 		{flag: "iggy-password-file", defText: "none",
 			usage: "file holding the password of --iggy-username (one line; a trailing newline is dropped)",
-			set:   func(c *config, v string) error { c.Iggy.PasswordFile = v; return nil }},
+			set:   func(c *config, v string) error { c.iggyPasswordFile = v; return nil }},
 		{flag: "iggy-token", defText: "none", secret: true,
 			usage: "Iggy personal access token, used instead of username/password; prefer the variable or --iggy-token-file",
-			set:   func(c *config, v string) error { c.Iggy.Token = v; c.secretsSet.token = true; return nil }},
+			set:   func(c *config, v string) error { c.Store.Iggy.Token = v; c.secretsSet.token = true; return nil }},
 		{flag: "iggy-token-file", defText: "none",
 			usage: "file holding the Iggy personal access token",
-			set:   func(c *config, v string) error { c.Iggy.TokenFile = v; return nil }},
+			set:   func(c *config, v string) error { c.iggyTokenFile = v; return nil }},
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
 			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group log, topic configs, DeleteRecords log starts); shared by gateways on one Iggy",
-			set:   nonEmpty(func(c *config, v string) { c.Iggy.StateStream = v })},
+			set:   nonEmpty(func(c *config, v string) { c.Store.Iggy.StateStream = v })},
 		{flag: "iggy-weak-topics", def: "warn",
 			usage: "existing Iggy topics whose storage settings cannot keep --fsync (Iggy cannot change them): warn, or refuse to start",
-			set:   oneOf([]string{"warn", "refuse"}, func(c *config, v string) { c.Iggy.WeakTopics = v })},
+			set:   oneOf([]string{"warn", "refuse"}, func(c *config, v string) { c.Store.Iggy.WeakTopics = v })},
 		{flag: "iggy-pool-size", def: "4",
 			usage: "connections to Iggy; partitions are pinned to one each so their order holds",
-			set:   intIn(1, 1024, func(c *config, n int) { c.Iggy.PoolSize = n })},
+			set:   intIn(1, 1024, func(c *config, n int) { c.Store.Iggy.PoolSize = n })},
 		{flag: "iggy-call-timeout-ms", def: "10000",
 			usage: "deadline of one Iggy request",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.Iggy.CallTimeout = d })},
+			set:   millisIn(1, func(c *config, d time.Duration) { c.Store.Iggy.CallTimeout = d })},
 		{flag: "iggy-tls", def: "false",
 			usage: "connect to Iggy over TLS",
-			set:   boolVal(func(c *config, b bool) { c.Iggy.TLS = b })},
+			set:   boolVal(func(c *config, b bool) { c.Store.Iggy.TLS = b })},
 		{flag: "iggy-tls-ca-file", defText: "system roots",
 			usage: "PEM file of CAs to trust for Iggy's certificate",
-			set:   func(c *config, v string) error { c.Iggy.TLSCAFile = v; return nil }},
+			set:   func(c *config, v string) error { c.Store.Iggy.TLSCAFile = v; return nil }},
 		{flag: "iggy-tls-server-name", defText: "host of --iggy-addr",
 			usage: "name to verify in Iggy's certificate",
-			set:   func(c *config, v string) error { c.Iggy.TLSServerName = v; return nil }},
+			set:   func(c *config, v string) error { c.Store.Iggy.TLSServerName = v; return nil }},
 		{flag: "iggy-tls-insecure-skip-verify", def: "false",
 			usage: "skip Iggy certificate checks (self-signed test servers only)",
-			set:   boolVal(func(c *config, b bool) { c.Iggy.TLSInsecureSkipVerify = b })},
+			set:   boolVal(func(c *config, b bool) { c.Store.Iggy.TLSInsecureSkipVerify = b })},
 		{flag: "metrics-addr", defText: "off",
 			usage: "host:port serving Prometheus /metrics; :port means loopback, a non-loopback host is warned about",
 			set:   addr(func(c *config, v string) { c.MetricsAddr = v })},
@@ -439,9 +391,9 @@ func (c *config) resolve() error {
 	if err := c.resolveBindAddr(); err != nil {
 		return err
 	}
-	if c.MaxBufferedPerConn != 0 && c.MaxBufferedPerConn < c.MaxFrameSize {
+	if l := c.Loop; l.MaxBufferedPerConn != 0 && l.MaxBufferedPerConn < int(l.MaxFrameSize) {
 		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
-			c.MaxBufferedPerConn, c.MaxFrameSize)
+			l.MaxBufferedPerConn, l.MaxFrameSize)
 	}
 	if err := c.resolveAuthz(); err != nil {
 		return err
@@ -584,21 +536,6 @@ func addr(store func(*config, string)) func(*config, string) error {
 		}
 		store(c, v)
 		return nil
-	}
-}
-
-// fetchConcurrency is --fetch-concurrency, or the backend's default: over
-// Iggy a Fetch's lookups and polls are round trips worth overlapping
-// (docs/CONFIG.md); on the embedded store they are local reads, and
-// goroutines per partition would only add work.
-func (c *config) fetchConcurrency() int {
-	switch {
-	case c.FetchConcurrency > 0:
-		return c.FetchConcurrency
-	case c.Backend == "iggy":
-		return 8
-	default:
-		return 1
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/group"
+	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -20,45 +22,54 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{
-		BindAddr:           "127.0.0.1:9092",
-		AdvertisedHost:     "127.0.0.1",
-		AdvertisedPort:     9092,
-		MaxConnections:     1024,
-		MaxConnsPerAddr:    256,
-		FrameTimeout:       30 * time.Second,
-		MaxFrameSize:       8 << 20,
-		IdleTimeout:        600 * time.Second,
-		DrainTimeout:       25 * time.Second,
-		QueueDepth:         4096,
-		MaxInflightPerConn: 64,
-		MaxOutboundPerConn: loop.DefaultMaxOutboundPerConn,
-		WriteStallTimeout:  loop.DefaultWriteStallTimeout,
-		DataDir:            "./data",
-		Fsync:              "always",
-		FsyncInterval:      100 * time.Millisecond,
-		StoreCacheMB:       256,
-		TailCacheMB:        256,
-		StoreTimeout:       10 * time.Second,
-		RetentionCheck:     30 * time.Second,
-		Stream:             "kafka",
-		AutoCreateTopics:   true,
-		DefaultPartitions:  1,
-		AutoCreatePerReq:   20,
-		AutoCreatePerSec:   10,
-		NodeID:             1,
-		Cluster:            clusterConfig{TTL: 10 * time.Second},
-		ClusterID:          "iggy-kafka-gateway",
-		MaxFetchWait:       10 * time.Second,
-		FetchSessionSlots:  1000,
-		Groups: group.Config{InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: 6 * time.Second, MaxSessionTimeout: 30 * time.Minute,
-			MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
-			ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,
-			ConsumerMaxHeartbeatInterval: 15 * time.Second, ConsumerAssignors: []string{"uniform", "range"}},
-		Backend:   "embedded",
-		Iggy:      iggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
-		Sasl:      saslConfig{PermissionsTTL: 5 * time.Second},
-		LogLevel:  slog.LevelInfo,
-		LogFormat: "text",
+		Config: gateway.Config{
+			Store: gateway.StoreConfig{
+				Kind:           "embedded",
+				DataDir:        "./data",
+				Fsync:          "always",
+				FsyncInterval:  100 * time.Millisecond,
+				CacheSize:      256 << 20,
+				Timeout:        10 * time.Second,
+				RetentionCheck: 30 * time.Second,
+				Iggy:           gateway.IggyConfig{Addr: "127.0.0.1:8090", Username: "iggy", StateStream: "iggy-kafka-gateway", WeakTopics: "warn", PoolSize: 4, CallTimeout: 10 * time.Second},
+			},
+			Handlers: handlers.Config{
+				Stream:               "kafka",
+				NodeID:               1,
+				ClusterID:            "iggy-kafka-gateway",
+				AutoCreateTopics:     true,
+				DefaultPartitions:    1,
+				MaxFrameSize:         8 << 20,
+				MaxFetchWait:         10 * time.Second,
+				AutoCreatePerRequest: 20,
+				AutoCreatePerSec:     10,
+				FetchSessionSlots:    1000,
+				TailCacheBytes:       256 << 20,
+				Groups: group.Config{InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: 6 * time.Second, MaxSessionTimeout: 30 * time.Minute,
+					MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
+					ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,
+					ConsumerMaxHeartbeatInterval: 15 * time.Second, ConsumerAssignors: []string{"uniform", "range"}},
+			},
+			Loop: loop.Config{
+				MaxConnections:        1024,
+				MaxConnectionsPerAddr: 256,
+				FrameTimeout:          30 * time.Second,
+				MaxFrameSize:          8 << 20,
+				IdleTimeout:           600 * time.Second,
+				DrainTimeout:          25 * time.Second,
+				QueueDepth:            4096,
+				MaxInFlightPerConn:    64,
+				MaxOutboundPerConn:    loop.DefaultMaxOutboundPerConn,
+				WriteStallTimeout:     loop.DefaultWriteStallTimeout,
+			},
+			Cluster: gateway.ClusterConfig{TTL: 10 * time.Second},
+			Sasl:    gateway.SaslConfig{PermissionsTTL: 5 * time.Second},
+		},
+		BindAddr:       "127.0.0.1:9092",
+		AdvertisedHost: "127.0.0.1",
+		AdvertisedPort: 9092,
+		LogLevel:       slog.LevelInfo,
+		LogFormat:      "text",
 	}
 	wantLn := []listenerSpec{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "127.0.0.1:9092", AdvHost: "127.0.0.1", AdvPort: 9092}}
 	if !reflect.DeepEqual(c.Listen.Resolved, wantLn) {
@@ -83,33 +94,33 @@ func TestParse(t *testing.T) {
 				if c.BindAddr != "127.0.0.2:19092" || c.AdvertisedHost != "127.0.0.2" || c.AdvertisedPort != 19092 {
 					t.Errorf("bind/advertise = %q %q %d", c.BindAddr, c.AdvertisedHost, c.AdvertisedPort)
 				}
-				if c.MaxConnections != 7 || c.Fsync != "interval" || c.FsyncInterval != 5*time.Millisecond {
+				if c.Loop.MaxConnections != 7 || c.Store.Fsync != "interval" || c.Store.FsyncInterval != 5*time.Millisecond {
 					t.Errorf("got %+v", c)
 				}
 			}},
 		{name: "env sets", env: []string{"IGGY_KAFKA_MAX_CONNECTIONS=9", "IGGY_KAFKA_IGGY_STREAM=orders", "IGGY_KAFKA_AUTO_CREATE_TOPICS=false", "IGGY_KAFKA_LOG_LEVEL=debug"},
 			check: func(t *testing.T, c config) {
-				if c.MaxConnections != 9 || c.Stream != "orders" || c.AutoCreateTopics || c.LogLevel != slog.LevelDebug {
+				if c.Loop.MaxConnections != 9 || c.Handlers.Stream != "orders" || c.Handlers.AutoCreateTopics || c.LogLevel != slog.LevelDebug {
 					t.Errorf("got %+v", c)
 				}
 			}},
 		{name: "flag beats env", args: []string{"--max-connections=3", "--stream=s2", "--auto-create-topics"},
 			env: []string{"IGGY_KAFKA_MAX_CONNECTIONS=9", "IGGY_KAFKA_IGGY_STREAM=s1", "IGGY_KAFKA_AUTO_CREATE_TOPICS=false"},
 			check: func(t *testing.T, c config) {
-				if c.MaxConnections != 3 || c.Stream != "s2" || !c.AutoCreateTopics {
+				if c.Loop.MaxConnections != 3 || c.Handlers.Stream != "s2" || !c.Handlers.AutoCreateTopics {
 					t.Errorf("got %+v", c)
 				}
 			}},
 		{name: "bool flag false", args: []string{"--auto-create-topics=false"},
 			check: func(t *testing.T, c config) {
-				if c.AutoCreateTopics {
+				if c.Handlers.AutoCreateTopics {
 					t.Error("auto-create still on")
 				}
 			}},
 		{name: "cluster mode", args: []string{"--backend=iggy", "--cluster-etcd-endpoints=http://127.0.0.1:2379, http://127.0.0.2:2379", "--instance-id=3", "--cluster-session-ttl-secs=4"},
 			check: func(t *testing.T, c config) {
-				if len(c.Cluster.Endpoints) != 2 || c.Cluster.Endpoints[1] != "http://127.0.0.2:2379" || c.Cluster.TTL != 4*time.Second || c.NodeID != 3 {
-					t.Errorf("got %+v node %d", c.Cluster, c.NodeID)
+				if len(c.Cluster.Endpoints) != 2 || c.Cluster.Endpoints[1] != "http://127.0.0.2:2379" || c.Cluster.TTL != 4*time.Second || c.Handlers.NodeID != 3 {
+					t.Errorf("got %+v node %d", c.Cluster, c.Handlers.NodeID)
 				}
 			}},
 		{name: "cluster needs iggy", args: []string{"--cluster-etcd-endpoints=http://127.0.0.1:2379", "--instance-id=3"}, wantErr: "needs --backend iggy"},
@@ -127,8 +138,8 @@ func TestParse(t *testing.T) {
 		{name: "zero idle timeout", args: []string{"--idle-timeout-secs=0"}, wantErr: "-idle-timeout-secs"},
 		{name: "zero drain allowed", args: []string{"--shutdown-drain-timeout-secs=0"},
 			check: func(t *testing.T, c config) {
-				if c.DrainTimeout != 0 {
-					t.Errorf("drain = %v", c.DrainTimeout)
+				if c.Loop.DrainTimeout != 0 {
+					t.Errorf("drain = %v", c.Loop.DrainTimeout)
 				}
 			}},
 		{name: "zero workers", env: []string{"IGGY_KAFKA_WORKERS=0"}, wantErr: "IGGY_KAFKA_WORKERS"},
@@ -141,8 +152,8 @@ func TestParse(t *testing.T) {
 		{name: "instance id range", args: []string{"--instance-id=65536"}, wantErr: "-instance-id"},
 		{name: "instance id max", args: []string{"--instance-id=65535"},
 			check: func(t *testing.T, c config) {
-				if c.InstanceID != 65535 {
-					t.Errorf("instance = %d", c.InstanceID)
+				if c.Handlers.InstanceID != 65535 {
+					t.Errorf("instance = %d", c.Handlers.InstanceID)
 				}
 			}},
 		{name: "buffered below frame", args: []string{"--max-buffered-per-conn=2048", "--max-frame-size=4096"}, wantErr: "--max-buffered-per-conn"},
@@ -197,9 +208,9 @@ func TestParse(t *testing.T) {
 		{name: "iggy backend", args: []string{"--backend=iggy", "--iggy-addr=127.0.0.1:8091", "--iggy-tls"},
 			env: []string{"IGGY_KAFKA_IGGY_PASSWORD=secret", "IGGY_KAFKA_IGGY_POOL_SIZE=8"},
 			check: func(t *testing.T, c config) {
-				if c.Backend != "iggy" || c.Iggy.Addr != "127.0.0.1:8091" || !c.Iggy.TLS ||
-					c.Iggy.Password != "secret" || c.Iggy.PoolSize != 8 {
-					t.Errorf("iggy config = %+v (backend %q)", c.Iggy, c.Backend)
+				if c.Store.Kind != "iggy" || c.Store.Iggy.Addr != "127.0.0.1:8091" || !c.Store.Iggy.TLS ||
+					c.Store.Iggy.Password != "secret" || c.Store.Iggy.PoolSize != 8 {
+					t.Errorf("iggy config = %+v (backend %q)", c.Store.Iggy, c.Store.Kind)
 				}
 			}},
 		{name: "zero iggy pool", args: []string{"--iggy-pool-size=0"}, wantErr: "-iggy-pool-size"},
@@ -326,8 +337,8 @@ func TestGroupFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Groups.InitialRebalanceDelay >= 0 || c.Groups.ConsumerSessionTimeout != 50*time.Second || !reflect.DeepEqual(c.Groups.ConsumerAssignors, []string{"range"}) {
-		t.Fatalf("%+v", c.Groups)
+	if g := c.Handlers.Groups; g.InitialRebalanceDelay >= 0 || g.ConsumerSessionTimeout != 50*time.Second || !reflect.DeepEqual(g.ConsumerAssignors, []string{"range"}) {
+		t.Fatalf("%+v", g)
 	}
 	for _, args := range [][]string{
 		{"--group-consumer-session-timeout-ms", "30000"},

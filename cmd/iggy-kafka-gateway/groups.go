@@ -13,7 +13,7 @@ import (
 // override the consumer ones with kafka-configs --entity-type groups.
 func groupOptions() []option {
 	ms := func(store func(*group.Config, time.Duration)) func(*config, string) error {
-		return millisIn(0, func(c *config, d time.Duration) { store(&c.Groups, d) })
+		return millisIn(0, func(c *config, d time.Duration) { store(&c.Handlers.Groups, d) })
 	}
 	return []option{
 		{flag: "group-initial-rebalance-delay-ms", def: "3000",
@@ -32,7 +32,7 @@ func groupOptions() []option {
 			set:   ms(func(g *group.Config, d time.Duration) { g.MaxSessionTimeout = d })},
 		{flag: "group-max-size", def: "1000",
 			usage: "members one group may have, either protocol (group.max.size; GROUP_MAX_SIZE_REACHED beyond)",
-			set:   intIn(1, 1_000_000, func(c *config, n int) { c.Groups.MaxGroupSize = n })},
+			set:   intIn(1, 1_000_000, func(c *config, n int) { c.Handlers.Groups.MaxGroupSize = n })},
 		{flag: "group-consumer-session-timeout-ms", def: "45000",
 			usage: "consumer groups (KIP-848): a member silent this long is removed; the default of each group's consumer.session.timeout.ms",
 			set:   ms(func(g *group.Config, d time.Duration) { g.ConsumerSessionTimeout = d })},
@@ -54,13 +54,13 @@ func groupOptions() []option {
 		{flag: "group-consumer-assignors", def: "uniform,range",
 			usage: "consumer groups: the server-side assignors members may name, comma-separated; the first is the default (uniform, range)",
 			set: func(c *config, v string) error {
-				c.Groups.ConsumerAssignors = nil
+				c.Handlers.Groups.ConsumerAssignors = nil
 				for _, a := range strings.Split(v, ",") {
 					a = strings.TrimSpace(a)
 					if a != "uniform" && a != "range" {
 						return fmt.Errorf("unknown assignor %q: want uniform and/or range", a)
 					}
-					c.Groups.ConsumerAssignors = append(c.Groups.ConsumerAssignors, a)
+					c.Handlers.Groups.ConsumerAssignors = append(c.Handlers.Groups.ConsumerAssignors, a)
 				}
 				return nil
 			}},
@@ -70,7 +70,7 @@ func groupOptions() []option {
 // resolveGroups checks the group settings against each other, as Kafka
 // refuses to start with a default outside its own bounds.
 func (c *config) resolveGroups() error {
-	g := &c.Groups
+	g := &c.Handlers.Groups
 	type bounded struct {
 		name           string
 		lo, def, hi    time.Duration

@@ -7,20 +7,19 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 
-	"github.com/iggy-kafka/gateway/internal/tlsfiles"
+	"github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
-// listenersConfig is the listener part of config.
+// listenersConfig is the listener part of config (the TLS files are
+// gateway.Config's).
 type listenersConfig struct {
-	Listeners, Advertised, ProtocolMap   string // as given
-	TLSCertFile, TLSKeyFile, TLSClientCA string
-	AllowAnonymous                       bool
+	Listeners, Advertised, ProtocolMap string // as given
+	AllowAnonymous                     bool
 	// Resolved: one entry per listener, in the order given.
 	Resolved []listenerSpec
 }
@@ -45,13 +44,13 @@ func listenerOptions() []option {
 			set:   func(c *config, v string) error { c.Listen.ProtocolMap = v; return nil }},
 		{flag: "tls-cert-file", defText: "none",
 			usage: "PEM certificate chain of the SSL/SASL_SSL listeners; re-read on SIGHUP",
-			set:   func(c *config, v string) error { c.Listen.TLSCertFile = v; return nil }},
+			set:   func(c *config, v string) error { c.TLS.CertFile = v; return nil }},
 		{flag: "tls-key-file", defText: "none",
 			usage: "PEM private key of --tls-cert-file; re-read on SIGHUP",
-			set:   func(c *config, v string) error { c.Listen.TLSKeyFile = v; return nil }},
+			set:   func(c *config, v string) error { c.TLS.KeyFile = v; return nil }},
 		{flag: "tls-client-ca-file", defText: "none",
 			usage: "PEM CAs for client certificates: with it every TLS client must present a certificate they signed (mTLS), whose subject is the principal; re-read on SIGHUP",
-			set:   func(c *config, v string) error { c.Listen.TLSClientCA = v; return nil }},
+			set:   func(c *config, v string) error { c.TLS.ClientCAFile = v; return nil }},
 		{flag: "allow-anonymous", def: "false",
 			usage: "allow a listener without authentication (PLAINTEXT, or SSL without --tls-client-ca-file) on a non-loopback address; without it the gateway refuses to start",
 			set:   boolVal(func(c *config, b bool) { c.Listen.AllowAnonymous = b })},
@@ -197,10 +196,10 @@ func (c *config) checkListenerSecurity() error {
 		anyTLS = anyTLS || loop.IsTLS(s.Protocol)
 		anySasl = anySasl || loop.IsSasl(s.Protocol)
 	}
-	if anyTLS && (l.TLSCertFile == "" || l.TLSKeyFile == "") {
+	if anyTLS && (c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
 		return errors.New("an SSL/SASL_SSL listener needs --tls-cert-file and --tls-key-file")
 	}
-	if !anyTLS && (l.TLSCertFile != "" || l.TLSKeyFile != "" || l.TLSClientCA != "") {
+	if !anyTLS && c.TLS != (gateway.TLSFiles{}) {
 		return errors.New("--tls-* files are set but no listener is SSL or SASL_SSL")
 	}
 	if anySasl && c.Sasl.Mechanisms == "" {
@@ -217,7 +216,7 @@ func (c *config) checkListenerSecurity() error {
 			continue
 		}
 		host, _, _ := net.SplitHostPort(s.Addr)
-		if !isLoopbackHost(host) {
+		if !gateway.IsLoopbackHost(host) {
 			return fmt.Errorf("listener %s (%s on %s) lets anyone who reaches it do anything: add authentication (SASL_SSL, SASL_PLAINTEXT, SSL with --tls-client-ca-file), bind a loopback address, or pass --allow-anonymous",
 				s.Name, s.Protocol, s.Addr)
 		}
@@ -227,43 +226,16 @@ func (c *config) checkListenerSecurity() error {
 
 // authenticates reports whether a listener of proto identifies its clients.
 func (c *config) authenticates(proto string) bool {
-	return loop.IsSasl(proto) || proto == loop.ProtoSSL && c.Listen.TLSClientCA != ""
+	return loop.IsSasl(proto) || proto == loop.ProtoSSL && c.TLS.ClientCAFile != ""
 }
 
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// buildListeners returns the loop's listeners, with the TLS source (nil
-// when no listener is TLS).
-func buildListeners(cfg config, log *slog.Logger) ([]loop.Listener, *tlsfiles.Source, error) {
-	l := cfg.Listen
-	var src *tlsfiles.Source
-	if l.TLSCertFile != "" {
-		var err error
-		if src, err = tlsfiles.Load(l.TLSCertFile, l.TLSKeyFile, l.TLSClientCA); err != nil {
-			return nil, nil, err
-		}
-	}
+// loopListeners are the resolved listeners as the gateway takes them;
+// SSL listeners get their TLS configuration from the TLS files there.
+func (l listenersConfig) loopListeners() []loop.Listener {
 	out := make([]loop.Listener, 0, len(l.Resolved))
 	for _, s := range l.Resolved {
-		ll := loop.Listener{Name: s.Name, Protocol: s.Protocol, Addr: s.Addr,
-			AdvertisedHost: s.AdvHost, AdvertisedPort: int32(s.AdvPort)}
-		if loop.IsTLS(s.Protocol) {
-			ll.TLS = src.Config
-		}
-		if !cfg.authenticates(s.Protocol) {
-			host, _, _ := net.SplitHostPort(s.Addr)
-			if !isLoopbackHost(host) {
-				log.Warn("ANONYMOUS ACCESS: this listener does not authenticate its clients and is reachable beyond this machine (--allow-anonymous): anyone who reaches it may read, write, create and delete every topic",
-					"listener", s.Name, "protocol", s.Protocol, "addr", s.Addr)
-			}
-		}
-		out = append(out, ll)
+		out = append(out, loop.Listener{Name: s.Name, Protocol: s.Protocol, Addr: s.Addr,
+			AdvertisedHost: s.AdvHost, AdvertisedPort: int32(s.AdvPort)})
 	}
-	return out, src, nil
+	return out
 }

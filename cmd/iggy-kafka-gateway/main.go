@@ -11,16 +11,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/iggy-kafka/gateway/handlers"
-	"github.com/iggy-kafka/gateway/internal/metrics"
+	"github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/internal/tlsfiles"
-	"github.com/iggy-kafka/gateway/loop"
 )
 
 func main() {
@@ -30,12 +28,20 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-// reloadOnHUP re-reads the TLS files on every SIGHUP until the returned
-// function is called; a failed reload keeps the files in use. Without TLS
-// a SIGHUP is logged and ignored (never the default: killing the process).
-func reloadOnHUP(src *tlsfiles.Source, cfg config, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// newLogger is the gateway's logger, as --log-level and --log-format say.
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	o := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// reloadOnHUP re-reads the TLS files on every SIGHUP on hup until the
+// returned function is called; a failed reload keeps the files in use.
+// Without TLS a SIGHUP is logged and ignored (never the default: killing
+// the process).
+func reloadOnHUP(hup chan os.Signal, src *tlsfiles.Source, cfg config, log *slog.Logger) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -52,8 +58,8 @@ func reloadOnHUP(src *tlsfiles.Source, cfg config, log *slog.Logger) (stop func(
 				log.Error("SIGHUP: reloading the TLS files failed; the ones loaded before stay in use", "err", err)
 				continue
 			}
-			log.Info("SIGHUP: TLS files reloaded; new handshakes use them", "cert", cfg.Listen.TLSCertFile,
-				"client_ca", cfg.Listen.TLSClientCA)
+			log.Info("SIGHUP: TLS files reloaded; new handshakes use them", "cert", cfg.TLS.CertFile,
+				"client_ca", cfg.TLS.ClientCAFile)
 		}
 	}()
 	return func() { signal.Stop(hup); close(done) }
@@ -75,139 +81,47 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		log.Warn("a secret was given on the command line, where every local user can read it (ps, /proc); use its IGGY_KAFKA_* variable or its -file flag",
 			"flags", cfg.SecretFlagsOnCmdline)
 	}
+	cfg.Log = log
+	cfg.Loop.Listeners = cfg.Listen.loopListeners()
+	cfg.PprofCmdline = http.HandlerFunc(pprofCmdline) // secrets redacted
 
-	store, err := openGuarded(cfg, log)
-	if err != nil {
-		return 1
-	}
-	// closeStore closes the store within d. Every exit path runs it once.
-	closeStore := func(d time.Duration) {
-		if err := store.CloseWithin(d); err != nil {
-			log.Error("closing the store", "err", err)
-		}
-	}
-
-	m, stopHTTP, err := startDebugServers(cfg, log, store)
-	if err != nil {
-		closeStore(5 * time.Second)
-		return 1
-	}
-	defer stopHTTP()
-
-	sasl, err := buildSasl(cfg, log, store)
-	if err != nil {
-		log.Error("SASL", "err", err)
-		return 1
-	}
-	listeners, tlsSrc, err := buildListeners(cfg, log)
-	if err != nil {
-		log.Error("TLS", "err", err)
-		return 1
-	}
-	var gwRef atomic.Pointer[handlers.Gateway]
-	node, err := startCluster(cfg, listeners, &gwRef, log)
-	if err != nil {
-		log.Error("joining the cluster", "err", err)
-		closeStore(5 * time.Second)
-		return 1
-	}
-	defer node.Close()
-	g := handlers.NewGateway(handlers.Config{
-		Cluster: node,
-		Sasl:    sasl,
-		Authz:   buildAuthz(cfg, log),
-		Stream:  cfg.Stream,
-		// Each listener advertises its own address (loop.Listener); this
-		// is the first one's, for callers without a listener.
-		AdvertisedHost:       listeners[0].AdvertisedHost,
-		AdvertisedPort:       listeners[0].AdvertisedPort,
-		NodeID:               cfg.NodeID,
-		ClusterID:            cfg.ClusterID,
-		AutoCreateTopics:     cfg.AutoCreateTopics,
-		DefaultPartitions:    cfg.DefaultPartitions,
-		AutoCreatePerRequest: cfg.AutoCreatePerReq,
-		AutoCreatePerSec:     cfg.AutoCreatePerSec,
-		InstanceID:           cfg.InstanceID,
-		MaxFrameSize:         int32(cfg.MaxFrameSize),
-		MaxFetchWait:         cfg.MaxFetchWait,
-		FetchConcurrency:     cfg.fetchConcurrency(),
-		FetchSessionSlots:    fetchSessionSlots(cfg.FetchSessionSlots),
-		FetchUncompressed:    cfg.FetchUncompressed,
-		TailCacheBytes:       int64(cfg.TailCacheMB) << 20,
-		Groups:               cfg.Groups,
-		MaxMessageSize:       iggyMaxMessageSize,
-	}, store, log)
-	gwRef.Store(g)
-	if v := node.View(); v != nil {
-		// Views applied before the gateway existed had nothing to drop.
-		g.ClusterChanged(v, v)
-	}
-	m.FetchSessions(func() metrics.FetchSessionCounts {
-		st := g.FetchSessionStats()
-		return metrics.FetchSessionCounts{Open: st.Open, Created: st.Created, Evicted: st.Evicted,
-			Refused: st.Refused, Incremental: st.Incremental}
-	})
-	m.TailCache(func() metrics.TailCacheCounts {
-		st := g.TailCacheStats()
-		return metrics.TailCacheCounts{Hits: st.Hits, Misses: st.Misses, ServedBytes: st.ServedBytes, UsedBytes: st.UsedBytes}
-	})
-	srv := loop.NewServer(loop.Config{
-		Listeners:             listeners,
-		EventLoops:            cfg.EventLoops,
-		Workers:               cfg.Workers,
-		QueueDepth:            cfg.QueueDepth,
-		MaxInFlightPerConn:    cfg.MaxInflightPerConn,
-		MaxBufferedPerConn:    cfg.MaxBufferedPerConn,
-		MaxOutboundPerConn:    cfg.MaxOutboundPerConn,
-		WriteStallTimeout:     cfg.WriteStallTimeout,
-		MaxConnections:        cfg.MaxConnections,
-		MaxConnectionsPerAddr: cfg.MaxConnsPerAddr,
-		FrameTimeout:          cfg.FrameTimeout,
-		MaxFrameSize:          int32(cfg.MaxFrameSize),
-		IdleTimeout:           cfg.IdleTimeout,
-		DrainTimeout:          cfg.DrainTimeout,
-		Metrics:               m,
-		Log:                   log,
-	}, g)
-
-	// Subscribe before Start so a signal that arrives while binding is
-	// not lost to the default handler (which would skip the store Close).
+	// Subscribe before Start so a signal that arrives while starting is
+	// not lost to the default handler (which would skip the store Close):
+	// SIGINT/SIGTERM end the start, a SIGHUP waits for it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	stopReload := reloadOnHUP(tlsSrc, cfg, log)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	gw, err := gateway.Start(ctx, cfg.Config)
+	if err != nil {
+		signal.Stop(hup)
+		return 1 // Start logged what to check
+	}
+	stopReload := reloadOnHUP(hup, gw.TLS, cfg, log)
 	defer stopReload()
-	if err := srv.Start(); err != nil {
-		log.Error("starting the Kafka listeners", "err", err)
-		closeStore(5 * time.Second)
-		return 1
+	for _, l := range gw.Listeners {
+		log.Info("listening", "listener", l.Name, "protocol", l.Protocol, "addr", l.Addr,
+			"advertised", net.JoinHostPort(l.Advertised.Host, fmt.Sprint(l.Advertised.Port)))
 	}
-	bound := srv.ListenerAddrs()
-	for _, l := range listeners {
-		log.Info("listening", "listener", l.Name, "protocol", l.Protocol, "addr", bound[l.Name],
-			"advertised", net.JoinHostPort(l.AdvertisedHost, fmt.Sprint(l.AdvertisedPort)))
-	}
-	log.Info("serving", "backend", cfg.Backend, "store", storeDescription(cfg), "fsync", cfg.Fsync, "stream", cfg.Stream)
+	log.Info("serving", "backend", cfg.Store.Kind, "store", storeDescription(cfg), "fsync", cfg.Store.Fsync, "stream", cfg.Handlers.Stream)
 
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
-	log.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
+	log.Info("shutting down", "drain_timeout", cfg.Loop.DrainTimeout)
 	// The loop enforces the drain timeout itself (store calls in flight
 	// are answered by the guard within their deadline); the context only
 	// adds a margin so a stuck Shutdown cannot hold the process forever.
-	began := time.Now()
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Loop.DrainTimeout+time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("shutdown did not drain cleanly", "err", err)
-	}
-	// Parked group calls were answered by the drain; no coordinator
-	// timer may fire against the store closed next.
-	g.Groups.Close()
-	// The store gets what is left of the drain timeout, and at least half
-	// a second (the embedded store syncs its WAL first, which takes
-	// milliseconds); a store that cannot close by then (a full disk, a
-	// hung Iggy) is left as it is: what was acknowledged is durable.
-	closeStore(max(cfg.DrainTimeout-time.Since(began), 500*time.Millisecond))
+	_ = gw.Shutdown(sctx) // it logged what did not stop cleanly
 	log.Info("stopped")
 	return 0
+}
+
+// storeDescription names where the data is for the startup log.
+func storeDescription(cfg config) string {
+	if cfg.Store.Kind == "iggy" {
+		return "iggy " + cfg.Store.Iggy.Addr
+	}
+	return cfg.Store.DataDir
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/internal/scram"
 )
 
@@ -47,7 +48,7 @@ func TestSaslFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Off by default.
-	if c, _ := parseConfig(nil, nil); c.Sasl != (saslConfig{PermissionsTTL: 5 * time.Second}) {
+	if c, _ := parseConfig(nil, nil); c.Sasl != (gateway.SaslConfig{PermissionsTTL: 5 * time.Second}) {
 		t.Fatalf("default %+v", c.Sasl)
 	}
 }
@@ -72,7 +73,7 @@ func TestSaslUserAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := buildSasl(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	sc, err := c.Sasl.Load(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestSaslUserAdd(t *testing.T) {
 	if err := os.WriteFile(path, []byte("alice SCRAM-SHA-256 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildSasl(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := c.Sasl.Load(slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("damaged file: %v", err)
 	}
 }

@@ -38,10 +38,10 @@ func (c *config) readSecretFiles() error {
 		*dst = v
 		return nil
 	}
-	if err := load(c.Iggy.PasswordFile, "iggy-password-file", "iggy-password", c.secretsSet.password, &c.Iggy.Password); err != nil {
+	if err := load(c.iggyPasswordFile, "iggy-password-file", "iggy-password", c.secretsSet.password, &c.Store.Iggy.Password); err != nil {
 		return err
 	}
-	return load(c.Iggy.TokenFile, "iggy-token-file", "iggy-token", c.secretsSet.token, &c.Iggy.Token)
+	return load(c.iggyTokenFile, "iggy-token-file", "iggy-token", c.secretsSet.token, &c.Store.Iggy.Token)
 }
 
 // readSecretFile returns the file's content without a trailing newline.

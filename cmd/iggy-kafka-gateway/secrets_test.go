@@ -56,20 +56,20 @@ func TestPasswordSources(t *testing.T) {
 	}
 
 	c, err := parseConfig([]string{"--iggy-password-file=" + pwFile, "--iggy-token-file", tokFile}, nil)
-	if err != nil || c.Iggy.Password != "from-file" || c.Iggy.Token != "tok-file" || c.SecretFlagsOnCmdline != "" {
-		t.Fatalf("files: %+v %v", c.Iggy, err)
+	if err != nil || c.Store.Iggy.Password != "from-file" || c.Store.Iggy.Token != "tok-file" || c.SecretFlagsOnCmdline != "" {
+		t.Fatalf("files: %+v %v", c.Store.Iggy, err)
 	}
 	c, err = parseConfig(nil, []string{"IGGY_KAFKA_IGGY_PASSWORD_FILE=" + pwFile})
-	if err != nil || c.Iggy.Password != "from-file" {
-		t.Fatalf("file by variable: %q %v", c.Iggy.Password, err)
+	if err != nil || c.Store.Iggy.Password != "from-file" {
+		t.Fatalf("file by variable: %q %v", c.Store.Iggy.Password, err)
 	}
 	c, err = parseConfig(nil, []string{"IGGY_KAFKA_IGGY_PASSWORD=from-env"})
-	if err != nil || c.Iggy.Password != "from-env" || c.SecretFlagsOnCmdline != "" {
-		t.Fatalf("variable: %q %q %v", c.Iggy.Password, c.SecretFlagsOnCmdline, err)
+	if err != nil || c.Store.Iggy.Password != "from-env" || c.SecretFlagsOnCmdline != "" {
+		t.Fatalf("variable: %q %q %v", c.Store.Iggy.Password, c.SecretFlagsOnCmdline, err)
 	}
 	c, err = parseConfig([]string{"--iggy-password=on-cmdline", "--iggy-token=t"}, nil)
-	if err != nil || c.Iggy.Password != "on-cmdline" || c.SecretFlagsOnCmdline != "--iggy-password --iggy-token" {
-		t.Fatalf("flag: %q %q %v", c.Iggy.Password, c.SecretFlagsOnCmdline, err)
+	if err != nil || c.Store.Iggy.Password != "on-cmdline" || c.SecretFlagsOnCmdline != "--iggy-password --iggy-token" {
+		t.Fatalf("flag: %q %q %v", c.Store.Iggy.Password, c.SecretFlagsOnCmdline, err)
 	}
 	for _, bad := range []struct {
 		args, env []string
@@ -90,33 +90,11 @@ func TestPasswordSources(t *testing.T) {
 	}
 }
 
-func TestAdminAddr(t *testing.T) {
-	cases := []struct {
-		in, bind           string
-		defaulted, exposed bool
-	}{
-		{":9100", "127.0.0.1:9100", true, false},
-		{"127.0.0.1:9100", "127.0.0.1:9100", false, false},
-		{"[::1]:9100", "[::1]:9100", false, false},
-		{"localhost:9100", "localhost:9100", false, false},
-		{"0.0.0.0:9100", "0.0.0.0:9100", false, true},
-		{"[::]:9100", "[::]:9100", false, true},
-		{"10.1.2.3:9100", "10.1.2.3:9100", false, true},
-		{"metrics.example:9100", "metrics.example:9100", false, true},
-	}
-	for _, c := range cases {
-		bind, d, e := adminAddr(c.in)
-		if bind != c.bind || d != c.defaulted || e != c.exposed {
-			t.Errorf("adminAddr(%q) = %q %v %v, want %q %v %v", c.in, bind, d, e, c.bind, c.defaulted, c.exposed)
-		}
-	}
-}
-
 func TestLimitFlags(t *testing.T) {
 	c, err := parseConfig([]string{"--max-connections-per-addr=3", "--frame-timeout-ms=250",
 		"--auto-create-max-per-request=2", "--auto-create-per-sec=1"}, nil)
-	if err != nil || c.MaxConnsPerAddr != 3 || c.FrameTimeout != 250*time.Millisecond ||
-		c.AutoCreatePerReq != 2 || c.AutoCreatePerSec != 1 {
+	if err != nil || c.Loop.MaxConnectionsPerAddr != 3 || c.Loop.FrameTimeout != 250*time.Millisecond ||
+		c.Handlers.AutoCreatePerRequest != 2 || c.Handlers.AutoCreatePerSec != 1 {
 		t.Fatalf("%+v %v", c, err)
 	}
 	for _, bad := range []string{"--max-connections-per-addr=0", "--frame-timeout-ms=0",

@@ -1,10 +1,13 @@
-package main
+package gateway
+
+// The operator's admin listeners: Prometheus /metrics with /healthz, and
+// /debug/pprof/. Both are optional and bind before the Kafka listeners, so
+// a taken port stops the start.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,18 +21,10 @@ import (
 	"github.com/iggy-kafka/gateway/internal/metrics"
 )
 
-func newLogger(cfg config, w io.Writer) *slog.Logger {
-	o := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, o))
-	}
-	return slog.New(slog.NewTextHandler(w, o))
-}
-
-// startDebugServers starts the optional /metrics (with /healthz) and
+// startAdmin starts the optional /metrics (with /healthz) and
 // /debug/pprof/ listeners. Metrics are nil (every call a no-op) without
-// --metrics-addr. stop shuts down whatever was started.
-func startDebugServers(cfg config, log *slog.Logger, store *bridge.Guarded) (m *metrics.Metrics, stop func(), err error) {
+// MetricsAddr. stop shuts down whatever was started.
+func startAdmin(cfg Config, log *slog.Logger, store *bridge.Guarded) (m *metrics.Metrics, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for _, s := range stops {
@@ -57,7 +52,11 @@ func startDebugServers(cfg config, log *slog.Logger, store *bridge.Guarded) (m *
 		// default mux, so profiles are only ever on the address asked for.
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprofCmdline) // secrets redacted
+		cmdline := cfg.PprofCmdline
+		if cmdline == nil {
+			cmdline = http.HandlerFunc(pprof.Cmdline)
+		}
+		mux.Handle("/debug/pprof/cmdline", cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
@@ -77,7 +76,7 @@ func startDebugServers(cfg config, log *slog.Logger, store *bridge.Guarded) (m *
 // loopback, so the caller warns.
 func adminAddr(addr string) (bind string, defaulted, exposed bool) {
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil { // parseConfig already checked
+	if err != nil { // the command checked it already
 		return addr, false, true
 	}
 	if host == "" {

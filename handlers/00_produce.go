@@ -94,7 +94,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 11, Handle: produce, NoReply: produceAcksZero})
+	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 11, Handle: typed(produce), NoReply: produceAcksZero})
 }
 
 // errAcks0Failed closes an acks=0 connection after a failed partition.
@@ -179,9 +179,7 @@ func smallHasRepeat(req *kmsg.ProduceRequest) bool {
 	return false
 }
 
-func produce(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ProduceRequest)
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kmsg.Response, error) {
 
 	var refuse int16
 	var refuseMsg *string

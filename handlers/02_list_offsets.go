@@ -44,7 +44,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 2, MinVersion: 1, MaxVersion: 11, Handle: listOffsets})
+	register(Spec{Key: 2, MinVersion: 1, MaxVersion: 11, Handle: typed(listOffsets)})
 }
 
 // Special timestamps of ListOffsets.
@@ -57,9 +57,7 @@ const (
 	tsEarliestPendingUpld = -6
 )
 
-func listOffsets(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ListOffsetsRequest)
-	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsResponse) (kmsg.Response, error) {
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]

@@ -72,12 +72,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: metadata})
+	register(Spec{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: typed(metadata)})
 }
 
-func metadata(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.MetadataRequest)
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+func metadata(c *Call, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) (kmsg.Response, error) {
 	cfg := &c.G.Cfg
 
 	if cfg.Cluster == nil {

@@ -40,11 +40,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 8, MinVersion: 2, MaxVersion: 9, Handle: offsetCommit})
+	register(Spec{Key: 8, MinVersion: 2, MaxVersion: 9, Handle: typedReq(offsetCommit)})
 }
 
-func offsetCommit(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.OffsetCommitRequest)
+func offsetCommit(c *Call, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	if !c.authzOn() {
 		return c.G.coordinator().CommitOffsets(c.Ctx, req), nil
 	}

@@ -29,11 +29,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 9, MinVersion: 1, MaxVersion: 9, Handle: offsetFetch})
+	register(Spec{Key: 9, MinVersion: 1, MaxVersion: 9, Handle: typedReq(offsetFetch)})
 }
 
-func offsetFetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.OffsetFetchRequest)
+func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if !c.authzOn() {
 		return c.G.coordinator().FetchOffsets(c.Ctx, req), nil
 	}

@@ -30,7 +30,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 10, MinVersion: 0, MaxVersion: 6, Inline: true, Handle: findCoordinator})
+	register(Spec{Key: 10, MinVersion: 0, MaxVersion: 6, Inline: true, Handle: typed(findCoordinator)})
 }
 
 // Coordinator key types.
@@ -39,9 +39,7 @@ const (
 	coordinatorTxn   = 1
 )
 
-func findCoordinator(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.FindCoordinatorRequest)
-	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindCoordinatorResponse) (kmsg.Response, error) {
 	cfg := &c.G.Cfg
 	answer := func(key string) (code int16, node int32, host string, port int32) {
 		switch {

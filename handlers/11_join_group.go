@@ -42,17 +42,16 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: joinGroup})
+	register(Spec{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: typedReq(joinGroup)})
 }
 
 // joinGroup parks a join that has to wait for the barrier (groups.go) and
 // collects its answer on the re-run. A worker.
-func joinGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+func joinGroup(c *Call, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	gs := c.G.coordinator()
 	if c.gwait != nil {
 		return c.resumeGroupWait(gs), nil
 	}
-	req := kreq.(*kmsg.JoinGroupRequest)
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

@@ -22,11 +22,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: heartbeat})
+	register(Spec{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: typedReq(heartbeat)})
 }
 
-func heartbeat(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.HeartbeatRequest)
+func heartbeat(c *Call, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

@@ -22,11 +22,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 13, MinVersion: 0, MaxVersion: 5, Handle: leaveGroup})
+	register(Spec{Key: 13, MinVersion: 0, MaxVersion: 5, Handle: typedReq(leaveGroup)})
 }
 
-func leaveGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.LeaveGroupRequest)
+func leaveGroup(c *Call, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

@@ -28,17 +28,16 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: syncGroup})
+	register(Spec{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: typedReq(syncGroup)})
 }
 
 // syncGroup parks a follower's sync that has to wait for the leader
 // (groups.go) and collects its answer on the re-run. A worker.
-func syncGroup(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
+func syncGroup(c *Call, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 	gs := c.G.coordinator()
 	if c.gwait != nil {
 		return c.resumeGroupWait(gs), nil
 	}
-	req := kreq.(*kmsg.SyncGroupRequest)
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code

@@ -28,11 +28,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: describeGroups})
+	register(Spec{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: typedReq(describeGroups)})
 }
 
-func describeGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeGroupsRequest)
+func describeGroups(c *Call, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 	resp := c.G.coordinator().Describe(c.Ctx, req)
 	for i := range resp.Groups {
 		g := &resp.Groups[i]

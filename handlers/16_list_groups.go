@@ -20,11 +20,11 @@ package handlers
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(Spec{Key: 16, MinVersion: 0, MaxVersion: 5, Handle: listGroups})
+	register(Spec{Key: 16, MinVersion: 0, MaxVersion: 5, Handle: typedReq(listGroups)})
 }
 
-func listGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	resp := c.G.coordinator().List(c.Ctx, kreq.(*kmsg.ListGroupsRequest))
+func listGroups(c *Call, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+	resp := c.G.coordinator().List(c.Ctx, req)
 	// DESCRIBE on the cluster lists every group; otherwise only the
 	// groups the principal may describe, as Kafka does.
 	if c.authzOn() && !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResource) {

@@ -26,12 +26,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 17, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: saslHandshake, LoginStep: true})
+	register(Spec{Key: 17, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: typed(saslHandshake), LoginStep: true})
 }
 
-func saslHandshake(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.SASLHandshakeRequest)
-	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+func saslHandshake(c *Call, req *kmsg.SASLHandshakeRequest, resp *kmsg.SASLHandshakeResponse) (kmsg.Response, error) {
 	sc, s := c.G.Cfg.Sasl, c.Sasl
 	if sc == nil || s == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code

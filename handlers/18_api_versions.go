@@ -38,7 +38,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 4, Inline: true, Handle: apiVersions, TooNew: ApiVersionsUnsupported, BeforeLogin: true})
+	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 4, Inline: true, Handle: typed(apiVersions), TooNew: ApiVersionsUnsupported, BeforeLogin: true})
 }
 
 var (
@@ -60,9 +60,7 @@ func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	return apiKeys
 }
 
-func apiVersions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ApiVersionsRequest)
-	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+func apiVersions(c *Call, req *kmsg.ApiVersionsRequest, resp *kmsg.ApiVersionsResponse) (kmsg.Response, error) {
 	if req.Version >= 3 && (!validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

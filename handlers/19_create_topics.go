@@ -65,15 +65,13 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 19, MinVersion: 2, MaxVersion: 7, Handle: createTopics})
+	register(Spec{Key: 19, MinVersion: 2, MaxVersion: 7, Handle: typed(createTopics)})
 }
 
 // maxPartitions caps partitions per created topic, as the Rust gateway does.
 const maxPartitions = 1000
 
-func createTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.CreateTopicsRequest)
-	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+func createTopics(c *Call, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse) (kmsg.Response, error) {
 
 	count := make(map[string]int, len(req.Topics))
 	for i := range req.Topics {

@@ -27,12 +27,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 20, MinVersion: 1, MaxVersion: 6, Handle: deleteTopics})
+	register(Spec{Key: 20, MinVersion: 1, MaxVersion: 6, Handle: typed(deleteTopics)})
 }
 
-func deleteTopics(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DeleteTopicsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+func deleteTopics(c *Call, req *kmsg.DeleteTopicsRequest, resp *kmsg.DeleteTopicsResponse) (kmsg.Response, error) {
 	g := c.G
 
 	// Normalise both request shapes to (name, id) pairs.

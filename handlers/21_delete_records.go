@@ -38,12 +38,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 21, MinVersion: 0, MaxVersion: 2, Handle: deleteRecords})
+	register(Spec{Key: 21, MinVersion: 0, MaxVersion: 2, Handle: typed(deleteRecords)})
 }
 
-func deleteRecords(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DeleteRecordsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+func deleteRecords(c *Call, req *kmsg.DeleteRecordsRequest, resp *kmsg.DeleteRecordsResponse) (kmsg.Response, error) {
 
 	seen := make(map[PartitionKey]int)
 	for i := range req.Topics {

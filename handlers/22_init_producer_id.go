@@ -36,12 +36,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 22, MinVersion: 0, MaxVersion: 5, Inline: true, Handle: initProducerID})
+	register(Spec{Key: 22, MinVersion: 0, MaxVersion: 5, Inline: true, Handle: typed(initProducerID)})
 }
 
-func initProducerID(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.InitProducerIDRequest)
-	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+func initProducerID(c *Call, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) (kmsg.Response, error) {
 	if req.TransactionalID != nil && *req.TransactionalID != "" {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -26,12 +26,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 29, MinVersion: 1, MaxVersion: 3, Handle: describeACLs})
+	register(Spec{Key: 29, MinVersion: 1, MaxVersion: 3, Handle: typed(describeACLs)})
 }
 
-func describeACLs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeACLsRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+func describeACLs(c *Call, req *kmsg.DescribeACLsRequest, resp *kmsg.DescribeACLsResponse) (kmsg.Response, error) {
 	resp.Resources = []kmsg.DescribeACLsResponseResource{}
 	switch {
 	case !c.authzOn():

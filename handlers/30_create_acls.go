@@ -34,20 +34,12 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 30, MinVersion: 1, MaxVersion: 3, Handle: createACLs})
+	register(Spec{Key: 30, MinVersion: 1, MaxVersion: 3, Handle: typed(createACLs)})
 }
 
-func createACLs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.CreateACLsRequest)
-	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+func createACLs(c *Call, req *kmsg.CreateACLsRequest, resp *kmsg.CreateACLsResponse) (kmsg.Response, error) {
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	code, msg := int16(0), (*string)(nil)
-	switch {
-	case !c.authzOn():
-		code, msg = kerr.SecurityDisabled.Code, strp("no authorizer is configured on this gateway (--authorizer)")
-	case !c.Authorized(kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResource):
-		code = kerr.ClusterAuthorizationFailed.Code
-	}
+	code, msg := c.mayAlterACLs()
 	var recs [][]byte
 	var made []int
 	for i := range req.Creations {

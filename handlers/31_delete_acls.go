@@ -25,20 +25,12 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 31, MinVersion: 1, MaxVersion: 3, Handle: deleteACLs})
+	register(Spec{Key: 31, MinVersion: 1, MaxVersion: 3, Handle: typed(deleteACLs)})
 }
 
-func deleteACLs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DeleteACLsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+func deleteACLs(c *Call, req *kmsg.DeleteACLsRequest, resp *kmsg.DeleteACLsResponse) (kmsg.Response, error) {
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	code, msg := int16(0), (*string)(nil)
-	switch {
-	case !c.authzOn():
-		code, msg = kerr.SecurityDisabled.Code, strp("no authorizer is configured on this gateway (--authorizer)")
-	case !c.Authorized(kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResource):
-		code = kerr.ClusterAuthorizationFailed.Code
-	}
+	code, msg := c.mayAlterACLs()
 	var current []bridge.ACLBinding
 	if code == 0 {
 		current = c.G.Sec.bindings()

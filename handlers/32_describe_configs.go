@@ -46,12 +46,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: describeConfigs})
+	register(Spec{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: typed(describeConfigs)})
 }
 
-func describeConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+func describeConfigs(c *Call, req *kmsg.DescribeConfigsRequest, resp *kmsg.DescribeConfigsResponse) (kmsg.Response, error) {
 	g := c.G
 	resp.Resources = make([]kmsg.DescribeConfigsResponseResource, len(req.Resources))
 	for i := range req.Resources {

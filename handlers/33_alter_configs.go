@@ -24,8 +24,6 @@
 package handlers
 
 import (
-	"strconv"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -33,53 +31,29 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: alterConfigs})
+	register(Spec{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: typed(alterConfigs)})
 }
 
-func alterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.AlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+func alterConfigs(c *Call, req *kmsg.AlterConfigsRequest, resp *kmsg.AlterConfigsResponse) (kmsg.Response, error) {
 	resp.Resources = make([]kmsg.AlterConfigsResponseResource, len(req.Resources))
 	for i := range req.Resources {
 		rr := &req.Resources[i]
 		sr := &resp.Resources[i]
 		sr.Default()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		var code int16
-		var msg string
-		switch rr.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
-			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeTopic, rr.ResourceName) {
-				code, msg = kerr.TopicAuthorizationFailed.Code, "not authorized to alter the configs of this topic"
-				break
-			}
-			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
-				return replacementSet(rr.Configs, func(name string) bool { return topicConfigs[name] != nil }, "Unknown topic config name: ")
-			})
-		case configResourceTypeGroup:
-			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
-				code, msg = kerr.GroupAuthorizationFailed.Code, "not authorized to alter the configs of this group"
-				break
-			}
-			defs := c.G.groupConfigDefs()
-			code, msg = c.alterGroupConfigs(rr.ResourceName, req.ValidateOnly, func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
-				return replacementSet(rr.Configs, func(name string) bool { _, ok := defs[name]; return ok }, "Unknown group config name: ")
-			})
-		case kmsg.ConfigResourceTypeBroker:
-			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
-				code, msg = kerr.ClusterAuthorizationFailed.Code, "not authorized to alter broker configs"
-				break
-			}
-			if code, msg = c.G.checkBrokerResource(rr.ResourceName); code == 0 {
-				names := make([]string, len(rr.Configs))
-				for j := range rr.Configs {
-					names[j] = rr.Configs[j].Name
-				}
-				code, msg = c.G.brokerAlterRefusal(names)
-			}
-		default:
-			code, msg = kerr.InvalidRequest.Code, "config resource type "+strconv.Itoa(int(rr.ResourceType))+" is not served by this gateway"
+		names := make([]string, len(rr.Configs))
+		for j := range rr.Configs {
+			names[j] = rr.Configs[j].Name
 		}
+		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, names, configChange{
+			topic: func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+				return replacementSet(rr.Configs, func(name string) bool { return topicConfigs[name] != nil }, "Unknown topic config name: ")
+			},
+			group: func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
+				defs := c.G.groupConfigDefs()
+				return replacementSet(rr.Configs, func(name string) bool { _, ok := defs[name]; return ok }, "Unknown group config name: ")
+			},
+		})
 		if code != 0 {
 			sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
 		}

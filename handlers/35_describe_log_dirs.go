@@ -28,12 +28,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 35, MinVersion: 1, MaxVersion: 4, Handle: describeLogDirs})
+	register(Spec{Key: 35, MinVersion: 1, MaxVersion: 4, Handle: typed(describeLogDirs)})
 }
 
-func describeLogDirs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeLogDirsRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+func describeLogDirs(c *Call, req *kmsg.DescribeLogDirsRequest, resp *kmsg.DescribeLogDirsResponse) (kmsg.Response, error) {
 	g := c.G
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = "iggy:" + g.Cfg.Stream

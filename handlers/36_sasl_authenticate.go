@@ -41,15 +41,13 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: saslAuthenticate, LoginStep: true, BareToken: bareSaslToken, BareReply: bareSaslReply})
+	register(Spec{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: typed(saslAuthenticate), LoginStep: true, BareToken: bareSaslToken, BareReply: bareSaslReply})
 }
 
 // saslFailMsg is the one message of every refused login.
 const saslFailMsg = "Authentication failed: Invalid username or password"
 
-func saslAuthenticate(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.SASLAuthenticateRequest)
-	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+func saslAuthenticate(c *Call, req *kmsg.SASLAuthenticateRequest, resp *kmsg.SASLAuthenticateResponse) (kmsg.Response, error) {
 	sc, s := c.G.Cfg.Sasl, c.Sasl
 	if sc == nil || s == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code

@@ -35,12 +35,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: createPartitions})
+	register(Spec{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: typed(createPartitions)})
 }
 
-func createPartitions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.CreatePartitionsRequest)
-	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+func createPartitions(c *Call, req *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse) (kmsg.Response, error) {
 
 	count := make(map[string]int, len(req.Topics))
 	for i := range req.Topics {

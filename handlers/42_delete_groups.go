@@ -19,11 +19,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 42, MinVersion: 0, MaxVersion: 2, Handle: deleteGroups})
+	register(Spec{Key: 42, MinVersion: 0, MaxVersion: 2, Handle: typedReq(deleteGroups)})
 }
 
-func deleteGroups(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DeleteGroupsRequest)
+func deleteGroups(c *Call, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	if !c.authzOn() {
 		return c.G.coordinator().Delete(c.Ctx, req), nil
 	}

@@ -37,56 +37,32 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: incrementalAlterConfigs})
+	register(Spec{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: typed(incrementalAlterConfigs)})
 }
 
-func incrementalAlterConfigs(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+func incrementalAlterConfigs(c *Call, req *kmsg.IncrementalAlterConfigsRequest, resp *kmsg.IncrementalAlterConfigsResponse) (kmsg.Response, error) {
 	resp.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, len(req.Resources))
 	for i := range req.Resources {
 		rr := &req.Resources[i]
 		sr := &resp.Resources[i]
 		sr.Default()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		var code int16
-		var msg string
-		switch rr.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
-			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeTopic, rr.ResourceName) {
-				code, msg = kerr.TopicAuthorizationFailed.Code, "not authorized to alter the configs of this topic"
-				break
-			}
-			code, msg = c.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+		names := make([]string, len(rr.Configs))
+		for j := range rr.Configs {
+			names[j] = rr.Configs[j].Name
+		}
+		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, names, configChange{
+			topic: func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
 				return applyIncremental(cur, rr.Configs, topicConfigDef, "Unknown topic config name: ")
-			})
-		case configResourceTypeGroup:
-			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
-				code, msg = kerr.GroupAuthorizationFailed.Code, "not authorized to alter the configs of this group"
-				break
-			}
-			defs := c.G.groupConfigDefs()
-			code, msg = c.alterGroupConfigs(rr.ResourceName, req.ValidateOnly, func(cur bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
+			},
+			group: func(cur bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
+				defs := c.G.groupConfigDefs()
 				return applyIncremental(cur, rr.Configs, func(name string) (kmsg.ConfigType, string, bool) {
 					d, ok := defs[name]
 					return d.typ, d.def, ok
 				}, "Unknown group config name: ")
-			})
-		case kmsg.ConfigResourceTypeBroker:
-			if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
-				code, msg = kerr.ClusterAuthorizationFailed.Code, "not authorized to alter broker configs"
-				break
-			}
-			if code, msg = c.G.checkBrokerResource(rr.ResourceName); code == 0 {
-				names := make([]string, len(rr.Configs))
-				for j := range rr.Configs {
-					names[j] = rr.Configs[j].Name
-				}
-				code, msg = c.G.brokerAlterRefusal(names)
-			}
-		default:
-			code, msg = kerr.InvalidRequest.Code, "config resource type "+strconv.Itoa(int(rr.ResourceType))+" is not served by this gateway"
-		}
+			},
+		})
 		if code != 0 {
 			sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
 		}

@@ -20,11 +20,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 47, MinVersion: 0, MaxVersion: 0, Handle: offsetDelete})
+	register(Spec{Key: 47, MinVersion: 0, MaxVersion: 0, Handle: typedReq(offsetDelete)})
 }
 
-func offsetDelete(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.OffsetDeleteRequest)
+func offsetDelete(c *Call, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 	if !c.authzOn() {
 		return c.G.coordinator().DeleteOffsets(c.Ctx, req), nil
 	}

@@ -17,13 +17,11 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 48, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: describeClientQuotas})
+	register(Spec{Key: 48, MinVersion: 0, MaxVersion: 1, Inline: true, Handle: typed(describeClientQuotas)})
 }
 
 // describeClientQuotas touches no store: safe on the event loop.
-func describeClientQuotas(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeClientQuotasRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+func describeClientQuotas(c *Call, req *kmsg.DescribeClientQuotasRequest, resp *kmsg.DescribeClientQuotasResponse) (kmsg.Response, error) {
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -26,12 +26,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 50, MinVersion: 0, MaxVersion: 0, Handle: describeUserScram})
+	register(Spec{Key: 50, MinVersion: 0, MaxVersion: 0, Handle: typed(describeUserScram)})
 }
 
-func describeUserScram(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+func describeUserScram(c *Call, req *kmsg.DescribeUserSCRAMCredentialsRequest, resp *kmsg.DescribeUserSCRAMCredentialsResponse) (kmsg.Response, error) {
 	resp.Results = []kmsg.DescribeUserSCRAMCredentialsResponseResult{}
 	if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResource) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -38,12 +38,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 51, MinVersion: 0, MaxVersion: 0, Handle: alterUserScram})
+	register(Spec{Key: 51, MinVersion: 0, MaxVersion: 0, Handle: typed(alterUserScram)})
 }
 
-func alterUserScram(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+func alterUserScram(c *Call, req *kmsg.AlterUserSCRAMCredentialsRequest, resp *kmsg.AlterUserSCRAMCredentialsResponse) (kmsg.Response, error) {
 
 	// One result per user, in the order users first appear.
 	type userState struct {

@@ -28,12 +28,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: describeProducers})
+	register(Spec{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: typed(describeProducers)})
 }
 
-func describeProducers(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeProducersRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+func describeProducers(c *Call, req *kmsg.DescribeProducersRequest, resp *kmsg.DescribeProducersResponse) (kmsg.Response, error) {
 	g := c.G
 	resp.Topics = make([]kmsg.DescribeProducersResponseTopic, len(req.Topics))
 	for i := range req.Topics {

@@ -19,13 +19,11 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 65, MinVersion: 0, MaxVersion: 0, Inline: true, Handle: describeTransactions})
+	register(Spec{Key: 65, MinVersion: 0, MaxVersion: 0, Inline: true, Handle: typed(describeTransactions)})
 }
 
 // describeTransactions touches no store: safe on the event loop.
-func describeTransactions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.DescribeTransactionsRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+func describeTransactions(c *Call, req *kmsg.DescribeTransactionsRequest, resp *kmsg.DescribeTransactionsResponse) (kmsg.Response, error) {
 	resp.TransactionStates = make([]kmsg.DescribeTransactionsResponseTransactionState, len(req.TransactionalIDs))
 	for i, id := range req.TransactionalIDs {
 		st := &resp.TransactionStates[i]

@@ -15,7 +15,7 @@ package handlers
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(Spec{Key: 66, MinVersion: 0, MaxVersion: 2, Inline: true, Handle: listTransactions})
+	register(Spec{Key: 66, MinVersion: 0, MaxVersion: 2, Inline: true, Handle: typed(listTransactions)})
 }
 
 // txnStates are Kafka's transaction state names (TransactionState).
@@ -25,9 +25,7 @@ var txnStates = map[string]bool{
 }
 
 // listTransactions touches no store: safe on the event loop.
-func listTransactions(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ListTransactionsRequest)
-	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
+func listTransactions(c *Call, req *kmsg.ListTransactionsRequest, resp *kmsg.ListTransactionsResponse) (kmsg.Response, error) {
 	resp.TransactionStates = []kmsg.ListTransactionsResponseTransactionState{}
 	for _, s := range req.StateFilters {
 		if !txnStates[s] {

@@ -54,11 +54,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 68, MinVersion: 0, MaxVersion: 1, Handle: consumerGroupHeartbeat})
+	register(Spec{Key: 68, MinVersion: 0, MaxVersion: 1, Handle: typedReq(consumerGroupHeartbeat)})
 }
 
-func consumerGroupHeartbeat(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+func consumerGroupHeartbeat(c *Call, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	if refused := c.consumerHeartbeatRefusal(req); refused != nil {
 		return refused, nil
 	}

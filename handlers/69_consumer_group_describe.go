@@ -27,11 +27,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 69, MinVersion: 0, MaxVersion: 1, Handle: consumerGroupDescribe})
+	register(Spec{Key: 69, MinVersion: 0, MaxVersion: 1, Handle: typedReq(consumerGroupDescribe)})
 }
 
-func consumerGroupDescribe(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
+func consumerGroupDescribe(c *Call, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 	resp := c.G.coordinator().ConsumerDescribe(req)
 	for i := range resp.Groups {
 		g := &resp.Groups[i]

@@ -27,12 +27,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 74, MinVersion: 0, MaxVersion: 1, Handle: listConfigResources})
+	register(Spec{Key: 74, MinVersion: 0, MaxVersion: 1, Handle: typed(listConfigResources)})
 }
 
-func listConfigResources(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.ListConfigResourcesRequest)
-	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+func listConfigResources(c *Call, req *kmsg.ListConfigResourcesRequest, resp *kmsg.ListConfigResourcesResponse) (kmsg.Response, error) {
 	resp.ConfigResources = []kmsg.ListConfigResourcesResponseConfigResource{}
 	if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -26,6 +26,19 @@ type aclFilter struct {
 	perm         kmsg.ACLPermissionType
 }
 
+// mayAlterACLs is the refusal every entry of CreateAcls and DeleteAcls
+// gets, or 0: SECURITY_DISABLED without an authorizer, else ALTER on the
+// cluster. Any goroutine.
+func (c *Call) mayAlterACLs() (int16, *string) {
+	switch {
+	case !c.authzOn():
+		return kerr.SecurityDisabled.Code, strp("no authorizer is configured on this gateway (--authorizer)")
+	case !c.Authorized(kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResource):
+		return kerr.ClusterAuthorizationFailed.Code, nil
+	}
+	return 0, nil
+}
+
 // valid reports whether f can match anything Kafka would keep; Kafka
 // answers INVALID_REQUEST for UNKNOWN in any field.
 func (f *aclFilter) valid() bool {

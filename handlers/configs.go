@@ -341,6 +341,43 @@ func (g *Gateway) brokerAlterRefusal(names []string) (int16, string) {
 	return kerr.InvalidConfig.Code, "broker config " + names[0] + " is read-only on this gateway (set by its flags)"
 }
 
+// configChange makes a resource's new config set from its current one:
+// topic for a TOPIC resource, group for a GROUP one (each gets a copy of
+// the current set, nil when none, and returns the new one or a refusal).
+type configChange struct {
+	topic func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string)
+	group func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string)
+}
+
+// alterConfigResource is one resource of AlterConfigs or
+// IncrementalAlterConfigs: ALTER_CONFIGS on the resource, then the change
+// for a topic or a group; a broker resource refuses any change of names
+// (its configs are the gateway's flags). The code and message to answer,
+// 0 when applied (or valid, with validateOnly).
+func (c *Call) alterConfigResource(typ kmsg.ConfigResourceType, name string, validateOnly bool, names []string, change configChange) (int16, string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeTopic, name) {
+			return kerr.TopicAuthorizationFailed.Code, "not authorized to alter the configs of this topic"
+		}
+		return c.alterTopicConfigs(name, validateOnly, change.topic)
+	case configResourceTypeGroup:
+		if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, name) {
+			return kerr.GroupAuthorizationFailed.Code, "not authorized to alter the configs of this group"
+		}
+		return c.alterGroupConfigs(name, validateOnly, change.group)
+	case kmsg.ConfigResourceTypeBroker:
+		if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
+			return kerr.ClusterAuthorizationFailed.Code, "not authorized to alter broker configs"
+		}
+		if code, msg := c.G.checkBrokerResource(name); code != 0 {
+			return code, msg
+		}
+		return c.G.brokerAlterRefusal(names)
+	}
+	return kerr.InvalidRequest.Code, "config resource type " + strconv.Itoa(int(typ)) + " is not served by this gateway"
+}
+
 // alterTopicConfigs applies change to the topic's stored configs after
 // checking every resulting value: all or nothing. validateOnly stores
 // nothing. change gets a copy of the current set (it may edit it; nil

@@ -74,6 +74,21 @@ var (
 	bareToken *Spec
 )
 
+// typed makes a HandleFunc of a handler of one request type, handed the
+// request as its kmsg type and a fresh response of the request's version.
+func typed[Q kmsg.Request, R kmsg.Response](fn func(c *Call, req Q, resp R) (kmsg.Response, error)) HandleFunc {
+	return func(c *Call, req kmsg.Request) (kmsg.Response, error) {
+		q := req.(Q)
+		return fn(c, q, q.ResponseKind().(R))
+	}
+}
+
+// typedReq is typed for a handler that makes its response itself (most
+// often the group coordinator does).
+func typedReq[Q kmsg.Request](fn func(c *Call, req Q) (kmsg.Response, error)) HandleFunc {
+	return func(c *Call, req kmsg.Request) (kmsg.Response, error) { return fn(c, req.(Q)) }
+}
+
 // register adds a key; it panics on a duplicate or a bad spec, at init.
 func register(s Spec) {
 	if _, dup := specs[s.Key]; dup {

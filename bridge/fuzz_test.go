@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/internal/golden"
 )
 
 // seedBatches are valid batches of every shape the mapping writes, plus a
@@ -234,11 +235,5 @@ func TestWriteFuzzSeeds(t *testing.T) {
 }
 
 func writeSeed(t *testing.T, target, name, body string) {
-	dir := filepath.Join("testdata", "fuzz", target)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), []byte("go test fuzz v1\n"+body+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	golden.Write(t, filepath.Join("testdata", "fuzz", target, name), []byte("go test fuzz v1\n"+body+"\n"))
 }

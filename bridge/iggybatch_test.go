@@ -11,29 +11,11 @@ import (
 	"testing"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/iggy-kafka/gateway/internal/golden"
 )
 
 func xxh3Hash(b []byte) uint64 { return xxh3.Hash(b) }
-
-// readHexFixture reads a testdata hex file, ignoring # lines and spaces.
-func readHexFixture(t *testing.T, name string) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sb strings.Builder
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			sb.WriteString(strings.ReplaceAll(line, " ", ""))
-		}
-	}
-	b, err := hex.DecodeString(sb.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // goldenBatch builds the batch of vector send_messages_partition_0 with
 // this package's builder.
@@ -63,7 +45,7 @@ func goldenBatch(t *testing.T) []byte {
 
 func TestGoldenSendBatch(t *testing.T) {
 	got := goldenBatch(t)
-	want := readHexFixture(t, "send_messages_partition_0.batch.hex")
+	want := golden.Read(t, filepath.Join("testdata", "send_messages_partition_0.batch.hex"))
 	if !bytes.Equal(got, want) {
 		t.Fatalf("batch differs from the fixture:\n got %x\nwant %x", got, want)
 	}

@@ -3,10 +3,11 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/golden"
 )
 
 func seedSecurityRecords(t testing.TB) [][]byte {
@@ -94,20 +95,7 @@ func TestGoldenSecurityFuzzSeeds(t *testing.T) {
 	seeds := seedSecurityRecords(t)
 	for i, s := range seeds {
 		path := filepath.Join(dir, "seed-"+string(rune('0'+i)))
-		want := "go test fuzz v1\n[]byte(" + quoteBytes(s) + ")\n"
-		if os.Getenv("UPDATE_FUZZ") != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || string(got) != want {
-			t.Errorf("%s missing or stale (UPDATE_FUZZ=1 go test ./bridge -run GoldenSecurity): %v", path, err)
-		}
+		golden.CheckText(t, path, []byte("go test fuzz v1\n[]byte("+quoteBytes(s)+")\n"))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/golden"
 )
 
 // Seeds are shared by f.Add and by the committed corpus under
@@ -298,16 +300,9 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		"FuzzRecordBatch":    batchSeeds(),
 		"FuzzBatchRoundTrip": roundTripSeeds(),
 	} {
-		dir := filepath.Join("testdata", "fuzz", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		for i, s := range seeds {
 			body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(s)) + ")\n"
-			file := filepath.Join(dir, fmt.Sprintf("seed-%02d", i))
-			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			golden.Write(t, filepath.Join("testdata", "fuzz", name, fmt.Sprintf("seed-%02d", i)), []byte(body))
 		}
 	}
 }

@@ -1,11 +1,6 @@
 package handlers
 
 import (
-	"encoding/hex"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -68,24 +63,8 @@ func TestGoldenAdminKeys(t *testing.T) {
 				}
 			}
 		}
-		got := resp.AppendTo(nil)
-		path := filepath.Join("testdata", "wire", tc.file)
-		if *update {
-			if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create)", err)
-		}
-		want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s differs:\n got %x\nwant %x\n%s", tc.file, got, want, fmt.Sprintf("%+v", resp))
+		if !wireGolden(t, tc.file, resp) {
+			t.Logf("%s: %+v", tc.file, resp)
 		}
 	}
 }

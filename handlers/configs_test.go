@@ -1,9 +1,6 @@
 package handlers
 
 import (
-	"encoding/hex"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -257,21 +254,7 @@ func TestAlterConfigs(t *testing.T) {
 func TestGoldenDescribeConfigs(t *testing.T) {
 	g := newGateway(t)
 	do(t, g, createReq(7, withConfig(ct("golden", 1, 1), "cleanup.policy", "compact", "retention.ms", "60000")))
-	got := do(t, g, describeReq(1, kmsg.ConfigResourceTypeTopic, "golden", "cleanup.policy", "retention.ms", "retention.bytes")).AppendTo(nil)
-	path := filepath.Join("testdata", "wire", "32_describe_configs_v1_resp.hex")
-	if *update {
-		if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if want := strings.TrimSpace(string(raw)); hex.EncodeToString(got) != want {
-		t.Errorf("body differs from %s:\n got %x\nwant %s", path, got, want)
-	}
+	wireGolden(t, "32_describe_configs_v1_resp.hex", do(t, g, describeReq(1, kmsg.ConfigResourceTypeTopic, "golden", "cleanup.policy", "retention.ms", "retention.bytes")))
 }
 
 // Replication factor 3 (Kafka Connect's default for its internal topics)

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/golden"
 )
 
 // fuzzTarget picks a registered key and a version in its range from the
@@ -174,22 +175,7 @@ func TestGoldenFuzzSeeds(t *testing.T) {
 		for _, v := range []int16{s.MinVersion, s.MaxVersion} {
 			data := fuzzSeed(s.Key, v)
 			path := filepath.Join(dir, fmt.Sprintf("seed-%02d-v%d", s.Key, v))
-			want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-			if *update {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Errorf("%v (run with -update)", err)
-			} else if string(got) != want {
-				t.Errorf("%s is stale (run with -update)", path)
-			}
+			golden.CheckText(t, path, fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", data))
 		}
 	}
 }

@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"bufio"
-	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/wire")
 
 // sharedFiles are the non-test files of the package that serve no single
 // API key.
@@ -275,27 +271,6 @@ func TestGoldenApiVersions(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.0.0"
-		got := do(t, g, req).AppendTo(nil)
-		path := filepath.Join("testdata", "wire", fmt.Sprintf("18_api_versions_v%d_resp.hex", v))
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create)", err)
-		}
-		want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("v%d body differs from %s:\n got %x\nwant %x", v, path, got, want)
-		}
+		wireGolden(t, fmt.Sprintf("18_api_versions_v%d_resp.hex", v), do(t, g, req))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/golden"
 )
 
 // FuzzRecoverSegment: whatever bytes a log's only segment holds, Open
@@ -112,14 +113,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("SEGLOG_WRITE_SEEDS") == "" {
 		t.Skip("set SEGLOG_WRITE_SEEDS=1 to rewrite the fuzz seed corpus")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzRecoverSegment")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for i, s := range fuzzSeeds(t) {
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", i)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		golden.Write(t, filepath.Join("testdata", "fuzz", "FuzzRecoverSegment", fmt.Sprintf("seed-%d", i)), []byte(body))
 	}
 }

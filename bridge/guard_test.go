@@ -3,9 +3,13 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // hangStore is a Backend whose calls block until release is closed; its
@@ -13,6 +17,7 @@ import (
 type hangStore struct {
 	Backend
 	release chan struct{}
+	entered atomic.Int32 // Append and Poll calls that reached the store
 
 	mu      sync.Mutex
 	h       Health
@@ -40,6 +45,7 @@ func (s *hangStore) setHealth(h Health) {
 }
 
 func (s *hangStore) Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
+	s.entered.Add(1)
 	<-s.release
 	return 7, nil
 }
@@ -50,6 +56,7 @@ func (s *hangStore) Topics(ctx context.Context, stream string) ([]TopicInfo, err
 }
 
 func (s *hangStore) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func([]byte) bool) error {
+	s.entered.Add(1)
 	<-s.release
 	fn([]byte("late"))
 	return nil
@@ -91,13 +98,12 @@ func TestStoreFailGuardDeadline(t *testing.T) {
 		t.Fatal("Close of a hung store returned nil")
 	}
 	close(s.release)
-	deadline := time.Now().Add(5 * time.Second)
-	for g.Hung() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("hung count stuck at %d", g.Hung())
+	await.Until(t, 5*time.Second, func() error {
+		if n := g.Hung(); n != 0 {
+			return fmt.Errorf("hung count stuck at %d", n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if base, err := g.Append(ctx, "s", "t", 0, nil); err != nil || base != 7 {
 		t.Fatalf("append after release: %d %v", base, err)
 	}
@@ -115,7 +121,7 @@ func TestStoreFailGuardFailureCutsWrites(t *testing.T) {
 		_, err := g.Append(ctx, "s", "t", 0, nil)
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	await.True(t, 5*time.Second, "the write in the store", func() bool { return s.entered.Load() == 1 })
 	s.setHealth(Health{State: Degraded, Cause: cause, Since: time.Now()})
 	select {
 	case err := <-errc:
@@ -134,7 +140,7 @@ func TestStoreFailGuardFailureCutsWrites(t *testing.T) {
 	go func() {
 		done <- g.Poll(ctx, "s", "t", 0, 0, 1, func(b []byte) bool { got = append(got, b...); return true })
 	}()
-	time.Sleep(20 * time.Millisecond)
+	await.True(t, 5*time.Second, "the read in the store", func() bool { return s.entered.Load() == 2 })
 	close(s.release)
 	if err := <-done; err != nil || string(got) != "late" {
 		t.Fatalf("poll: %q %v", got, err)
@@ -152,9 +158,7 @@ func TestStoreFailGuardPollAfterAbandon(t *testing.T) {
 		t.Fatalf("hung poll: %v", err)
 	}
 	close(s.release)
-	for g.Hung() != 0 {
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 5*time.Second, "no call hung", func() bool { return g.Hung() == 0 })
 	select {
 	case <-called:
 		t.Fatal("fn called after Poll returned")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/cluster/clustertest"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // A member whose acknowledgement of a new view did not reach etcd (a
@@ -32,16 +33,6 @@ func TestLostAckIsSentAgain(t *testing.T) {
 		t.Cleanup(n.Close)
 		return n
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 15s: %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	settledOn := func(members int, nodes ...*Node) func() bool {
 		return func() bool {
 			for _, n := range nodes {
@@ -59,13 +50,13 @@ func TestLostAckIsSentAgain(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor("a and b settled", settledOn(2, a, b))
+	await.True(t, 15*time.Second, "a and b settled", settledOn(2, a, b))
 
 	// c joins while b's acknowledgements are lost: b settles on a's and
 	// c's, a and c cannot.
 	failAcks.Store(true)
 	c := start(3, nil)
-	waitFor("b settled on the three", settledOn(3, b))
+	await.True(t, 15*time.Second, "b settled on the three", settledOn(3, b))
 	if a.Settled() || c.Settled() {
 		t.Fatalf("a (%v) or c (%v) settled without b's acknowledgement in etcd", a.Settled(), c.Settled())
 	}
@@ -87,7 +78,7 @@ func TestLostAckIsSentAgain(t *testing.T) {
 	}
 	// etcd answers b again: its next renewal sends the acknowledgement.
 	failAcks.Store(false)
-	waitFor("a, b and c settled on the three", settledOn(3, a, b, c))
+	await.True(t, 15*time.Second, "a, b and c settled on the three", settledOn(3, a, b, c))
 }
 
 // Listing the members again after a watch failure never takes the epoch
@@ -106,20 +97,9 @@ func TestReloadKeepsTheEpoch(t *testing.T) {
 	}
 	a, b := start(1), start(2)
 	t.Cleanup(a.Close)
-	deadline := time.Now().Add(15 * time.Second)
-	for len(a.View().Members) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("a never saw b")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	await.True(t, 15*time.Second, "a sees b", func() bool { return len(a.View().Members) == 2 })
 	b.Close() // its key is deleted: a's view comes from the deletion
-	for len(a.View().Members) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("a never saw b leave")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	await.True(t, 15*time.Second, "a sees b leave", func() bool { return len(a.View().Members) == 1 })
 	before := a.View()
 	if _, err := a.reload(context.Background()); err != nil {
 		t.Fatal(err)
@@ -148,16 +128,6 @@ func TestPartitionedNodeFencesItself(t *testing.T) {
 		return n
 	}
 	a, b := start(1, et.Endpoint), start(2, proxy.Endpoint)
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 15s: %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	both := func() bool {
 		return len(a.View().Members) == 2 && a.Settled() && len(b.View().Members) == 2 && b.Settled()
 	}
@@ -176,7 +146,7 @@ func TestPartitionedNodeFencesItself(t *testing.T) {
 			}
 		}
 	}
-	waitFor("a and b settled", both)
+	await.True(t, 15*time.Second, "a and b settled", both)
 	var led []int32
 	for p := int32(0); p < 64; p++ {
 		if b.View().Leader("t", p) == 2 {
@@ -191,7 +161,7 @@ func TestPartitionedNodeFencesItself(t *testing.T) {
 	}
 
 	proxy.Cut()
-	waitFor("b's session no longer known live", func() bool { return !b.LeaseLive() })
+	await.True(t, 15*time.Second, "b's session no longer known live", func() bool { return !b.LeaseLive() })
 	// b heard nothing since the cut: its view still has it leading.
 	if v := b.View(); !v.Has(2) || v.Leader("t", led[0]) != 2 {
 		t.Fatalf("b's view changed while cut off: %v", v.IDs())
@@ -207,7 +177,7 @@ func TestPartitionedNodeFencesItself(t *testing.T) {
 	}
 	oneWriter("b cut off")
 	// etcd expires b's lease; a takes everything.
-	waitFor("a alone", func() bool { return len(a.View().Members) == 1 && a.Settled() })
+	await.True(t, 15*time.Second, "a alone", func() bool { return len(a.View().Members) == 1 && a.Settled() })
 	for _, p := range led {
 		if !a.BeginWrite("t", p) {
 			t.Fatalf("a does not take partition %d over", p)
@@ -217,6 +187,6 @@ func TestPartitionedNodeFencesItself(t *testing.T) {
 	oneWriter("b's lease expired")
 
 	proxy.Heal()
-	waitFor("a and b settled again", both)
+	await.True(t, 15*time.Second, "a and b settled again", both)
 	oneWriter("healed")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/cluster/clustertest"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func startNode(t *testing.T, endpoint string, id int32, ttl time.Duration) *cluster.Node {
@@ -30,32 +31,19 @@ func startNode(t *testing.T, endpoint string, id int32, ttl time.Duration) *clus
 // waitMembers waits until every node sees exactly want and has settled.
 func waitMembers(t *testing.T, nodes []*cluster.Node, want ...int32) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok := true
+	await.Until(t, 20*time.Second, func() error {
 		for _, n := range nodes {
 			v := n.View()
-			if len(v.Members) != len(want) || !n.Settled() {
-				ok = false
-				break
+			ok := len(v.Members) == len(want) && n.Settled()
+			for i := 0; ok && i < len(want); i++ {
+				ok = v.Members[i].ID == want[i]
 			}
-			for i, m := range v.Members {
-				if m.ID != want[i] {
-					ok = false
-				}
+			if !ok {
+				return fmt.Errorf("members not %v on every node: node %d has view %v, settled %v", want, v.Self, v.Members, n.Settled())
 			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, n := range nodes {
-				t.Logf("node %d: view %v settled %v", n.View().Self, n.View().Members, n.Settled())
-			}
-			t.Fatalf("members never became %v on every node", want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // writers returns which nodes may write topic/partition now.
@@ -173,13 +161,7 @@ func TestEtcdLostStopsWrites(t *testing.T) {
 	}
 	n.EndWrite()
 	et.Stop()
-	deadline := time.Now().Add(2 * time.Second)
-	for n.LeaseLive() {
-		if time.Now().After(deadline) {
-			t.Fatal("lease still counted live 2s (the TTL) after etcd stopped")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	await.True(t, 2*time.Second, "lease no longer counted live within 2s (the TTL) of etcd stopping", func() bool { return !n.LeaseLive() })
 	if n.BeginWrite("t", 0) {
 		n.EndWrite()
 		t.Fatal("write allowed with no live session")

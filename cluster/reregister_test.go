@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/iggy-kafka/gateway/cluster/clustertest"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // A node whose session lease is revoked behind its back (what etcd does
@@ -50,14 +52,12 @@ func TestLostLeaseRegistersAndSettlesAgain(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 15s: %s (a: %v settled %v; b: %v settled %v)", what,
-					a.View().IDs(), a.Settled(), b.View().IDs(), b.Settled())
+		await.Until(t, 15*time.Second, func() error {
+			if cond() {
+				return nil
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return fmt.Errorf("%s (a: %v settled %v; b: %v settled %v)", what, a.View().IDs(), a.Settled(), b.View().IDs(), b.Settled())
+		})
 	}
 	for round := 0; round < 3; round++ {
 		waitFor("both members, settled", settledWithBoth)

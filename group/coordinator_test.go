@@ -15,6 +15,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/group/grouptest"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func TestGroupRebalanceOnJoinAndLeave(t *testing.T) {
@@ -65,17 +66,16 @@ func TestGroupSessionExpiry(t *testing.T) {
 	g := newCoord(t)
 	a, b, gen := grouptest.StableTwo(t, g)
 	// b stops heartbeating; a keeps going until b's 1s session runs out.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	await.Until(t, 5*time.Second, func() error {
 		code := grouptest.HeartbeatCode(t, g, a, "", gen)
 		if code == kerr.RebalanceInProgress.Code {
-			break
+			return nil
 		}
-		if code != 0 || time.Now().After(deadline) {
+		if code != 0 {
 			t.Fatalf("heartbeat: %d", code)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return errors.New("a's heartbeat still answered 0: b's session has not run out")
+	})
 	ja := grouptest.Await[*kmsg.JoinGroupResponse](t, g.Async(t, grouptest.JoinReq(a, "", time.Second, "ma")))
 	if ja.ErrorCode != 0 || ja.Generation != gen+1 || len(ja.Members) != 1 || ja.Members[0].MemberID != a {
 		t.Fatalf("after expiry: %+v", ja)
@@ -195,6 +195,8 @@ func TestGroupInitialDelay(t *testing.T) {
 	a := grouptest.NewMember(t, g, "")
 	start := time.Now()
 	chA := g.Async(t, grouptest.JoinReq(a, "", time.Second, "ma"))
+	// b joins a while after a, inside the delay: both must land in the one
+	// generation the delay waits for.
 	time.Sleep(100 * time.Millisecond)
 	b := grouptest.NewMember(t, g, "")
 	chB := g.Async(t, grouptest.JoinReq(b, "", time.Second, "mb"))
@@ -350,6 +352,8 @@ func TestCloseStopsTimers(t *testing.T) {
 		t.Fatalf("join: %d", j.ErrorCode)
 	}
 	g.Close()
+	// Past a's 200ms session on the real clock: the timer that would
+	// expire it must not fire after Close.
 	time.Sleep(500 * time.Millisecond)
 	if code := grouptest.HeartbeatCode(t, g, a, "", j.Generation); code != 0 {
 		t.Fatalf("heartbeat after Close: %d (a session timer fired)", code)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/cluster/clustertest"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // In a cluster of two, a gateway writes and serves the partitions it
@@ -33,13 +34,9 @@ func TestClusterModeRoutesByLeader(t *testing.T) {
 		return n
 	}
 	self, other := join(1, 9092), join(2, 9093)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(self.View().Members) != 2 || !self.Settled() || !other.Settled() {
-		if time.Now().After(deadline) {
-			t.Fatal("the two nodes never settled")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	await.True(t, 10*time.Second, "the two nodes settled", func() bool {
+		return len(self.View().Members) == 2 && self.Settled() && other.Settled()
+	})
 	for _, concurrency := range []int{1, 4} {
 		g := newGateway(t, func(c *Config) { c.Cluster, c.FetchConcurrency = self, concurrency })
 		createTopic(t, g, "routed", 8)

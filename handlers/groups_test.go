@@ -382,6 +382,9 @@ func TestGroupWakeBeforeWatch(t *testing.T) {
 	if jb := grouptest.Await[*kmsg.JoinGroupResponse](t, async(t, g, grouptest.JoinReq(b, "", time.Second, "mb"))); jb.ErrorCode != 0 {
 		t.Fatalf("b: %d", jb.ErrorCode)
 	}
+	// The watch is registered late, after the coordinator's first signal
+	// for a's ticket has gone by with no watch to wake: that is the case
+	// under test.
 	time.Sleep(5 * time.Millisecond)
 	woke := make(chan struct{})
 	cancel := g.Watch.Watch(w.Keys, func() { close(woke) })

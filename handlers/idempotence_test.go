@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // idemBatch is a batch of n records of producer (pid, epoch) from sequence
@@ -156,6 +157,8 @@ func TestIdempotentFiveInFlightOutOfOrder(t *testing.T) {
 				p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 				codes[i], offs[i] = p.ErrorCode, p.BaseOffset
 			}(i)
+			// Staggered, so the batches arrive in reverse sequence order:
+			// the order is what the test is about.
 			time.Sleep(20 * time.Millisecond)
 		}
 		wg.Wait()
@@ -324,11 +327,12 @@ func TestProducerIDsPersistMark(t *testing.T) {
 	// may be told to retry while the next block is written).
 	seen := map[int64]bool{}
 	for len(seen) < producerIDBlock+10 {
-		id, ok := g2.Producers.Allocate(g2.Store, g2.Log)
-		if !ok {
-			time.Sleep(time.Millisecond)
-			continue
-		}
+		var id int64
+		await.True(t, 10*time.Second, "an id issued (the next block written)", func() bool {
+			var ok bool
+			id, ok = g2.Producers.Allocate(g2.Store, g2.Log)
+			return ok
+		})
 		if seen[id] {
 			t.Fatalf("id %d issued twice", id)
 		}

@@ -187,7 +187,8 @@ func TestAutoCreateCap(t *testing.T) {
 	if p := produceOne(t, g, produceReq(9, "auto-late", 0, batch(rec{value: []byte("x")}))); p.ErrorCode != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("produce auto-create over the rate: %d", p.ErrorCode)
 	}
-	// After a while the rate lets more through.
+	// After a while the rate lets more through: two refills of the bucket
+	// must pass on the real clock.
 	time.Sleep(time.Second / perSec * 2)
 	if p := produceOne(t, g, produceReq(9, "auto-late", 0, batch(rec{value: []byte("x")}))); p.ErrorCode != 0 {
 		t.Fatalf("produce auto-create after the refill: %d", p.ErrorCode)

@@ -149,6 +149,8 @@ func runCrashChild(t *testing.T, child, env string) (string, []string) {
 		close(lines)
 	}()
 	waitReady(t, lines)
+	// The child appends for a second of real time, enough to roll
+	// segments, before it is killed mid-write: the crash is the test.
 	time.Sleep(time.Second)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	var acks []string

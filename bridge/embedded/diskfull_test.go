@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // mountTmpfs mounts a tmpfs of size (e.g. "8m") on a fresh directory and
@@ -137,18 +139,13 @@ func diskFullRecovers(t *testing.T, policy SyncPolicy) {
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if h, _ := g.Health(); h.State == bridge.Healthy {
-			break
-		}
-		if time.Now().After(deadline) {
-			h, _ := g.Health()
-			t.Fatalf("store did not recover after space was freed: %+v (blocked %d, writing %d, hung %d)",
+	await.Until(t, 10*time.Second, func() error {
+		if h, _ := g.Health(); h.State != bridge.Healthy {
+			return fmt.Errorf("store did not recover after space was freed: %+v (blocked %d, writing %d, hung %d)",
 				h, s.health.blocked.Load(), s.health.writing.Load(), g.Hung())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	base, err := g.Append(ctx, "kafka", "t", 0, makeBatch(t, "after", 1, 1))
 	if err != nil {
 		t.Fatalf("append after recovery: %v", err)
@@ -193,13 +190,7 @@ func TestStoreFailFatalfParks(t *testing.T) {
 		pebbleLogger{l: quietLogger(), h: s.health}.Fatalf("pebble: fatal commit error: %v", errors.New("boom"))
 		close(returned)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for !s.health.needsRestart() {
-		if time.Now().After(deadline) {
-			t.Fatal("Fatalf did not mark the store failed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 5*time.Second, "Fatalf marked the store failed", s.health.needsRestart)
 	if _, err := s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 1, 1)); !errors.Is(err, bridge.ErrStorage) {
 		t.Fatalf("append after Fatalf: %v", err)
 	}

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // fakeClock is a settable Options.clock.
@@ -215,17 +217,12 @@ func TestRetentionSweeper(t *testing.T) {
 	}
 	wantState(t, s, "t", 0, bridge.PartitionState{Earliest: 2, Next: 4})
 	// The new batch expires a second later, by the real clock.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, _ := s.Partition(ctx, "kafka", "t", 0)
-		if st.Earliest == 4 {
-			break
+	await.Until(t, 10*time.Second, func() error {
+		if st, _ := s.Partition(ctx, "kafka", "t", 0); st.Earliest != 4 {
+			return fmt.Errorf("not expired: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not expired: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

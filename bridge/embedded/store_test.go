@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 var ctx = context.Background()
@@ -443,6 +444,8 @@ func watchGapFree(s *Store, stop chan struct{}) error {
 		if next < st.Next {
 			return fmt.Errorf("poll ended at %d below the watermark %d read before it", next, st.Next)
 		}
+		// Not a wait for a condition: it paces the checks while the
+		// writers run.
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -455,13 +458,7 @@ func TestSyncIntervalSyncs(t *testing.T) {
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
 	_, _ = s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 1, 1))
-	deadline := time.Now().Add(2 * time.Second)
-	for s.dirty.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("background sync never ran")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 2*time.Second, "the background sync ran", func() bool { return s.dirty.Load() == 0 })
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}

@@ -151,6 +151,8 @@ func TestCrashRandomWorkloads(t *testing.T) {
 			w := &workload{all: map[uint64]written{}}
 			stop := make(chan struct{})
 			wg := w.run(t, l, rng, 1+rng.IntN(4), int64(2000+rng.IntN(20000)), durable, stop)
+			// The writers run for a random while: the crash lands at a
+			// random point of their work.
 			time.Sleep(time.Duration(1+rng.IntN(30)) * time.Millisecond)
 			// The start and the copy are taken together: a writer raising the
 			// start between them could have removed segments the copy then

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func openFaulty(t *testing.T, visibleSync bool) (*faultFS, *vfs.MemFS, *Log) {
@@ -152,18 +154,11 @@ func TestGroupCommit(t *testing.T) {
 	}
 	done := make(chan error, 8)
 	go appendSync("lead", done)
-	for !l.leading() {
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 10*time.Second, "a sync round running", l.leading)
 	for i := 0; i < 7; i++ {
 		go appendSync(fmt.Sprint("w", i), done)
 	}
-	for held := 0; held < 7; {
-		time.Sleep(time.Millisecond)
-		l.mu.Lock()
-		held = len(l.gateWaiters)
-		l.mu.Unlock()
-	}
+	await.True(t, 10*time.Second, "7 appends held at the gate", func() bool { return l.heldAtGate() == 7 })
 	fs.set(func(fs *faultFS) { fs.syncGate = nil })
 	close(gate)
 	for i := 0; i < 8; i++ {
@@ -254,9 +249,7 @@ func TestWaitSyncedGated(t *testing.T) {
 	_, end1 := appendBatch(t, l, makeBatch(t, "a", 2, 1, 0), 0)
 	done1 := make(chan error, 1)
 	go func() { done1 <- l.WaitSynced(ctx, end1) }()
-	for !l.leading() {
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 10*time.Second, "a sync round running", l.leading)
 	written := l.written.Load()
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
@@ -274,7 +267,7 @@ func TestWaitSyncedGated(t *testing.T) {
 		}
 		done3 <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	await.True(t, 10*time.Second, "c held at the gate", func() bool { return l.heldAtGate() == 1 })
 	if l.Next() != 0 || len(readAll(t, l, 0)) != 0 || l.written.Load() != written {
 		t.Fatal("batches visible, or written during the round")
 	}
@@ -302,9 +295,7 @@ func TestWaitSyncedAbandoned(t *testing.T) {
 	appendBatch(t, l, makeBatch(t, "a", 2, 1, 0), 0)
 	done := make(chan error, 1)
 	go func() { done <- l.Sync(ctx) }()
-	for !l.leading() {
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 10*time.Second, "a sync round running", l.leading)
 	_, end := appendBatch(t, l, makeBatch(t, "b", 1, 1, 0), 0) // not held: no VisibleOnSync
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
@@ -325,4 +316,12 @@ func (l *Log) leading() bool {
 	l.sc.mu.Lock()
 	defer l.sc.mu.Unlock()
 	return l.sc.leading
+}
+
+// heldAtGate is how many appends wait at the gate for the sync round to
+// end.
+func (l *Log) heldAtGate() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.gateWaiters)
 }

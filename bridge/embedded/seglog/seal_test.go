@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // rollPastSync appends two batches into segments of two batches' size,
@@ -79,16 +81,10 @@ func TestBackgroundSealDoesNotStallAppends(t *testing.T) {
 	}
 	// The round waited for the seal, which writes its index right after
 	// its sync; give it the moment.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := mem.Stat(mem.PathJoin(testDir, segmentName(0, indexSuffix))); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no index after the seal")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	await.True(t, 5*time.Second, "the index written after the seal", func() bool {
+		_, err := mem.Stat(mem.PathJoin(testDir, segmentName(0, indexSuffix)))
+		return err == nil
+	})
 }
 
 // A crash while a background seal runs: after a kill -9 (the page cache

@@ -127,6 +127,7 @@ func BenchmarkVerifyIggyBatch(b *testing.B) {
 // The produce and fetch paths must not allocate when the caller's buffer
 // has room: they run once per partition per request.
 func TestMappingDoesNotAllocate(t *testing.T) {
+	// Not parallel: it counts allocations (AllocsPerRun).
 	rb := benchBatch(t, 100, 100)
 	dst := make([]byte, 0, 1<<20)
 	iggy, _, err := EncodeKafkaRecords(nil, &rb, rb.Records, 0)

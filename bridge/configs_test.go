@@ -8,6 +8,7 @@ import (
 )
 
 func TestTopicConfigsEncoding(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []TopicConfigs{nil, {}, {"cleanup.policy": "compact"}, {"retention.ms": "1", "a": "", "segment.bytes": "1073741824"}} {
 		b, err := AppendTopicConfigs([]byte("x"), cfg)
 		if err != nil {

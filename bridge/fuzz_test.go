@@ -216,6 +216,7 @@ func sameHeaders(a, b *codec.Record) bool {
 // TestWriteFuzzSeeds regenerates the committed seed corpus under
 // testdata/fuzz when BRIDGE_WRITE_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
+	// Not parallel: it rewrites testdata/fuzz, which the fuzz targets read.
 	if os.Getenv("BRIDGE_WRITE_SEEDS") != "1" {
 		t.Skip("set BRIDGE_WRITE_SEEDS=1 to rewrite testdata/fuzz seeds")
 	}

@@ -71,6 +71,7 @@ func (s *hangStore) Close() error {
 // down when the call finally returns, and past MaxHung calls are refused
 // at once.
 func TestStoreFailGuardDeadline(t *testing.T) {
+	// Not parallel: it bounds how fast calls are answered (20ms), which load from parallel tests would stretch.
 	s := newHangStore()
 	g := Guard(s, GuardOptions{Timeout: 50 * time.Millisecond, MaxHung: 2, CloseTimeout: 50 * time.Millisecond})
 	ctx := context.Background()
@@ -112,6 +113,7 @@ func TestStoreFailGuardDeadline(t *testing.T) {
 // A write in flight is cut off as soon as the store reports a failure, and
 // later writes are refused at once with the store's cause; reads are not.
 func TestStoreFailGuardFailureCutsWrites(t *testing.T) {
+	t.Parallel()
 	s := newHangStore()
 	g := Guard(s, GuardOptions{Timeout: time.Hour})
 	ctx := context.Background()
@@ -150,6 +152,7 @@ func TestStoreFailGuardFailureCutsWrites(t *testing.T) {
 // Once a Poll was abandoned its fn is never called: the caller's buffers
 // are its own again.
 func TestStoreFailGuardPollAfterAbandon(t *testing.T) {
+	t.Parallel()
 	s := newHangStore()
 	g := Guard(s, GuardOptions{Timeout: 20 * time.Millisecond})
 	called := make(chan struct{}, 1)

@@ -44,6 +44,7 @@ func goldenBatch(t *testing.T) []byte {
 }
 
 func TestGoldenSendBatch(t *testing.T) {
+	t.Parallel()
 	got := goldenBatch(t)
 	want := golden.Read(t, filepath.Join("testdata", "send_messages_partition_0.batch.hex"))
 	if !bytes.Equal(got, want) {
@@ -58,6 +59,7 @@ func TestGoldenSendBatch(t *testing.T) {
 // The shared golden vectors, when this checkout sits beside them: the
 // fixture must equal the batch part of the official SDK's bytes.
 func TestGoldenVectorFile(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv("IGGY_VECTORS")
 	if path == "" {
 		path = filepath.Join("..", "..", "shared", "iggy", "vectors.json")
@@ -92,6 +94,7 @@ func TestGoldenVectorFile(t *testing.T) {
 }
 
 func TestStampRecomputesChecksum(t *testing.T) {
+	t.Parallel()
 	b := goldenBatch(t)
 	StampIggyBatch(b, 7, 1234, 5678)
 	v, err := VerifyIggyBatch(b)
@@ -112,6 +115,7 @@ func TestStampRecomputesChecksum(t *testing.T) {
 // StampIggyHeader on a copy of the header gives the header StampIggyBatch
 // writes into the whole batch, and reads the frames only.
 func TestStampHeaderMatchesStampBatch(t *testing.T) {
+	t.Parallel()
 	b := goldenBatch(t)
 	orig := append([]byte(nil), b...)
 	hdr := append([]byte(nil), b[:BatchHeaderSize]...)
@@ -181,6 +185,7 @@ func verifyReference(b []byte) error {
 // The one-pass VerifyIggyBatch answers as the two-pass reference does for
 // every single-bit flip of a stamped batch (malformed, checksum, or fine).
 func TestVerifyMatchesReference(t *testing.T) {
+	t.Parallel()
 	good := goldenBatch(t)
 	StampIggyBatch(good, 2, 40, 7)
 	kind := func(err error) string {
@@ -210,6 +215,7 @@ func TestVerifyMatchesReference(t *testing.T) {
 }
 
 func TestVerifyRejects(t *testing.T) {
+	t.Parallel()
 	good := goldenBatch(t)
 	mutate := map[string]func(b []byte) []byte{
 		"short":             func(b []byte) []byte { return b[:255] },
@@ -242,6 +248,7 @@ func TestVerifyRejects(t *testing.T) {
 }
 
 func TestBatchBuilderLimits(t *testing.T) {
+	t.Parallel()
 	var bb IggyBatchBuilder
 	buf := bb.Begin(nil, 1000)
 	if _, err := bb.Append(buf, [16]byte{}, 999, []byte("x"), nil); !errors.Is(err, ErrRecordInvalid) {
@@ -256,6 +263,7 @@ func TestBatchBuilderLimits(t *testing.T) {
 }
 
 func TestUserHeaderCodec(t *testing.T) {
+	t.Parallel()
 	var b []byte
 	var err error
 	entries := []struct {

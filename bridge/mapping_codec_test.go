@@ -41,6 +41,7 @@ func readKafkaBatches(t *testing.T, b []byte) (codecs []int8, counts []int, recs
 // A batch the producer compressed travels compressed with the same codec
 // on Fetch, records intact; its first message carries kafka.codec.
 func TestCompressedBatchesTravelCompressed(t *testing.T) {
+	t.Parallel()
 	recs := make([]rec, 20)
 	for i := range recs {
 		recs[i] = rec{key: []byte("k"), value: bytes.Repeat([]byte{'a' + byte(i)}, 200), ts: nowMs + int64(i)}
@@ -98,6 +99,7 @@ func TestCompressedBatchesTravelCompressed(t *testing.T) {
 // compressed) fit a 1 MiB budget; a batch past what is left is dropped
 // whole unless it is the cursor's first.
 func TestCompressedBatchBudget(t *testing.T) {
+	t.Parallel()
 	big := make([]byte, 1<<20)
 	recs := []rec{{value: big, ts: nowMs}, {value: big, ts: nowMs}, {value: big, ts: nowMs}}
 	iggy, err := encode(t, batchMeta{producerID: -1, producerEpoch: -1, baseSequence: -1, attributes: int16(codec.CompressionGzip)}, recs, 0)
@@ -139,6 +141,7 @@ func marked(c int8, n uint32) []byte {
 }
 
 func TestCompressedRunBoundaries(t *testing.T) {
+	t.Parallel()
 	v1 := v1Headers
 	var bb IggyBatchBuilder
 	buf := bb.Begin(nil, 5_000_000)
@@ -190,6 +193,7 @@ func int8s(v []int8) []byte {
 // starts where the cursor stopped: compressed with the same codec, for the
 // run's remaining records only.
 func TestCompressedRunAcrossStoredBatches(t *testing.T) {
+	t.Parallel()
 	v1 := v1Headers
 	stored := func(base uint64, headers ...[]byte) []byte {
 		var bb IggyBatchBuilder

@@ -63,6 +63,7 @@ func checkSame(t *testing.T, want, got []rec) {
 }
 
 func TestRoundTripRecords(t *testing.T) {
+	t.Parallel()
 	long := bytes.Repeat([]byte("k"), 300)
 	name250 := strings.Repeat("n", 250)
 	cases := map[string][]rec{
@@ -104,6 +105,7 @@ func manyHeaders(n, size int) []hdr {
 
 // What a native Iggy reader sees of a gateway-written message.
 func TestNativeViewOfMappedMessages(t *testing.T) {
+	t.Parallel()
 	recs := []rec{
 		{key: []byte("k"), value: []byte("v"), ts: nowMs, headers: []hdr{{"trace", []byte("abc")}}},
 		{ts: nowMs},
@@ -151,6 +153,7 @@ func TestNativeViewOfMappedMessages(t *testing.T) {
 }
 
 func TestTimestamps(t *testing.T) {
+	t.Parallel()
 	const spread = (MaxTimestampDelta/1000 + 1) // ms just past the u32 µs span
 	cases := map[string]struct {
 		in, want []int64
@@ -191,6 +194,7 @@ func TestTimestamps(t *testing.T) {
 }
 
 func TestRepeatedHeaderIsInvalid(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{2, 40} { // both the quadratic and the map check
 		hs := manyHeaders(n, 1)
 		hs[n-1].k = hs[0].k
@@ -202,6 +206,7 @@ func TestRepeatedHeaderIsInvalid(t *testing.T) {
 }
 
 func TestRecordTooLarge(t *testing.T) {
+	t.Parallel()
 	r := []rec{{key: []byte("k"), value: make([]byte, 1000), ts: nowMs}}
 	if _, err := encode(t, plainMeta, r, 999); !errors.Is(err, ErrRecordTooLarge) {
 		t.Fatalf("over maxMessage: %v", err)
@@ -212,6 +217,7 @@ func TestRecordTooLarge(t *testing.T) {
 }
 
 func TestControlBatchIsInvalid(t *testing.T) {
+	t.Parallel()
 	m := plainMeta
 	m.attributes = 0x20
 	if _, err := encode(t, m, []rec{{value: []byte("v"), ts: nowMs}}, 0); !errors.Is(err, ErrRecordInvalid) {
@@ -220,6 +226,7 @@ func TestControlBatchIsInvalid(t *testing.T) {
 }
 
 func TestIdempotentIDs(t *testing.T) {
+	t.Parallel()
 	m := batchMeta{producerID: 0x0102030405060708, producerEpoch: 9, baseSequence: math.MaxInt32 - 1}
 	recs := []rec{{value: []byte("a"), ts: nowMs}, {value: []byte("b"), ts: nowMs}, {value: []byte("c"), ts: nowMs}}
 	iggy, got := roundTrip(t, m, recs)
@@ -254,6 +261,7 @@ func TestIdempotentIDs(t *testing.T) {
 // Checksums recomputed here from the spec's byte ranges, with one-shot
 // hashing over copied bytes rather than the package's streaming code.
 func TestChecksumsIndependently(t *testing.T) {
+	t.Parallel()
 	recs := []rec{{key: []byte("k"), value: []byte("v1"), ts: nowMs}, {value: bytes.Repeat([]byte("x"), 5000), ts: nowMs + 9}}
 	iggy, _ := roundTrip(t, plainMeta, recs)
 	checkChecksums(t, iggy)
@@ -284,6 +292,7 @@ func checkChecksums(t *testing.T, b []byte) {
 }
 
 func TestNativeMessagesReadBack(t *testing.T) {
+	t.Parallel()
 	var bb IggyBatchBuilder
 	buf := bb.Begin(nil, 0)
 	h, err := AppendUserHeader(nil, KindString, []byte("trace"), KindString, []byte("abc"))
@@ -315,6 +324,7 @@ func TestNativeMessagesReadBack(t *testing.T) {
 }
 
 func TestFetchCursor(t *testing.T) {
+	t.Parallel()
 	recs := make([]rec, 10)
 	for i := range recs {
 		recs[i] = rec{key: []byte("k"), value: bytes.Repeat([]byte{'a' + byte(i)}, 100), ts: nowMs + int64(i)}
@@ -360,6 +370,7 @@ func TestFetchCursor(t *testing.T) {
 }
 
 func TestUnmappableMessageStopsTheBatch(t *testing.T) {
+	t.Parallel()
 	var bb IggyBatchBuilder
 	buf := bb.Begin(nil, 0)
 	good, _ := AppendUserHeader(nil, KindString, []byte("kafka.v"), KindUint8, []byte{1})
@@ -379,6 +390,7 @@ func TestUnmappableMessageStopsTheBatch(t *testing.T) {
 }
 
 func TestCountKafkaRecords(t *testing.T) {
+	t.Parallel()
 	kb := kafkaBatch(t, plainMeta, []rec{{ts: 1}, {ts: 2}, {ts: 3}})
 	rb, _, _ := codec.ParseBatch(kb)
 	if CountKafkaRecords(&rb) != 3 {

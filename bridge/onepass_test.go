@@ -15,6 +15,7 @@ import (
 // repeated header, a record too large, and a record too large before a
 // malformed one (the two-walk order reports the malformed one).
 func TestOnePassMatchesTwoPass(t *testing.T) {
+	t.Parallel()
 	big := make([]byte, 3000)
 	cases := []struct {
 		name       string

@@ -29,6 +29,7 @@ func seedSecurityRecords(t testing.TB) [][]byte {
 }
 
 func TestSecurityRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	b := ACLBinding{ResourceType: 3, PatternType: 4, ResourceName: "app-", Principal: "User:*", Host: "10.0.0.1", Operation: 2, Permission: 2}
 	rec, err := AppendACLRecord(nil, true, b)
 	if err != nil {
@@ -91,6 +92,7 @@ func FuzzSecurityRecord(f *testing.F) {
 // TestGoldenSecurityFuzzSeeds keeps the checked-in corpus in step with
 // the seeds.
 func TestGoldenSecurityFuzzSeeds(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "fuzz", "FuzzSecurityRecord")
 	seeds := seedSecurityRecords(t)
 	for i, s := range seeds {
@@ -142,6 +144,7 @@ func (s *secStore) ReadSecurityRecords(ctx context.Context, from uint64, fn func
 
 // The guard forwards the security log.
 func TestGuardSecurityLog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := Guard(&secStore{}, GuardOptions{Timeout: time.Second})
 	if err := g.AppendSecurityRecord(ctx, []byte("A1")); err != nil {

@@ -21,6 +21,7 @@ import (
 // the others gained answer NOT_LEADER_OR_FOLLOWER and
 // COORDINATOR_LOAD_IN_PROGRESS until the next membership change.
 func TestLostAckIsSentAgain(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var failAcks atomic.Bool
@@ -85,6 +86,7 @@ func TestLostAckIsSentAgain(t *testing.T) {
 // back: when the view came from a deletion (a member left), the live keys
 // are all older than it, and a reload of the same members keeps the view.
 func TestReloadKeepsTheEpoch(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func(id int32) *Node {
@@ -115,6 +117,7 @@ func TestReloadKeepsTheEpoch(t *testing.T) {
 // over; so no partition ever has two writers. When the partition heals it
 // registers again and both settle with one writer per partition.
 func TestPartitionedNodeFencesItself(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	proxy := et.Proxy(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -62,6 +62,7 @@ func writers(nodes []*cluster.Node, topic string, p int32) []int32 {
 // group, spread evenly; when one leaves, only its partitions move, and
 // each still has exactly one writer.
 func TestNodesAgreeOnOneWriter(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	nodes := []*cluster.Node{startNode(t, et.Endpoint, 1, 3*time.Second), startNode(t, et.Endpoint, 2, 3*time.Second), startNode(t, et.Endpoint, 3, 3*time.Second)}
 	defer func() {
@@ -136,6 +137,7 @@ func TestNodesAgreeOnOneWriter(t *testing.T) {
 
 // A node id held by a live session cannot be registered twice.
 func TestNodeIDInUse(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	a := startNode(t, et.Endpoint, 7, 3*time.Second)
 	defer a.Close()
@@ -152,6 +154,7 @@ func TestNodeIDInUse(t *testing.T) {
 // With etcd gone, a node stops writing within its session TTL (before
 // etcd could have handed its partitions to another).
 func TestEtcdLostStopsWrites(t *testing.T) {
+	// Not parallel: it bounds how long a lost lease stays live (2s), which load from parallel tests would stretch.
 	et := clustertest.StartEtcd(t)
 	n := startNode(t, et.Endpoint, 1, 2*time.Second)
 	defer n.Close()

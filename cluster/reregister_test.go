@@ -25,6 +25,7 @@ import (
 // it once in five runs before the fix. This test keeps the path honest but
 // does not force that interleaving.)
 func TestLostLeaseRegistersAndSettlesAgain(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func(id int32) *Node {

@@ -24,6 +24,7 @@ func assertNoAllocs(t *testing.T, name string, f func()) {
 }
 
 func TestNoAllocations(t *testing.T) {
+	// Not parallel: it counts allocations (AllocsPerRun).
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.TransactionID = kmsg.StringPtr("txn")

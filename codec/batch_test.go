@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseBatchKmsgRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := sampleRecords()
 	records := kmsgRecords(want)
 	batch := kmsgBatch(records, int32(len(want)), 0x10, 1<<31-1)
@@ -35,6 +36,7 @@ func TestParseBatchKmsgRoundTrip(t *testing.T) {
 }
 
 func TestParseBatchTwoInARow(t *testing.T) {
+	t.Parallel()
 	one := kmsgBatch(kmsgRecords(sampleRecords()[:2]), 2, 0, 1)
 	two := kmsgBatch(kmsgRecords(sampleRecords()[2:]), 4, 0, 3)
 	src := append(append([]byte{}, one...), two...)
@@ -49,6 +51,7 @@ func TestParseBatchTwoInARow(t *testing.T) {
 }
 
 func TestAttributeBits(t *testing.T) {
+	t.Parallel()
 	b := RecordBatch{Attributes: 0x3c}
 	if b.Compression() != CompressionZstd || !b.LogAppendTime() || !b.IsTransactional() || !b.IsControl() {
 		t.Fatalf("bits of 0x3c")
@@ -56,6 +59,7 @@ func TestAttributeBits(t *testing.T) {
 }
 
 func TestParseBatchErrors(t *testing.T) {
+	t.Parallel()
 	good := kmsgBatch(kmsgRecords(sampleRecords()[:3]), 3, 0, 2)
 	edit := func(f func(b []byte) []byte) []byte {
 		return f(append([]byte{}, good...))
@@ -90,6 +94,7 @@ func TestParseBatchErrors(t *testing.T) {
 
 // TestParseBatchEveryCut: no prefix of a batch parses.
 func TestParseBatchEveryCut(t *testing.T) {
+	t.Parallel()
 	good := kmsgBatch(kmsgRecords(sampleRecords()), 6, 0, 5)
 	for cut := 0; cut < len(good); cut++ {
 		if _, _, err := ParseBatch(good[:cut]); err != ErrBatchShort {
@@ -101,6 +106,7 @@ func TestParseBatchEveryCut(t *testing.T) {
 // The partition leader epoch and base offset are outside the CRC, so they
 // can be patched in place.
 func TestPatchOutsideCRC(t *testing.T) {
+	t.Parallel()
 	b := kmsgBatch(kmsgRecords(sampleRecords()[:1]), 1, 0, 0)
 	PatchBaseOffset(b, 123456789)
 	PatchPartitionLeaderEpoch(b, -1)
@@ -111,6 +117,7 @@ func TestPatchOutsideCRC(t *testing.T) {
 }
 
 func TestRecordIterCountMismatch(t *testing.T) {
+	t.Parallel()
 	records := kmsgRecords(sampleRecords())
 	for _, n := range []int32{0, 1, 5, 7, 1 << 30} {
 		if _, err := iterate(records, n); err != ErrBatchCount {
@@ -138,6 +145,7 @@ func rawRecord(length int32, fields ...[]byte) []byte {
 func vi(v int32) []byte { return appendVarint32(nil, v) }
 
 func TestRecordIterMalformed(t *testing.T) {
+	t.Parallel()
 	// A well-formed record body: attrs, ts, offset, key "k", value "v", 1 header a=b.
 	body := [][]byte{{0}, vi(0), vi(0), vi(1), []byte("k"), vi(1), []byte("v"), vi(1), vi(1), []byte("a"), vi(1), []byte("b")}
 	n := 0
@@ -194,6 +202,7 @@ func TestRecordIterMalformed(t *testing.T) {
 // TestRecordIterEveryCut: cutting a records section anywhere inside a
 // record is an error, never a silent short read.
 func TestRecordIterEveryCut(t *testing.T) {
+	t.Parallel()
 	recs := sampleRecords()
 	records := kmsgRecords(recs)
 	for cut := 0; cut < len(records); cut++ {
@@ -204,6 +213,7 @@ func TestRecordIterEveryCut(t *testing.T) {
 }
 
 func TestHeaderIterStandalone(t *testing.T) {
+	t.Parallel()
 	src := append(append(vi(1), 'a'), vi(-1)...)
 	h := NewHeaderIter(src, 1)
 	if !h.Next() || string(h.Key()) != "a" || h.Value() != nil || h.Next() || h.Err() != nil {
@@ -223,6 +233,7 @@ func TestHeaderIterStandalone(t *testing.T) {
 }
 
 func TestVarintLimits(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int32{0, 1, -1, 63, -64, 64, 1 << 20, 1<<31 - 1, -1 << 31} {
 		b := appendVarint32(nil, v)
 		var fixed [5]byte

@@ -5,6 +5,7 @@ package codec
 import "testing"
 
 func TestAppendRecordSizedDoesNotAllocate(t *testing.T) {
+	// Not parallel: it counts allocations (AllocsPerRun).
 	recs := sampleRecords()
 	out := make([]byte, 0, 1<<20)
 	assertNoAllocs(t, "AppendRecordSized", func() {

@@ -38,6 +38,7 @@ func bodyLen(r testRecord) int {
 // small, too large or out of range (a caller's mistake), the batch is byte
 // for byte the one AppendRecord builds.
 func TestAppendRecordSized(t *testing.T) {
+	t.Parallel()
 	recs := sampleRecords()
 	want := buildBatch([]byte("prefix"), 5000, 1_700_000_000_000, recs)
 	for _, c := range []struct {

@@ -43,6 +43,7 @@ func kmsgDecode(t *testing.T, batch []byte) (kmsg.RecordBatch, []testRecord) {
 }
 
 func TestBatchBuilderKmsgDecodes(t *testing.T) {
+	t.Parallel()
 	want := sampleRecords()
 	prefix := []byte("prefix")
 	buf := buildBatch(append([]byte{}, prefix...), 5000, 1_700_000_000_000, want)
@@ -80,6 +81,7 @@ func crcOf(batch []byte) uint32 {
 }
 
 func TestBatchBuilderEmptyBatchRemoved(t *testing.T) {
+	t.Parallel()
 	var bb BatchBuilder
 	buf := bb.Begin([]byte("keep"), 1, 2)
 	buf = bb.Finish(buf)
@@ -91,6 +93,7 @@ func TestBatchBuilderEmptyBatchRemoved(t *testing.T) {
 // TestBatchBuilderRecordSizes crosses each length-varint width (1 to 4
 // bytes), where the record body is moved by a different amount.
 func TestBatchBuilderRecordSizes(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{0, 50, 57, 58, 63, 64, 100, 8180, 8200, 1 << 20, 3 << 20} {
 		recs := []testRecord{{Value: make([]byte, size)}, {OffsetDelta: 1, Key: []byte("k"), Value: make([]byte, size/2)}}
 		for i := range recs[0].Value {
@@ -103,6 +106,7 @@ func TestBatchBuilderRecordSizes(t *testing.T) {
 }
 
 func TestBatchBuilderCountAndReuse(t *testing.T) {
+	t.Parallel()
 	var bb BatchBuilder
 	var buf []byte
 	for round := 0; round < 3; round++ {
@@ -123,6 +127,7 @@ func TestBatchBuilderCountAndReuse(t *testing.T) {
 }
 
 func TestBatchBuilderHeaderMisusePanics(t *testing.T) {
+	t.Parallel()
 	expectPanic := func(name string, f func()) {
 		t.Helper()
 		defer func() {

@@ -8,6 +8,7 @@ import (
 // Every codec's output decodes back with Decompress (which reads what
 // Kafka clients write), for empty, small and multi-block inputs.
 func TestCompressRoundTrip(t *testing.T) {
+	t.Parallel()
 	inputs := [][]byte{{}, []byte("hello kafka"), bytes.Repeat([]byte("abcdefgh"), 20000), make([]byte, 3<<20)}
 	for _, c := range []int8{CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
 		for _, in := range inputs {
@@ -53,6 +54,7 @@ func BenchmarkCompress(b *testing.B) {
 // A batch built uncompressed and compressed in place parses, checks its
 // CRC, names the codec and decompresses to the same records.
 func TestCompressBatch(t *testing.T) {
+	t.Parallel()
 	var bb BatchBuilder
 	dst := bb.Begin([]byte("prefix"), 100, 1_700_000_000_000)
 	for i := range 50 {

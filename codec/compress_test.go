@@ -80,6 +80,7 @@ func payloads() [][]byte {
 }
 
 func TestDecompressRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, c := range compressors {
 		for i, p := range payloads() {
 			comp := c.enc(t, p)
@@ -99,6 +100,7 @@ func TestDecompressRoundTrip(t *testing.T) {
 }
 
 func TestDecompressOverBudget(t *testing.T) {
+	t.Parallel()
 	p := payloads()[2] // 13000 bytes
 	for _, c := range compressors {
 		comp := c.enc(t, p)
@@ -118,6 +120,7 @@ func TestDecompressOverBudget(t *testing.T) {
 // TestSnappyHugeDeclaredSize: a raw snappy block (and a xerial block) that
 // declares 1 GiB must be refused before anything is allocated for it.
 func TestSnappyHugeDeclaredSize(t *testing.T) {
+	// Not parallel: it measures the heap (MemStats), which other tests would grow.
 	huge := binary.AppendUvarint(nil, 1<<30)
 	huge = append(huge, 0x00, 'x') // a literal of one byte
 	framed := append([]byte{}, xerialMagic...)
@@ -141,6 +144,7 @@ func TestSnappyHugeDeclaredSize(t *testing.T) {
 
 // TestXerialSecondBlockOverBudget: the budget spans all xerial blocks.
 func TestXerialSecondBlockOverBudget(t *testing.T) {
+	t.Parallel()
 	p := payloads()[4] // 300 KiB, several 32 KiB xerial blocks
 	comp := xerial.Encode(nil, p)
 	if _, err := Decompress(nil, CompressionSnappy, comp, len(p)-1); !errors.Is(err, ErrBudget) {
@@ -152,6 +156,7 @@ func TestXerialSecondBlockOverBudget(t *testing.T) {
 }
 
 func TestDecompressCorrupt(t *testing.T) {
+	t.Parallel()
 	p := payloads()[2]
 	garbage := []byte("this is not compressed data at all, it is plain text")
 	for _, c := range compressors {
@@ -174,6 +179,7 @@ func TestDecompressCorrupt(t *testing.T) {
 // TestCompressedBatchRoundTrip: a batch whose records a client compressed
 // parses, decompresses and iterates back to the records.
 func TestCompressedBatchRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := sampleRecords()
 	records := kmsgRecords(want)
 	for _, c := range compressors {
@@ -198,6 +204,7 @@ func TestCompressedBatchRoundTrip(t *testing.T) {
 }
 
 func TestDecompressHugeBudget(t *testing.T) {
+	t.Parallel()
 	p := payloads()[2]
 	out, err := Decompress([]byte("x"), CompressionGzip, gzipEnc(t, p), int(^uint(0)>>1))
 	if err != nil || !bytes.Equal(out[1:], p) {

@@ -12,6 +12,7 @@ import (
 func be32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
 
 func TestFrameSizeErrors(t *testing.T) {
+	t.Parallel()
 	const max = 1 << 20
 	tests := []struct {
 		name string
@@ -48,6 +49,7 @@ func TestFrameSizeErrors(t *testing.T) {
 // TestFrameSizeHTTPUnderLimit: a huge limit lets an HTTP prefix through as a
 // size; the HTTP name is only given for sizes over the limit.
 func TestFrameSizeHTTPUnderLimit(t *testing.T) {
+	t.Parallel()
 	size, ok, err := FrameSize([]byte("GET /"), 1<<31-1)
 	if !ok || err != nil || size != 0x47455420 {
 		t.Fatalf("got %d %v %v", size, ok, err)
@@ -55,6 +57,7 @@ func TestFrameSizeHTTPUnderLimit(t *testing.T) {
 }
 
 func TestFrameSizeSplit(t *testing.T) {
+	t.Parallel()
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("split")).
 		AppendRequest(nil, kmsg.NewPtrMetadataRequest(), 7)
 	for cut := 0; cut <= len(frame); cut++ {
@@ -88,6 +91,7 @@ func everyRequest(t *testing.T, f func(req kmsg.Request)) {
 }
 
 func TestParseRequestHeaderEveryKeyVersion(t *testing.T) {
+	t.Parallel()
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client-1"))
 	n := 0
 	everyRequest(t, func(req kmsg.Request) {
@@ -128,6 +132,7 @@ func TestParseRequestHeaderEveryKeyVersion(t *testing.T) {
 }
 
 func TestRequestIsFlexibleKnownPoints(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		key, version int16
 		want         bool
@@ -147,6 +152,7 @@ func TestRequestIsFlexibleKnownPoints(t *testing.T) {
 }
 
 func TestParseRequestHeaderNullAndEmptyClientID(t *testing.T) {
+	t.Parallel()
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(1)
 	null := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)[4:]
@@ -202,6 +208,7 @@ func v2Header(tags []byte) []byte {
 }
 
 func TestParseRequestHeaderTags(t *testing.T) {
+	t.Parallel()
 	tags := []byte{2, 0, 3, 'a', 'b', 'c', 5, 0}
 	frame := append(v2Header(tags), 0xee)
 	h, err := ParseRequestHeader(frame)
@@ -211,6 +218,7 @@ func TestParseRequestHeaderTags(t *testing.T) {
 }
 
 func TestParseRequestHeaderErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   []byte
@@ -240,6 +248,7 @@ func TestParseRequestHeaderErrors(t *testing.T) {
 // offset before the body: each must fail, and the correlation id must be
 // kept once its bytes are there.
 func TestParseRequestHeaderEveryCut(t *testing.T) {
+	t.Parallel()
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("cut-client"))
 	for _, v := range []int16{1, 9, 12} { // Metadata: header v1, v2, v2
 		req := kmsg.NewPtrMetadataRequest()
@@ -266,6 +275,7 @@ func TestParseRequestHeaderEveryCut(t *testing.T) {
 }
 
 func TestUnknownKeyParsesAsV1(t *testing.T) {
+	t.Parallel()
 	frame := []byte{0x03, 0xe8, 0, 5, 0, 0, 0, 9, 0, 1, 'c', 0xab}
 	h, err := ParseRequestHeader(frame)
 	if err != nil || h.Key != 1000 || h.Flexible || h.BodyOffset != 11 || h.CorrelationID != 9 {
@@ -274,6 +284,7 @@ func TestUnknownKeyParsesAsV1(t *testing.T) {
 }
 
 func TestResponseHeader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		key, version int16
 		want         []byte
@@ -303,6 +314,7 @@ func TestResponseHeader(t *testing.T) {
 // header with kmsg, for every response kmsg knows: the header length must
 // be what kmsg expects to skip.
 func TestResponseHeaderMatchesKmsg(t *testing.T) {
+	t.Parallel()
 	everyRequest(t, func(req kmsg.Request) {
 		k, v := req.Key(), req.GetVersion()
 		resp := req.ResponseKind()

@@ -292,6 +292,7 @@ func FuzzBatchRoundTrip(f *testing.F) {
 // TestWriteFuzzCorpus writes the seeds as go-fuzz corpus files. It runs only
 // when asked, so that a normal test run never writes into the tree.
 func TestWriteFuzzCorpus(t *testing.T) {
+	// Not parallel: it rewrites testdata/fuzz, which the fuzz targets read.
 	if os.Getenv("CODEC_WRITE_FUZZ_CORPUS") == "" {
 		t.Skip("set CODEC_WRITE_FUZZ_CORPUS=1 to rewrite testdata/fuzz")
 	}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestProduceAcksEveryVersion(t *testing.T) {
+	t.Parallel()
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("p"))
 	max := kmsg.NewPtrProduceRequest().MaxVersion()
 	for v := int16(0); v <= max; v++ {
@@ -59,6 +60,7 @@ func acksEnd(t *testing.T, body []byte, v int16) int {
 }
 
 func TestProduceAcksBadLengths(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		body    []byte

@@ -266,6 +266,7 @@ func counts(ms ...*cmem) []int {
 }
 
 func TestConsumerRevocationBeforeAssignment(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 12)
 	a := c.member(t, "g", "a", "orders")
@@ -326,6 +327,7 @@ func countAssign(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) int {
 }
 
 func TestConsumerSpreadAndJoinLeave(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 12)
 	ms := []*cmem{c.member(t, "g", "m1", "orders"), c.member(t, "g", "m2", "orders"), c.member(t, "g", "m3", "orders")}
@@ -366,6 +368,7 @@ func TestConsumerSpreadAndJoinLeave(t *testing.T) {
 }
 
 func TestConsumerEpochFencing(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 4)
 	a := c.member(t, "g", "a", "orders")
@@ -405,6 +408,7 @@ func TestConsumerEpochFencing(t *testing.T) {
 }
 
 func TestConsumerSessionTimeout(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) { cfg.ConsumerSessionTimeout = 10 * time.Second })
 	c.topic(t, "orders", 6)
 	a, b := c.member(t, "g", "a", "orders"), c.member(t, "g", "b", "orders")
@@ -424,6 +428,7 @@ func TestConsumerSessionTimeout(t *testing.T) {
 }
 
 func TestConsumerRebalanceTimeoutFences(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) { cfg.ConsumerSessionTimeout = time.Hour })
 	c.topic(t, "orders", 6)
 	a := c.member(t, "g", "a", "orders")
@@ -451,6 +456,7 @@ func TestConsumerRebalanceTimeoutFences(t *testing.T) {
 }
 
 func TestConsumerStaticMember(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) { cfg.ConsumerSessionTimeout = 30 * time.Second })
 	c.topic(t, "orders", 6)
 	a, b := c.member(t, "g", "a1", "orders"), c.member(t, "g", "b", "orders")
@@ -508,6 +514,7 @@ func groupEpoch(c *coord848, g string) int32 {
 }
 
 func TestConsumerMetadataChanges(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 4)
 	a, b := c.member(t, "g", "a", "orders", "later"), c.member(t, "g", "b", "orders", "later")
@@ -537,6 +544,7 @@ func TestConsumerMetadataChanges(t *testing.T) {
 }
 
 func TestConsumerRegexSubscription(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "logs-a", 2)
 	c.topic(t, "metrics", 2)
@@ -570,6 +578,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 }
 
 func TestConsumerInvalidRequests(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) { cfg.MaxGroupSize = 2 })
 	c.topic(t, "orders", 2)
 	base := func() *kmsg.ConsumerGroupHeartbeatRequest { return c.member(t, "g", "x", "orders").request() }
@@ -621,6 +630,7 @@ func TestConsumerInvalidRequests(t *testing.T) {
 }
 
 func TestConsumerRangeAssignor(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	id := c.topic(t, "orders", 5)
 	a, b := c.member(t, "g", "a", "orders"), c.member(t, "g", "b", "orders")
@@ -644,6 +654,7 @@ func TestConsumerRangeAssignor(t *testing.T) {
 }
 
 func TestAssignUniformBalanced(t *testing.T) {
+	t.Parallel()
 	t1, t2 := [16]byte{1}, [16]byte{2}
 	topics := []assignTopic{{t1, "a", 7}, {t2, "b", 5}}
 	all := map[[16]byte]bool{t1: true, t2: true}
@@ -680,6 +691,7 @@ func TestAssignUniformBalanced(t *testing.T) {
 }
 
 func TestConsumerOffsetCommitEpochs(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 2)
 	a := c.member(t, "g", "a", "orders")
@@ -732,6 +744,7 @@ func TestConsumerOffsetCommitEpochs(t *testing.T) {
 }
 
 func TestConsumerGroupTypes(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	id := c.topic(t, "orders", 2)
 	a := c.member(t, "g", "a", "orders")

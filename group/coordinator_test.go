@@ -19,6 +19,7 @@ import (
 )
 
 func TestGroupRebalanceOnJoinAndLeave(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	a, b, gen := grouptest.StableTwo(t, g)
 
@@ -63,6 +64,7 @@ func TestGroupRebalanceOnJoinAndLeave(t *testing.T) {
 }
 
 func TestGroupSessionExpiry(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	a, b, gen := grouptest.StableTwo(t, g)
 	// b stops heartbeating; a keeps going until b's 1s session runs out.
@@ -86,6 +88,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 }
 
 func TestGroupUnknownMember(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	if code := grouptest.HeartbeatCode(t, g, "nobody", "", 1); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("heartbeat, no group: %d", code)
@@ -114,6 +117,7 @@ func TestGroupUnknownMember(t *testing.T) {
 }
 
 func TestGroupStaticRejoinKeepsAssignment(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	ch1 := g.Async(t, grouptest.JoinReq("", "i-a", time.Second, "ma"))
 	j1 := grouptest.Await[*kmsg.JoinGroupResponse](t, ch1)
@@ -181,6 +185,7 @@ func TestGroupStaticRejoinKeepsAssignment(t *testing.T) {
 }
 
 func TestGroupJoinV3NoMemberIDRequired(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	r := grouptest.JoinReq("", "", time.Second, "m")
 	r.Version = 3
@@ -191,6 +196,7 @@ func TestGroupJoinV3NoMemberIDRequired(t *testing.T) {
 }
 
 func TestGroupInitialDelay(t *testing.T) {
+	// Not parallel: it times a real rebalance delay, which load from parallel tests would stretch.
 	g := newCoord(t, func(c *Config) { c.InitialRebalanceDelay = 300 * time.Millisecond })
 	a := grouptest.NewMember(t, g, "")
 	start := time.Now()
@@ -211,6 +217,7 @@ func TestGroupInitialDelay(t *testing.T) {
 }
 
 func TestGroupCommitChecks(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	g.createTopic(t, "t", 2)
 	a, b, gen := grouptest.StableTwo(t, g)
@@ -235,6 +242,7 @@ func TestGroupCommitChecks(t *testing.T) {
 }
 
 func TestDescribeAndListGroups(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	a, b, _ := grouptest.StableTwo(t, g)
 	d := grouptest.Describe(t, g)
@@ -269,6 +277,7 @@ func TestDescribeAndListGroups(t *testing.T) {
 }
 
 func TestGroupCaps(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t, func(c *Config) { c.MaxGroupSize = 1; c.MaxMetadataBytes = 10 })
 	if r := g.Do(t, grouptest.JoinReq("", "", time.Second, "01234567890")).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("metadata cap: %d", r.ErrorCode)
@@ -288,6 +297,7 @@ func TestGroupCaps(t *testing.T) {
 // A member that does not rejoin within the rebalance timeout is removed
 // when the barrier closes.
 func TestGroupRebalanceTimeoutRemovesLaggard(t *testing.T) {
+	// Not parallel: it times a real rebalance timeout against real 1s sessions.
 	g := newCoord(t)
 	a, b, gen := grouptest.StableTwo(t, g)
 	// b keeps its session alive but never rejoins; a (the leader)
@@ -321,6 +331,7 @@ func TestGroupRebalanceTimeoutRemovesLaggard(t *testing.T) {
 // A wait given up on its final run answers REBALANCE_IN_PROGRESS with the
 // member's id, so the client rejoins; an open wait asks to park again.
 func TestCollectFinalGivesUp(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	a, b, gen := grouptest.StableTwo(t, g)
 	resp, w := g.Join(grouptest.JoinReq(a, "", time.Second, "ma2"), "", "")
@@ -345,6 +356,7 @@ func TestCollectFinalGivesUp(t *testing.T) {
 // Close stops the coordinator's timers: a session that would have expired
 // does not, and nothing fires after the store is gone.
 func TestCloseStopsTimers(t *testing.T) {
+	t.Parallel()
 	g := newCoord(t)
 	a := grouptest.NewMember(t, g, "")
 	j := grouptest.Await[*kmsg.JoinGroupResponse](t, g.Async(t, grouptest.JoinReq(a, "", 200*time.Millisecond, "m")))
@@ -364,6 +376,7 @@ func TestCloseStopsTimers(t *testing.T) {
 // committing or fetching client as TOPIC_AUTHORIZATION_FAILED, the other
 // store failures as the codes clients retry or report.
 func TestOffsetErrCode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		code int16

@@ -16,6 +16,7 @@ import (
 // only: members are told the group's interval and expire after the
 // group's session timeout.
 func TestConsumerGroupConfigs(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) {
 		cfg.ConsumerSessionTimeout = 10 * time.Second
 		cfg.ConsumerHeartbeatInterval = 2 * time.Second
@@ -57,6 +58,7 @@ func TestConsumerGroupConfigs(t *testing.T) {
 // made through this gateway (GroupConfigsChanged) is applied at once, and
 // a failed read keeps the settings last read.
 func TestConsumerGroupConfigsCached(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) {
 		cfg.MetadataMaxAge = 10 * time.Second
 		cfg.ConsumerHeartbeatInterval = 2 * time.Second

@@ -73,6 +73,7 @@ func decodeAssignment(t *testing.T, b []byte) []int32 {
 // A live classic group upgraded by a consumer-protocol member, then
 // downgraded when it leaves (Kafka's BIDIRECTIONAL migration).
 func TestMixedGroupUpgradeDowngrade(t *testing.T) {
+	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 4)
 	// A classic member, alone and Stable with all four partitions.

@@ -13,6 +13,7 @@ import (
 // drops its membership, so when it comes back its old members are unknown
 // and rejoin.
 func TestPlacementAndForget(t *testing.T) {
+	t.Parallel()
 	c := newCoord(t)
 	var elsewhere atomic.Bool
 	c.placement = func(g string) int16 {

@@ -65,6 +65,7 @@ func walkLive(t *testing.T, p *partition, fn func(bridge.BatchView)) {
 // appends continue the offsets, and an offset past the high watermark is
 // refused.
 func TestDeleteRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	info, err := s.CreateTopic(ctx, "kafka", "t", 2)
@@ -135,6 +136,7 @@ func TestDeleteRecords(t *testing.T) {
 // TestGrowPartitions: growing adds empty partitions and keeps data; a
 // total at or below the count changes nothing (never shrinks).
 func TestGrowPartitions(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncAlways)
 	defer s.Close()
 	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {

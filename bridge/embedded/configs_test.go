@@ -11,6 +11,7 @@ import (
 // Topic configs are part of the catalog entry: they survive a reopen, a
 // partition change and a rename, and a topic made again starts with none.
 func TestTopicConfigsPersist(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	want := bridge.TopicConfigs{"cleanup.policy": "compact", "retention.ms": "1000"}

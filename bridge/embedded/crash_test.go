@@ -22,6 +22,7 @@ const crashDirEnv = "EMBEDDED_CRASH_CHILD_DIR"
 // "ack <base> <count> <tag>" after each Append returned, which is the
 // promise under test: an acknowledged write survives kill -9.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
 		t.Skip("crash child; run by TestCrashKeepsAcknowledgedWrites")
@@ -54,6 +55,7 @@ func TestCrashChild(t *testing.T) {
 // at once and 16 KiB segments, so segments roll (sealed, indexed, synced)
 // all the time: "ack <partition> <base> <count> <tag>".
 func TestCrashChildSegments(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashSegDirEnv)
 	if dir == "" {
 		t.Skip("crash child; run by TestCrashKeepsAcknowledgedWritesSegments")
@@ -89,6 +91,7 @@ const crashSegDirEnv = "EMBEDDED_CRASH_SEGMENTS_CHILD_DIR"
 // TestCrashKeepsAcknowledgedWritesSegments kills TestCrashChildSegments
 // and checks every partition as TestCrashKeepsAcknowledgedWrites does.
 func TestCrashKeepsAcknowledgedWritesSegments(t *testing.T) {
+	// Not parallel: its child must roll segments within a second of real time, which load from parallel tests would slow.
 	dir, acks := runCrashChild(t, "TestCrashChildSegments", crashSegDirEnv)
 	byPart := map[int32][]string{}
 	for _, a := range acks {
@@ -116,6 +119,7 @@ func TestCrashKeepsAcknowledgedWritesSegments(t *testing.T) {
 }
 
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
+	t.Parallel()
 	dir, acks := runCrashChild(t, "TestCrashChild", crashDirEnv)
 	checkAcks(t, dir, acks)
 }

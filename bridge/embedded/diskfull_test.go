@@ -56,6 +56,7 @@ func fill(t *testing.T, path string, n int) {
 // once, reads go on; once space is freed the store serves again by itself,
 // and every acknowledged record is there after a reopen.
 func TestStoreFailDiskFullRecovers(t *testing.T) {
+	// Not parallel: it bounds how fast appends are answered, which load from parallel tests would stretch.
 	for _, p := range []SyncPolicy{SyncAlways, SyncInterval} {
 		t.Run(p.String(), func(t *testing.T) { diskFullRecovers(t, p) })
 	}
@@ -180,6 +181,7 @@ func diskFullRecovers(t *testing.T, policy SyncPolicy) {
 // Fatalf neither returns nor panics: the store is failed for good, the
 // goroutine that called it stays parked, and calls are answered.
 func TestStoreFailFatalfParks(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	if _, err := s.CreateTopic(ctx, "kafka", "t", 1); err != nil {
@@ -254,6 +256,7 @@ func (f eioFile) WriteAt(p []byte, off int64) (int, error) {
 // at once, the in-memory catalog still answers, Close returns at once, and
 // a reopen finds every acknowledged record.
 func TestStoreFailIOErrorNeedsRestart(t *testing.T) {
+	// Not parallel: it bounds how fast calls are answered, which load from parallel tests would stretch.
 	dir := t.TempDir()
 	var fail atomic.Bool
 	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger(), baseFS: eioFS{FS: vfs.Default, fail: &fail}})

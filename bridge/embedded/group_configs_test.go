@@ -12,6 +12,7 @@ import (
 // independent of committed offsets (DeleteGroup keeps them, as Kafka
 // does), and an empty set removes them.
 func TestGroupConfigsPersist(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncNever)
 	if got, err := s.GroupConfigs(ctx, "kafka", "g"); err != nil || got != nil {

@@ -80,6 +80,7 @@ func countDataKeys(t *testing.T, s *Store) int {
 // that finds both (a crash before the keys were deleted) moves nothing
 // twice.
 func TestMigrateFromPebble(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	info, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 3, bridge.TopicConfigs{"segment.bytes": "2000"})
@@ -193,6 +194,7 @@ func untar(t *testing.T, name string) string {
 // after the upgrade, a deleted topic stays deleted, and a second Open
 // finds nothing left to move.
 func TestMigrateOldDataDir(t *testing.T) {
+	t.Parallel()
 	root := untar(t, "pebble-v0.tar.gz")
 	for _, name := range []string{"clean", "killed"} {
 		t.Run(name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestGroupOffsets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)

@@ -11,6 +11,7 @@ import (
 // data, the new count survives a reopen, and a re-added partition starts
 // empty (the old data does not come back).
 func TestSetPartitions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {
@@ -56,6 +57,7 @@ func TestSetPartitions(t *testing.T) {
 // TestRenameTopic: the data follows the new name, the old name is free,
 // and a taken name is refused.
 func TestRenameTopic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	for _, n := range []string{"a", "b"} {

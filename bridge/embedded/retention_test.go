@@ -52,6 +52,7 @@ func wantState(t *testing.T, s *Store, topic string, part int32, want bridge.Par
 // record stays whole; a compact-only topic keeps everything, compact,delete
 // does not; the new start survives a reopen and offsets continue.
 func TestRetentionTime(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var c fakeClock
 	const t0 = uint64(1_700_000_000_000_000) // µs
@@ -135,6 +136,7 @@ func TestRetentionTime(t *testing.T) {
 // retention.bytes 0 empties the partition; other partitions are untouched
 // by each other's size; a DeleteRecords start inside a batch is kept.
 func TestRetentionBytes(t *testing.T) {
+	t.Parallel()
 	var c fakeClock
 	c.set(uint64(time.Now().UnixMicro()))
 	s := openSwept(t, t.TempDir(), &c)
@@ -184,6 +186,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // TestRetentionSweeper: the background sweeper applies retention by
 // itself within a few intervals, tells OnTrim, and Close stops it.
 func TestRetentionSweeper(t *testing.T) {
+	t.Parallel()
 	s, err := Open(t.TempDir(), Options{Sync: SyncAlways, Logger: quietLogger(), RetentionCheckInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +240,7 @@ func TestRetentionSweeper(t *testing.T) {
 // WAL space and frees none until compaction); it catches up once writes
 // are served again.
 func TestRetentionPausedWhileDiskFull(t *testing.T) {
+	t.Parallel()
 	var c fakeClock
 	c.set(uint64(time.Now().UnixMicro()))
 	s := openSwept(t, t.TempDir(), &c)
@@ -261,6 +265,7 @@ func TestRetentionPausedWhileDiskFull(t *testing.T) {
 // The size behind retention.bytes stays the real stored size across a
 // reopen, DeleteRecords, retention and new appends.
 func TestRetentionBytesAccounting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var c fakeClock
 	c.set(uint64(time.Now().UnixMicro()))

@@ -7,6 +7,7 @@ import (
 // The security log keeps records in order across a reopen, and a read
 // from a position sees only what came after it.
 func TestSecurityLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncNever)
 	read := func(s *Store, from uint64) ([]string, uint64) {

@@ -39,6 +39,7 @@ func exists(path string) bool {
 // changed segment.bytes applies from the next roll decision; all of it
 // survives a reopen.
 func TestSegmentBytesRollsAndFrees(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var c fakeClock
 	c.set(uint64(nowMicros()))
@@ -116,6 +117,7 @@ func TestSegmentBytesRollsAndFrees(t *testing.T) {
 // starts empty even if a directory was left, and Open removes what a crash
 // left behind: directories of deleted topics and of removed partitions.
 func TestLogDirectoriesFollowTheCatalog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	a, _ := s.CreateTopic(ctx, "kafka", "a", 3)

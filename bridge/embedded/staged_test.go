@@ -12,6 +12,7 @@ import (
 // The batch's times come from the caller (here: from verification, as the
 // encoder's are checked to be the same).
 func TestAppendStaged(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []SyncPolicy{SyncAlways, SyncNever} {
 		t.Run(policy.String(), func(t *testing.T) {
 			s, err := Open(t.TempDir(), Options{Sync: policy, Logger: quietLogger()})

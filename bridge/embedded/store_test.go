@@ -79,6 +79,7 @@ func pollAll(t testing.TB, s *Store, topic string, part int32, from uint64) []po
 }
 
 func TestTopicCatalog(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncAlways)
 	defer s.Close()
 	a, err := s.CreateTopic(ctx, "kafka", "a", 3)
@@ -131,6 +132,7 @@ func TestTopicCatalog(t *testing.T) {
 }
 
 func TestAppendPollManyBatches(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {
@@ -172,6 +174,7 @@ func TestAppendPollManyBatches(t *testing.T) {
 }
 
 func TestPollStampsBatch(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 3)
@@ -197,6 +200,7 @@ func TestPollStampsBatch(t *testing.T) {
 }
 
 func TestPollMaxBytes(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
@@ -225,6 +229,7 @@ func TestPollMaxBytes(t *testing.T) {
 }
 
 func TestRestartKeepsDataAndOffsets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, policy := range []SyncPolicy{SyncAlways, SyncInterval, SyncNever} {
 		s := openStore(t, dir, policy)
@@ -258,6 +263,7 @@ func TestRestartKeepsDataAndOffsets(t *testing.T) {
 }
 
 func TestRecreatedTopicStartsAtZero(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, SyncAlways)
 	first, _ := s.CreateTopic(ctx, "kafka", "t", 1)
@@ -291,6 +297,7 @@ func TestRecreatedTopicStartsAtZero(t *testing.T) {
 }
 
 func TestOffsetForTimestamp(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
@@ -320,6 +327,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 }
 
 func TestAppendRejectsBadBatch(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
@@ -337,6 +345,7 @@ func TestAppendRejectsBadBatch(t *testing.T) {
 }
 
 func TestFailedStoreRefusesCalls(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncNever)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
@@ -363,6 +372,7 @@ func TestFailedStoreRefusesCalls(t *testing.T) {
 }
 
 func TestConcurrentAppendsAreGapFree(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir(), SyncAlways)
 	defer s.Close()
 	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
@@ -451,6 +461,7 @@ func watchGapFree(s *Store, stop chan struct{}) error {
 }
 
 func TestSyncIntervalSyncs(t *testing.T) {
+	t.Parallel()
 	s, err := Open(t.TempDir(), Options{Sync: SyncInterval, SyncInterval: 5 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -465,6 +476,7 @@ func TestSyncIntervalSyncs(t *testing.T) {
 }
 
 func TestParseSyncPolicy(t *testing.T) {
+	t.Parallel()
 	for _, p := range []SyncPolicy{SyncAlways, SyncInterval, SyncNever} {
 		if got, err := ParseSyncPolicy(p.String()); err != nil || got != p {
 			t.Fatalf("%v: %v %v", p, got, err)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestNilIsNoop(t *testing.T) {
+	t.Parallel()
 	var m *Metrics
 	m.Request(0, OutcomeOK, time.Millisecond)
 	m.BytesIn(10)
@@ -29,6 +30,7 @@ func TestNilIsNoop(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := New(reg)
 	c := m.impl
@@ -86,6 +88,7 @@ func TestCounts(t *testing.T) {
 }
 
 func TestHandlerServesText(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := New(reg)
 	m.Request(3, OutcomeOK, time.Millisecond)
@@ -109,6 +112,7 @@ func TestHandlerServesText(t *testing.T) {
 }
 
 func TestNewNilRegistry(t *testing.T) {
+	t.Parallel()
 	m := New(nil)
 	m.Request(0, OutcomeOK, time.Millisecond)
 	m.ConnClosed("eof")
@@ -117,6 +121,7 @@ func TestNewNilRegistry(t *testing.T) {
 // The hot path runs once per request and per read on every event loop, so
 // it must not allocate once a key or reason has been seen.
 func TestHotPathDoesNotAllocate(t *testing.T) {
+	// Not parallel: it counts allocations (AllocsPerRun).
 	m := New(prometheus.NewRegistry())
 	m.Request(0, OutcomeOK, time.Millisecond) // resolve Produce once
 	m.ConnClosed("eof")
@@ -138,6 +143,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 }
 
 func TestConcurrentFirstUse(t *testing.T) {
+	t.Parallel()
 	m := New(prometheus.NewRegistry())
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -187,6 +193,7 @@ func BenchmarkConnClosed(b *testing.B) {
 // The fetch-session collectors report what their reader returns, and a nil
 // *Metrics ignores the call.
 func TestFetchSessionMetrics(t *testing.T) {
+	t.Parallel()
 	var nilM *Metrics
 	nilM.FetchSessions(func() FetchSessionCounts { return FetchSessionCounts{} })
 	reg := prometheus.NewRegistry()
@@ -209,6 +216,7 @@ func TestFetchSessionMetrics(t *testing.T) {
 // The tail-cache collectors report what their reader returns, and a nil
 // *Metrics ignores the call.
 func TestTailCacheMetrics(t *testing.T) {
+	t.Parallel()
 	var nilM *Metrics
 	nilM.TailCache(func() TailCacheCounts { return TailCacheCounts{} })
 	reg := prometheus.NewRegistry()

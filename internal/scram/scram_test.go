@@ -14,6 +14,7 @@ import (
 // password "pencil". The server side here must accept the client's proof
 // and answer the RFC's server signature.
 func TestRFC7677Vector(t *testing.T) {
+	t.Parallel()
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
 	cred, err := Derive(SHA256, "pencil", salt, 4096)
 	if err != nil {
@@ -47,6 +48,7 @@ func TestRFC7677Vector(t *testing.T) {
 // tampered nonce, proof or binding fails with its reason; a fake
 // credential never verifies and keeps its salt across calls.
 func TestExchange(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Mechanism{SHA256, SHA512} {
 		cred, err := NewCredential(m, "pw", DefaultIterations)
 		if err != nil {
@@ -142,6 +144,7 @@ func pbkdf(m Mechanism, pw string, salt []byte, it int) []byte {
 }
 
 func TestParseClientFirst(t *testing.T) {
+	t.Parallel()
 	good := map[string]ClientFirst{
 		"n,,n=user,r=abc":             {GS2Header: "n,,", User: "user", Nonce: "abc", Bare: "n=user,r=abc"},
 		"y,,n=user,r=abc":             {GS2Header: "y,,", User: "user", Nonce: "abc", Bare: "n=user,r=abc"},
@@ -181,6 +184,7 @@ func TestParseClientFirst(t *testing.T) {
 }
 
 func TestParseClientFinal(t *testing.T) {
+	t.Parallel()
 	cf, err := ParseClientFinal([]byte("c=biws,r=abc,p=AAEC"))
 	if err != nil || cf.Binding != "biws" || cf.Nonce != "abc" || !bytes.Equal(cf.Proof, []byte{0, 1, 2}) || cf.WithoutProof != "c=biws,r=abc" {
 		t.Fatalf("%+v %v", cf, err)
@@ -194,6 +198,7 @@ func TestParseClientFinal(t *testing.T) {
 
 // Messages out of order are refused.
 func TestServerState(t *testing.T) {
+	t.Parallel()
 	s := NewServer(SHA256)
 	if _, err := s.Final([]byte("c=biws,r=a,p=AAEC")); !errors.Is(err, ErrState) {
 		t.Fatalf("Final first: %v", err)
@@ -210,6 +215,7 @@ func TestServerState(t *testing.T) {
 // The users file: SetUser writes 0600 with the salted credential only,
 // keeps other lines, replaces the user's; Parse refuses damaged lines.
 func TestUsersFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "users")
 	if err := SetUser(path, "alice", "pw1", []Mechanism{SHA256, SHA512}, 4096); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // a Read of 64 KiB (one pread into a pooled buffer) allocate nothing once
 // warm.
 func TestSteadyStateAllocs(t *testing.T) {
+	// Not parallel: it counts allocations (AllocsPerRun).
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}

@@ -5,6 +5,7 @@ import "testing"
 // Batches this process appended are known good and read without hashing
 // them again; after a reopen each batch is hashed at its first read, once.
 func TestCheckedPrefix(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	l := openLog(t, fs, opts{})
 	var end int64

@@ -137,6 +137,7 @@ func (w *workload) check(t *testing.T, fs vfs.FS, start uint64, acked []written)
 // synced data, or synced data plus a random part of the rest); the copy
 // must recover a clean prefix holding every acknowledged batch.
 func TestCrashRandomWorkloads(t *testing.T) {
+	t.Parallel()
 	runs := 40
 	if testing.Short() {
 		runs = 8
@@ -181,6 +182,7 @@ func TestCrashRandomWorkloads(t *testing.T) {
 // workload that rolls tiny segments: each copy recovers every batch
 // acknowledged before it.
 func TestCrashEveryStep(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	l := openLog(t, fs, opts{visibleSync: true})
 	defer l.Close()

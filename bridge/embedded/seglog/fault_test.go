@@ -26,6 +26,7 @@ func openFaulty(t *testing.T, visibleSync bool) (*faultFS, *vfs.MemFS, *Log) {
 // nothing; the next append takes the same offsets, and both a reopen and a
 // crash right after the failure recover a clean log.
 func TestAppendDiskFullRollsBack(t *testing.T) {
+	t.Parallel()
 	for _, partial := range []int{0, 100, 300, 1 << 20} {
 		t.Run(fmt.Sprint("partial=", partial), func(t *testing.T) {
 			fs, mem, l := openFaulty(t, false)
@@ -68,6 +69,7 @@ func TestAppendDiskFullRollsBack(t *testing.T) {
 // VisibleOnSync) the old one's index fails the append and leaves the log
 // as it was; the next one rolls.
 func TestRollFailureLeavesLog(t *testing.T) {
+	t.Parallel()
 	for _, suffix := range []string{logSuffix, indexSuffix} {
 		t.Run(suffix, func(t *testing.T) {
 			fs, mem, l := openFaulty(t, suffix == indexSuffix)
@@ -100,6 +102,7 @@ func TestRollFailureLeavesLog(t *testing.T) {
 // never sees its batch visible under VisibleOnSync), later appends are
 // refused, reads go on.
 func TestSyncFailureBreaksLog(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, true)
 	defer l.Close()
 	_, end := appendBatch(t, l, makeBatch(t, "a", 1, 1, 0), 0)
@@ -124,6 +127,7 @@ func TestSyncFailureBreaksLog(t *testing.T) {
 
 // A write that fails and cannot be undone breaks the log.
 func TestUndoFailureBreaksLog(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, false)
 	defer l.Close()
 	appendBatch(t, l, makeBatch(t, "a", 1, 1, 0), 0)
@@ -141,6 +145,7 @@ func TestUndoFailureBreaksLog(t *testing.T) {
 // queue at the gate, and when it is released one more sync makes all 7
 // durable and visible.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, true)
 	defer l.Close()
 	gate := make(chan struct{})
@@ -175,6 +180,7 @@ func TestGroupCommit(t *testing.T) {
 // every wait returns with its batch visible, readers never see a batch
 // before it was synced, and the writers shared syncs.
 func TestGroupCommitConcurrent(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, true)
 	defer l.Close()
 	fs.set(func(fs *faultFS) { fs.syncDelay = time.Millisecond })
@@ -242,6 +248,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 // lock) until the round ends, or until its context ends, and then writes
 // nothing; released, it writes and its own round syncs it.
 func TestWaitSyncedGated(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, true)
 	defer l.Close()
 	gate := make(chan struct{})
@@ -288,6 +295,7 @@ func TestWaitSyncedGated(t *testing.T) {
 // (holding no lock), and the round running then runs once more, so its
 // bytes are still synced.
 func TestWaitSyncedAbandoned(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, false)
 	defer l.Close()
 	gate := make(chan struct{})

@@ -110,6 +110,7 @@ func fuzzSeeds(t testing.TB) [][]byte {
 // TestWriteFuzzSeeds writes fuzzSeeds to testdata/fuzz/FuzzRecoverSegment
 // (run with SEGLOG_WRITE_SEEDS=1 after changing them).
 func TestWriteFuzzSeeds(t *testing.T) {
+	// Not parallel: it rewrites testdata/fuzz, which the fuzz targets read.
 	if os.Getenv("SEGLOG_WRITE_SEEDS") == "" {
 		t.Skip("set SEGLOG_WRITE_SEEDS=1 to rewrite the fuzz seed corpus")
 	}

@@ -36,6 +36,7 @@ func appendMany(t *testing.T, l *Log, n int, segBytes int64, first uint64) []msg
 // in order, and the same holds after Close and Open (from index files,
 // without a scan) and after an Open that has to scan (index files gone).
 func TestAppendReadAcrossRolls(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	l := openLog(t, fs, opts{})
 	want := appendMany(t, l, 300, 8<<10, 0)
@@ -111,6 +112,7 @@ func TestAppendReadAcrossRolls(t *testing.T) {
 // TestIndexLookupEveryOffset: a read of one byte from any offset returns
 // exactly the batch holding it, whatever the index's spacing.
 func TestIndexLookupEveryOffset(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	l := openLog(t, fs, opts{})
 	defer l.Close()
@@ -140,6 +142,7 @@ func TestIndexLookupEveryOffset(t *testing.T) {
 // TestReadMaxBytes: whole batches, the first always, then only while the
 // bytes stay within maxBytes; fn returning false stops.
 func TestReadMaxBytes(t *testing.T) {
+	t.Parallel()
 	l := openLog(t, newMemFS(t), opts{})
 	defer l.Close()
 	b := makeBatch(t, "x", 4, 1, 0)
@@ -170,6 +173,7 @@ func TestReadMaxBytes(t *testing.T) {
 // append time) with their frames unchanged, and the caller's batch is not
 // modified.
 func TestStampAndTimes(t *testing.T) {
+	t.Parallel()
 	l := openLog(t, newMemFS(t), opts{})
 	defer l.Close()
 	l.cfg.Clock = func() uint64 { return 4242 }
@@ -195,6 +199,7 @@ func TestStampAndTimes(t *testing.T) {
 // segments (whole segments skipped by their newest time), below the log
 // start never, and origin-less messages at their append time.
 func TestOffsetForTimestamp(t *testing.T) {
+	t.Parallel()
 	l := openLog(t, newMemFS(t), opts{})
 	defer l.Close()
 	l.cfg.Clock = func() uint64 { return 50_000 }
@@ -244,6 +249,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 // offset it starts at (the index entry is at most 4 KiB before its batch,
 // and the read covers maxBytes past that).
 func TestReadOnePread(t *testing.T) {
+	t.Parallel()
 	fs, _, l := openFaulty(t, false)
 	defer l.Close()
 	for i := 0; i < 1500; i++ { // 1.6 MB

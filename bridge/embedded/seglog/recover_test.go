@@ -90,6 +90,7 @@ func threeBatchLog(t *testing.T, fs vfs.FS) (pos [3]int64, name string) {
 // after the last good batch at Open (logged), reads show the good prefix,
 // and appends continue right after it.
 func TestRecoverCutsTornTail(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		corrupt func(b []byte, pos [3]int64) []byte
@@ -166,6 +167,7 @@ func sealedLog(t *testing.T, fs vfs.FS) []string {
 // than the index says (truncated) is scanned, cut after its last whole
 // batch and logged as offsets missing, and reads skip the hole.
 func TestRecoverSealedIndex(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		change func(t *testing.T, fs vfs.FS, segs []string)
@@ -235,6 +237,7 @@ func TestRecoverSealedIndex(t *testing.T) {
 // from Read and OffsetForTimestamp, never a panic or wrong data; the other
 // segments read fine.
 func TestSealedChecksumFailure(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	segs := sealedLog(t, fs)
 	b := readFile(t, fs, segs[1])
@@ -275,6 +278,7 @@ func TestSealedChecksumFailure(t *testing.T) {
 // Overlapping segments are not something the log writes: Open refuses
 // them rather than guess.
 func TestRecoverRefusesOverlap(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	segs := sealedLog(t, fs)
 	b := readFile(t, fs, segs[2])

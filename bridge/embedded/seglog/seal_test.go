@@ -56,6 +56,7 @@ func rollHoldingFirstSeal(t *testing.T) (mem *vfs.MemFS, l *Log, end int64, rele
 // round does not count anything durable before that seal has synced; the
 // seal's index appears once it has.
 func TestBackgroundSealDoesNotStallAppends(t *testing.T) {
+	t.Parallel()
 	mem, l, end, release := rollHoldingFirstSeal(t)
 	defer l.Close()
 	defer release() // before Close, which waits for the seal
@@ -93,6 +94,7 @@ func TestBackgroundSealDoesNotStallAppends(t *testing.T) {
 // takes the later segments with it, so the log is a clean prefix with no
 // hole in its offsets.
 func TestCrashDuringBackgroundSeal(t *testing.T) {
+	t.Parallel()
 	mem := newMemFS(t)
 	gate := make(chan struct{})
 	fs := &faultFS{FS: mem, syncGate: gate}
@@ -137,6 +139,7 @@ func TestCrashDuringBackgroundSeal(t *testing.T) {
 // A background seal that cannot write its index fails no append: the log
 // goes on, and the next Open rebuilds the index by a scan.
 func TestBackgroundSealIndexFailure(t *testing.T) {
+	t.Parallel()
 	fs, mem, l := openFaulty(t, false)
 	fs.set(func(fs *faultFS) { fs.createErr, fs.createSuffix = syscall.ENOSPC, indexSuffix })
 	b := makeBatch(t, "x", 2, 1, 100)
@@ -167,6 +170,7 @@ func TestBackgroundSealIndexFailure(t *testing.T) {
 // cache only, and a power loss after the recovery must not find an index
 // vouching for bytes it lost.
 func TestRecoverySyncsUnsealedSegment(t *testing.T) {
+	t.Parallel()
 	mem := newMemFS(t)
 	gate := make(chan struct{})
 	fs := &faultFS{FS: mem, syncGate: gate}
@@ -193,6 +197,7 @@ func TestRecoverySyncsUnsealedSegment(t *testing.T) {
 // the second seal (and the round's own sync) went through: seals count
 // their segments synced in order.
 func TestSealsChainInOrder(t *testing.T) {
+	t.Parallel()
 	_, l, _, release := rollHoldingFirstSeal(t)
 	defer l.Close()
 	defer release()

@@ -23,6 +23,7 @@ func segmentFiles(t *testing.T, l *Log) []string {
 // in, survives a reopen with the start given back, and a start at the end
 // removes the active segment too; appends then start a new one.
 func TestSetStartDeletesWholeSegments(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	l := openLog(t, fs, opts{})
 	b := makeBatch(t, "x", 5, 1, 8)
@@ -102,6 +103,7 @@ func TestSetStartDeletesWholeSegments(t *testing.T) {
 // was lost, or the log was emptied) removes it all and continues at the
 // start.
 func TestOpenStartPastTheLog(t *testing.T) {
+	t.Parallel()
 	fs := newMemFS(t)
 	l := openLog(t, fs, opts{})
 	appendMany(t, l, 10, 0, 0)
@@ -122,6 +124,7 @@ func TestOpenStartPastTheLog(t *testing.T) {
 // Retention helpers: ExpiredBefore finds the first batch whose newest
 // record is recent enough, OversizeBefore applies Kafka's size rule.
 func TestRetentionQueries(t *testing.T) {
+	t.Parallel()
 	l := openLog(t, newMemFS(t), opts{})
 	defer l.Close()
 	l.cfg.Clock = func() uint64 { return 1 << 40 }

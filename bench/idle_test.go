@@ -12,6 +12,7 @@ import (
 // memory per connection, and reports nothing, without failing, for a
 // target in this process.
 func TestIdleWorkload(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the gateway binary")
 	}

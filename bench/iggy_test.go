@@ -14,6 +14,7 @@ import (
 // TestParseNative reads the summary lines iggy-bench prints (colour codes
 // and all) into a result, and refuses output without them.
 func TestParseNative(t *testing.T) {
+	t.Parallel()
 	out := "\x1b[2m2026-12-03T07:33:18Z\x1b[0m \x1b[32m INFO\x1b[0m bench_report::prints: Benchmark: Pinned Producer, 1 producers, " +
 		"1 streams, 1 topic per stream, 1 partitions per topic, 200000 messages, 1000 messages per batch, 200 message batches, " +
 		"100 bytes per message, 20MB of data processed\n\n\n" +
@@ -36,6 +37,7 @@ func TestParseNative(t *testing.T) {
 }
 
 func TestNativeArgs(t *testing.T) {
+	t.Parallel()
 	w := Workload{Kind: "consume", RecordSize: 1024, Records: 300_000, Partitions: 4}
 	got := strings.Join(nativeArgs("consume", w, 968, 310, "127.0.0.1:1", true), " ")
 	want := "--reuse-streams -m 1024 -P 968 -b 310 balanced-consumer-group -c 1 -g 1 -s 1 tcp --server-address 127.0.0.1:1"
@@ -52,6 +54,7 @@ func TestNativeArgs(t *testing.T) {
 // every run completes, both rows and the 80 % check appear. It says
 // nothing about speed.
 func TestSmokeCompareIggy(t *testing.T) {
+	// Not parallel: it compares the CPU the gateway and iggy-server processes use, which load from parallel tests would skew.
 	if _, err := iggyreal.Dir(); err != nil {
 		if os.Getenv(iggyreal.RequiredEnv) == "1" {
 			t.Fatal(err)
@@ -115,6 +118,7 @@ func TestSmokeCompareIggy(t *testing.T) {
 // TestIggyTargetSkips: without a server directory the Iggy targets are
 // skipped (ErrSkip), not failed.
 func TestIggyTargetSkips(t *testing.T) {
+	// Not parallel: it sets an environment variable (t.Setenv).
 	t.Setenv(iggyreal.DirEnv, "")
 	for _, name := range []string{"iggy", "iggy-native"} {
 		tg, err := NewTarget(name, &TargetConfig{ModuleDir: t.TempDir(), WorkDir: t.TempDir()})

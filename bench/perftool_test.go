@@ -26,6 +26,7 @@ func readSample(t *testing.T, name string) string {
 }
 
 func TestParseProducerPerf(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		file      string
 		records   int64
@@ -68,6 +69,7 @@ func TestParseProducerPerf(t *testing.T) {
 }
 
 func TestParseConsumerPerf(t *testing.T) {
+	t.Parallel()
 	s, err := parseConsumerPerf(readSample(t, "consumer-perf-4.1.1.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,7 @@ func TestParseConsumerPerf(t *testing.T) {
 }
 
 func TestConsumedBytes(t *testing.T) {
+	t.Parallel()
 	// 3000 x 100 B printed as 0.2861 MiB (299,998 bytes): the exact count.
 	if got := consumedBytes(0.2861, 3000, 100); got != 300000 {
 		t.Errorf("got %d", got)
@@ -110,6 +113,7 @@ func TestConsumedBytes(t *testing.T) {
 // sample exits 0 with "0 records sent"; the exception it printed is the
 // reason given.
 func TestToolError(t *testing.T) {
+	t.Parallel()
 	out := toolOutput{stdout: readSample(t, "producer-perf-4.1.1-failed.txt"), stderr: readSample(t, "producer-perf-4.1.1-failed.stderr.txt")}
 	s, perr := parseProducerPerf(out.stdout)
 	why := toolError(out, perr, s.records == 3, "acknowledged", s.records, 3)
@@ -128,6 +132,7 @@ func TestToolError(t *testing.T) {
 // A result parsed from a failed run must still encode: the tool's NaN
 // stays out of the JSON.
 func TestPerfResultJSON(t *testing.T) {
+	t.Parallel()
 	s, _ := parseProducerPerf(readSample(t, "producer-perf-4.1.1-failed.txt"))
 	r := &Result{Counted: s.records, RecPerSec: s.recPerSec, Latency: s.latency}
 	if _, err := json.Marshal(r); err != nil {
@@ -153,6 +158,7 @@ func needPerfTools(t *testing.T) TargetConfig {
 // this process and checks that every record was counted and every parsed
 // field is there.
 func TestSmokePerfTools(t *testing.T) {
+	t.Parallel()
 	cfg := needPerfTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -199,6 +205,7 @@ func TestSmokePerfTools(t *testing.T) {
 // Without the jars the perf workloads are skipped with the reason, and
 // the others still run.
 func TestPerfToolsSkipped(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ws := append([]Workload{{Name: "produce-100B", Kind: "produce", RecordSize: 100, Records: 500, Partitions: 1, Producers: 1}},

@@ -11,6 +11,7 @@ import (
 // (summed high watermarks) and 4 consumers on assigned partitions read
 // exactly that many.
 func TestScalingTopicsAndConsumers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tg, err := NewTarget("gateway-inproc", &TargetConfig{})

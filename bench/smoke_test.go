@@ -13,6 +13,7 @@ import (
 // kfake and checks that each run completed and counted every record; it
 // asserts nothing about speed. It keeps the harness from rotting in CI.
 func TestSmoke(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := &TargetConfig{}
@@ -68,6 +69,7 @@ func TestSmoke(t *testing.T) {
 // TestSmokeCompare runs a one-repetition comparison of tiny workloads on
 // the in-process targets and checks the table, the ratios and the files.
 func TestSmokeCompare(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ws := []Workload{
@@ -113,6 +115,7 @@ func TestSmokeCompare(t *testing.T) {
 }
 
 func TestCheckLoopback(t *testing.T) {
+	t.Parallel()
 	for _, a := range []string{"127.0.0.1:9092", "localhost:1", "[::1]:9092", "127.0.0.2:9092"} {
 		if err := CheckLoopback([]string{a}); err != nil {
 			t.Errorf("%s: %v", a, err)
@@ -126,6 +129,7 @@ func TestCheckLoopback(t *testing.T) {
 }
 
 func TestMedian(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   []float64
 		want float64

@@ -10,6 +10,7 @@ import (
 // highest version, from a fixed scenario (fields that carry a clock are
 // zeroed first). Regenerate with: go test ./handlers -run Golden -update
 func TestGoldenAdminKeys(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "gold", 1)
 	if p := produceIdem(t, g, "gold", idemBatch(4242, 1, 0, 3, "g")); p.ErrorCode != 0 {

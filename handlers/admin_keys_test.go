@@ -37,6 +37,7 @@ func metadataPartitions(t *testing.T, g *Gateway, topic string) int {
 }
 
 func TestCreatePartitions(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "cp", 2)
 	produceOne(t, g, produceReq(9, "cp", 1, batch(rec{value: []byte("kept")})))
@@ -105,6 +106,7 @@ func deleteRecordsReq(v int16, topic string, parts map[int32]int64) *kmsg.Delete
 }
 
 func TestDeleteRecords(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "dr", 2)
 	for range 5 {
@@ -167,6 +169,7 @@ func TestDeleteRecords(t *testing.T) {
 }
 
 func TestDescribeLogDirs(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "ld", 2)
 	createTopic(t, g, "other", 1)
@@ -208,6 +211,7 @@ func TestDescribeLogDirs(t *testing.T) {
 }
 
 func TestDescribeProducers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	g, closeStore := gatewayAt(t, dir)
 	createTopic(t, g, "dp", 1)
@@ -255,6 +259,7 @@ func TestDescribeProducers(t *testing.T) {
 }
 
 func TestNoQuotasNoTransactions(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	q := kmsg.NewPtrDescribeClientQuotasRequest()
 	q.Version = 1

@@ -27,6 +27,7 @@ func listOffsetsReq(version int16, topic string, partition int32, ts int64) *kms
 }
 
 func TestListOffsets(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "lo", 2)
 	// Offsets 0..4 with timestamps base+0, +10, +50 (max), +20, +50 (tie).
@@ -100,6 +101,7 @@ func metadataReq(version int16, names ...string) *kmsg.MetadataRequest {
 }
 
 func TestMetadata(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, noAutoCreate)
 	createTopic(t, g, "b", 2)
 	createTopic(t, g, "a", 1)
@@ -158,6 +160,7 @@ func TestMetadata(t *testing.T) {
 }
 
 func TestMetadataAutoCreate(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	// v4+: only when the request allows it.
 	req := metadataReq(9, "x")
@@ -204,6 +207,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 }
 
 func TestTopicIDs(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "id", 1)
 	id1 := do(t, g, metadataReq(12, "id")).(*kmsg.MetadataResponse).Topics[0].TopicID
@@ -268,6 +272,7 @@ func withConfig(t kmsg.CreateTopicsRequestTopic, kv ...string) kmsg.CreateTopics
 }
 
 func TestCreateTopics(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "exists", 1)
 	cases := []struct {
@@ -361,6 +366,7 @@ func TestCreateTopics(t *testing.T) {
 }
 
 func TestDeleteTopics(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	for _, n := range []string{"d1", "d2", "d3", "keep"} {
 		createTopic(t, g, n, 1)
@@ -406,6 +412,7 @@ func TestDeleteTopics(t *testing.T) {
 }
 
 func TestInitProducerID(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	seen := map[int64]bool{}
 	for _, v := range []int16{0, 2, 3, 5} {
@@ -437,6 +444,7 @@ func TestInitProducerID(t *testing.T) {
 }
 
 func TestErrCode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		o    op
@@ -475,6 +483,7 @@ func TestErrCode(t *testing.T) {
 }
 
 func TestValidTopicName(t *testing.T) {
+	t.Parallel()
 	for name, ok := range map[string]bool{
 		"a": true, "A-b_c.9": true, strings.Repeat("x", 249): true, "...": true,
 		"": false, ".": false, "..": false, strings.Repeat("x", 250): false,

@@ -44,6 +44,7 @@ func acl(rt, pt int8, name, principal, host string, op, perm int8) bridge.ACLBin
 // wildcard patterns, wildcard principal and host, deny wins, the implied
 // operations, and default deny.
 func TestACLMatcher(t *testing.T) {
+	t.Parallel()
 	st := &secState{acls: []bridge.ACLBinding{
 		acl(rtTopic, ptLit, "orders", "User:alice", "*", opWr, allow),
 		acl(rtTopic, ptPre, "logs-", "User:alice", "*", opRd, allow),
@@ -117,6 +118,7 @@ func TestACLMatcher(t *testing.T) {
 }
 
 func TestMayWriteSomeTopic(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		acls []bridge.ACLBinding
 		want bool
@@ -142,6 +144,7 @@ func TestMayWriteSomeTopic(t *testing.T) {
 }
 
 func TestACLFilter(t *testing.T) {
+	t.Parallel()
 	b := []bridge.ACLBinding{
 		acl(rtTopic, ptLit, "orders", "User:a", "*", opWr, allow),
 		acl(rtTopic, ptLit, "*", "User:a", "*", opRd, allow),
@@ -220,6 +223,7 @@ func describeAllACLs() *kmsg.DescribeACLsRequest {
 // handlers, pins their response bytes (testdata/wire), and checks the
 // bindings survive a restart (a new Security over the same store).
 func TestACLKeys(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, withAuthz)
 	create := createACLsReq(
 		acl(rtTopic, ptLit, "A", "User:alice", "*", opWr, allow),
@@ -290,6 +294,7 @@ func TestACLKeys(t *testing.T) {
 }
 
 func TestACLKeysDisabled(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	if dr := do(t, g, describeAllACLs()).(*kmsg.DescribeACLsResponse); dr.ErrorCode != kerr.SecurityDisabled.Code {
 		t.Fatalf("%+v", dr)
@@ -303,6 +308,7 @@ func TestACLKeysDisabled(t *testing.T) {
 // TestEnforcement: alice may write topic A only; her requests on B get
 // the Kafka authorization codes, and Metadata hides B from her.
 func TestEnforcement(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, withAuthz)
 	createTopic(t, g, "A", 1)
 	createTopic(t, g, "B", 1)
@@ -420,6 +426,7 @@ func TestEnforcement(t *testing.T) {
 // password), checks a login would find it (and verify the password), then
 // deletes it.
 func TestAlterUserScram(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, withAuthz)
 	salt := []byte("0123456789abcdef")
 	salted256, _ := pbkdf2.Key(sha256.New, "alice-secret", salt, 8192, 32)
@@ -518,6 +525,7 @@ func BenchmarkAuthorized(b *testing.B) {
 // them: READ on the group and DESCRIBE on every subscribed topic to
 // heartbeat, DESCRIBE on the group to describe it.
 func TestEnforcementConsumerProtocol(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, withAuthz)
 	createTopic(t, g, "A", 2)
 	createTopic(t, g, "B", 1)
@@ -558,6 +566,7 @@ func TestEnforcementConsumerProtocol(t *testing.T) {
 // A client certificate's subject is the principal ACLs name on an mTLS
 // listener; a SASL login on the same connection takes precedence.
 func TestTLSPrincipalAuthorized(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, withAuthz)
 	createTopic(t, g, "A", 1)
 	if cr := doAs(t, g, "User:admin", createACLsReq(

@@ -21,6 +21,7 @@ import (
 // partition's leader with the view's epoch; FindCoordinator names the
 // group's coordinator.
 func TestClusterModeRoutesByLeader(t *testing.T) {
+	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	join := func(id int32, port int32) *cluster.Node {

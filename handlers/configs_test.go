@@ -62,6 +62,7 @@ func value(c kmsg.DescribeConfigsResponseResourceConfig) string {
 // A topic created with configs describes them as DYNAMIC_TOPIC_CONFIG and
 // every other known config as this gateway's default.
 func TestDescribeConfigsTopic(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	resp := do(t, g, createReq(7, withConfig(ct("dc", 2, -1), "cleanup.policy", "compact", "retention.ms", "3600000", "segment.bytes", "<null>"))).(*kmsg.CreateTopicsResponse)
 	if st := resp.Topics[0]; st.ErrorCode != 0 || st.ReplicationFactor != 1 || len(st.Configs) != len(topicConfigNames) {
@@ -110,6 +111,7 @@ func TestDescribeConfigsTopic(t *testing.T) {
 }
 
 func TestDescribeConfigsBroker(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	resp := do(t, g, describeReq(4, kmsg.ConfigResourceTypeBroker, "1")).(*kmsg.DescribeConfigsResponse)
 	r := resp.Resources[0]
@@ -147,6 +149,7 @@ func TestDescribeConfigsBroker(t *testing.T) {
 }
 
 func TestIncrementalAlterConfigs(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "ia", 2)
 	const (
@@ -215,6 +218,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 // AlterConfigs replaces the whole set: what is left out returns to its
 // default.
 func TestAlterConfigs(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	do(t, g, createReq(7, withConfig(ct("ac", 1, 1), "cleanup.policy", "compact", "retention.bytes", "1000")))
 	alter := func(validate bool, kv ...string) kmsg.AlterConfigsResponseResource {
@@ -252,6 +256,7 @@ func TestAlterConfigs(t *testing.T) {
 // The DescribeConfigs v1 body of a topic with two configs is pinned byte
 // for byte. Regenerate with: go test ./handlers -run Golden -update
 func TestGoldenDescribeConfigs(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	do(t, g, createReq(7, withConfig(ct("golden", 1, 1), "cleanup.policy", "compact", "retention.ms", "60000")))
 	wireGolden(t, "32_describe_configs_v1_resp.hex", do(t, g, describeReq(1, kmsg.ConfigResourceTypeTopic, "golden", "cleanup.policy", "retention.ms", "retention.bytes")))
@@ -261,6 +266,7 @@ func TestGoldenDescribeConfigs(t *testing.T) {
 // is refused as a one-broker Kafka refuses it; -1 and no assignment are a
 // one-broker cluster's replication factor 1.
 func TestCreateTopicsReplicationFactor(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	st := do(t, g, createReq(7, ct("rf3", 1, 3))).(*kmsg.CreateTopicsResponse).Topics[0]
 	if st.ErrorCode != kerr.InvalidReplicationFactor.Code || st.ErrorMessage == nil || !strings.Contains(*st.ErrorMessage, "only 1 broker(s) are registered") {

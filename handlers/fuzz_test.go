@@ -119,6 +119,7 @@ func seedRequest(key, version int16) kmsg.Request {
 // bound with adversarial bodies: counts as large as the frame allows, at
 // every position, for every key and version.
 func TestDecodeAllocBound(t *testing.T) {
+	// Not parallel: it measures the heap (MemStats), which other tests would grow.
 	if testing.Short() {
 		t.Skip("slow")
 	}
@@ -170,6 +171,7 @@ func TestDecodeAllocBound(t *testing.T) {
 // testdata/fuzz/FuzzDecode in the go fuzz corpus format when run with
 // -update, and otherwise checks that every key has seeds there.
 func TestGoldenFuzzSeeds(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "fuzz", "FuzzDecode")
 	for _, s := range Specs() {
 		for _, v := range []int16{s.MinVersion, s.MaxVersion} {

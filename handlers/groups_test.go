@@ -111,6 +111,7 @@ func async(tb testing.TB, g *Gateway, req kmsg.Request) <-chan kmsg.Response {
 // The offsets part runs against both backends: the embedded store and
 // the Iggy store (over iggytest over an embedded store).
 func TestGroupOffsetsBackends(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"embedded", "iggy"} {
 		t.Run(backend, func(t *testing.T) {
 			g := groupGateway(t)
@@ -208,6 +209,7 @@ func iggyStore(t *testing.T) bridge.Backend {
 // Committed offsets survive closing and reopening the embedded store (a
 // gateway restart); membership does not.
 func TestGroupOffsetsSurviveReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	open := func() *Gateway {
 		st, err := embedded.Open(dir, embedded.Options{Sync: embedded.SyncAlways, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -246,6 +248,7 @@ func TestGroupOffsetsSurviveReopen(t *testing.T) {
 }
 
 func TestFindCoordinator(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	for v := int16(0); v <= 6; v++ {
 		r := kmsg.NewPtrFindCoordinatorRequest()
@@ -343,6 +346,7 @@ func groupSeed(key int16) kmsg.Request {
 // A parked join whose backstop deadline passes (or that is drained) gets
 // REBALANCE_IN_PROGRESS and stops counting as joined.
 func TestGroupParkedJoinFinal(t *testing.T) {
+	t.Parallel()
 	g := groupGateway(t)
 	a, _, _ := grouptest.StableTwo(t, gatewayRunner{g})
 	req := grouptest.JoinReq(a, "", time.Second, "ma")
@@ -369,6 +373,7 @@ func TestGroupParkedJoinFinal(t *testing.T) {
 // still wakes the call (the coordinator signals again while it lies
 // uncollected).
 func TestGroupWakeBeforeWatch(t *testing.T) {
+	t.Parallel()
 	g := groupGateway(t)
 	a, b, _ := grouptest.StableTwo(t, gatewayRunner{g})
 	req := grouptest.JoinReq(a, "", time.Second, "ma")

@@ -16,6 +16,7 @@ import (
 // iggytest server): the rebuild reads the partition's tail through Iggy
 // polls, and producer-id marks live in the server's state stream.
 func TestIdempotentOverIggyStore(t *testing.T) {
+	t.Parallel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	backing, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: quiet})
 	if err != nil {

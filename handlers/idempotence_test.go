@@ -63,6 +63,7 @@ func wantProduce(tb testing.TB, p kmsg.ProduceResponseTopicPartition, code int16
 }
 
 func TestIdempotentDuplicatesAnsweredWithOriginalOffset(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "dup", 1)
 	const pid = 42
@@ -87,6 +88,7 @@ func TestIdempotentDuplicatesAnsweredWithOriginalOffset(t *testing.T) {
 }
 
 func TestIdempotentGapIsOutOfOrder(t *testing.T) {
+	// Not parallel: it times the wait for a sequence gap.
 	g := newGateway(t)
 	createTopic(t, g, "gap", 1)
 	wantProduce(t, produceIdem(t, g, "gap", idemBatch(5, 0, 0, 3, "a")), 0, 0)
@@ -105,6 +107,7 @@ func TestIdempotentGapIsOutOfOrder(t *testing.T) {
 }
 
 func TestIdempotentEpochs(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "ep", 1)
 	wantProduce(t, produceIdem(t, g, "ep", idemBatch(9, 3, 0, 2, "a")), 0, 0)
@@ -124,6 +127,7 @@ func TestIdempotentEpochs(t *testing.T) {
 }
 
 func TestIdempotentUnknownProducerAccepted(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "unk", 1)
 	// State lost (expired, or beyond the rebuilt tail): Kafka accepts any
@@ -138,6 +142,7 @@ func TestIdempotentUnknownProducerAccepted(t *testing.T) {
 // goroutines (as from five connections): each waits for its predecessor,
 // so they are stored in sequence order, exactly once.
 func TestIdempotentFiveInFlightOutOfOrder(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "inflight", 1)
 	for round, known := range []bool{false, true} {
@@ -189,6 +194,7 @@ func fetchAll(tb testing.TB, g *Gateway, topic string) []fetched {
 // retry is still a duplicate, the next sequence still goes on, a gap is
 // still a gap.
 func TestIdempotentStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	g, closeStore := gatewayAt(t, dir)
 	createTopic(t, g, "rs", 1)
@@ -236,6 +242,7 @@ func (f *flakyStore) AppendStaged(ctx context.Context, stream, topic string, p i
 }
 
 func TestIdempotentUnknownOutcomeRereadsState(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "uo", 1)
 	fs := &flakyStore{Backend: g.Store}
@@ -260,6 +267,7 @@ func initPID(tb testing.TB, g *Gateway, version int16, pid int64, epoch int16) *
 }
 
 func TestInitProducerIDEpochBump(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	r := initPID(t, g, 4, -1, -1)
 	if r.ErrorCode != 0 || r.ProducerEpoch != 0 {
@@ -302,6 +310,7 @@ func TestInitProducerIDEpochBump(t *testing.T) {
 // The allocator never reissues an id across restarts, even with a clock
 // that stepped back: ids come from above the stored mark.
 func TestProducerIDsPersistMark(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	g, closeStore := gatewayAt(t, dir)
 	g.Producers = NewProducerIDs(7, time.UnixMilli(1_000_000))
@@ -342,6 +351,7 @@ func TestProducerIDsPersistMark(t *testing.T) {
 
 // A store error while rebuilding is a retriable error, not a guess.
 func TestIdempotentRebuildErrorIsRetriable(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "re", 1)
 	wantProduce(t, produceIdem(t, g, "re", idemBatch(1, 0, 0, 1, "a")), 0, 0)

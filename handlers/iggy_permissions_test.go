@@ -27,6 +27,7 @@ func (p *permsTable) Allow(_ context.Context, user string, act bridge.Act, strea
 // about. A PLAIN login against the users file (the embedded backend) is
 // not an Iggy user and is never asked about.
 func TestAuthorizedIggyPermissions(t *testing.T) {
+	t.Parallel()
 	perms := &permsTable{allow: map[bridge.Act]string{bridge.ActSend: "a", bridge.ActPoll: "b", bridge.ActCreate: ""}}
 	g := saslGateway(t, func(sc *SaslConfig) {
 		sc.Plain = func(_ context.Context, user, pw string) (bool, error) { return user == "iggyuser" && pw == "pw", nil }

@@ -15,6 +15,7 @@ import (
 // INVALID_REQUEST and nothing of it is stored; the request's other
 // partitions are served.
 func TestProduceRepeatedPartition(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{2, 5, 40, 5000} { // pairwise path and map path
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			g := newGateway(t)
@@ -62,6 +63,7 @@ func TestProduceRepeatedPartition(t *testing.T) {
 // Distinct partitions, in one topic entry or several, are never mistaken
 // for repeats (the pairwise check and the map agree).
 func TestRepeatedPartitionsCheck(t *testing.T) {
+	// Not parallel: it counts allocations (AllocsPerRun).
 	mk := func(entries ...string) *kmsg.ProduceRequest {
 		req := kmsg.NewPtrProduceRequest()
 		for _, e := range entries {
@@ -113,6 +115,7 @@ func TestRepeatedPartitionsCheck(t *testing.T) {
 // refuse the second with INVALID_TOPIC_EXCEPTION; the same name again is
 // still TOPIC_ALREADY_EXISTS, and names without '.' or '_' never collide.
 func TestTopicNameCollision(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	resp := do(t, g, createReq(7, ct("coll.a", 1, 1))).(*kmsg.CreateTopicsResponse)
 	if resp.Topics[0].ErrorCode != 0 {
@@ -157,6 +160,7 @@ func TestTopicNameCollision(t *testing.T) {
 // the gateway-wide rate then paces later requests, and known topics are
 // answered whatever the limits.
 func TestAutoCreateCap(t *testing.T) {
+	// Not parallel: it runs a real-time rate of 5 a second, whose bucket a stall would refill.
 	const perReq, perSec = 20, 5
 	g := newGateway(t, func(c *Config) { c.AutoCreatePerRequest, c.AutoCreatePerSec = perReq, perSec })
 	createTopic(t, g, "known", 1)

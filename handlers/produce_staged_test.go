@@ -35,6 +35,7 @@ func (o *orderCounter) ReleaseOrder() { o.n++ }
 // error, and its records are not cached for Fetch; the connection's order
 // is released once, after the records were written.
 func TestProduceStagedDurableFails(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, func(c *Config) { c.TailCacheBytes = 1 << 20 })
 	createTopic(t, g, "sf", 1)
 	fs := &failingSync{Store: g.Store.(*embedded.Store)}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestProduceFetchRoundTrip(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	recs := []rec{
 		{key: []byte("k1"), value: []byte("hello"), headers: [][2][]byte{{[]byte("h"), []byte("v")}}},
@@ -80,6 +81,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 }
 
 func TestProduceRefusals(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "t", 2)
 	good := batch(rec{value: []byte("x")})
@@ -140,6 +142,7 @@ func TestProduceRefusals(t *testing.T) {
 // A transactional_id refuses every partition, even valid ones of existing
 // topics, and stores nothing.
 func TestProduceTransactionalAllPartitions(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "t", 2)
 	tx := "my-tx"
@@ -169,6 +172,7 @@ func TestProduceTransactionalAllPartitions(t *testing.T) {
 }
 
 func TestProduceAutoCreate(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	if p := produceOne(t, g, produceReq(9, "auto", 2, valueBatch(1))); p.ErrorCode != 0 {
 		t.Fatalf("auto-create: %d", p.ErrorCode)
@@ -187,6 +191,7 @@ func TestProduceAutoCreate(t *testing.T) {
 }
 
 func TestProduceZstdV7(t *testing.T) {
+	t.Parallel()
 	// zstd is legal from v7: the codec is asked to decompress. Garbage
 	// data must then be INVALID_RECORD, not UNSUPPORTED_COMPRESSION_TYPE.
 	g := newGateway(t)
@@ -198,6 +203,7 @@ func TestProduceZstdV7(t *testing.T) {
 
 // The decompression budget covers the whole request.
 func TestProduceDecompressionBudget(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("z"), 64<<10)
 	b := gzipped(t, batch(rec{value: big}))
 	g := newGateway(t, func(c *Config) { c.MaxFrameSize = 100 << 10 })
@@ -216,6 +222,7 @@ func TestProduceDecompressionBudget(t *testing.T) {
 }
 
 func TestProduceMessageTooLarge(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, func(c *Config) { c.MaxMessageSize = 1024 })
 	p := produceOne(t, g, produceReq(9, "m", 0, batch(rec{value: make([]byte, 4096)})))
 	if p.ErrorCode != kerr.MessageTooLarge.Code {
@@ -224,6 +231,7 @@ func TestProduceMessageTooLarge(t *testing.T) {
 }
 
 func TestProduceAcks0(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	req := produceReq(9, "a0", 0, valueBatch(2))
 	req.Acks = 0
@@ -249,6 +257,7 @@ func TestProduceAcks0(t *testing.T) {
 }
 
 func TestProduceSignalsWatchers(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "w", 1)
 	fired := make(chan struct{}, 1)
@@ -264,6 +273,7 @@ func TestProduceSignalsWatchers(t *testing.T) {
 
 // A deadline passed to Append is REQUEST_TIMED_OUT, which producers retry.
 func TestProduceContextDone(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "d", 1)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -37,6 +37,7 @@ var (
 // the registered version range, and every file is either such a file or a
 // named shared file.
 func TestRegistryFiles(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +168,7 @@ func firstLine(t *testing.T, path string) string {
 
 // ApiVersions advertises exactly the registry, and never the transaction keys.
 func TestApiVersionsListsRegistry(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	for _, v := range []int16{0, 3, 4} {
 		req := kmsg.NewPtrApiVersionsRequest()
@@ -198,6 +200,7 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 }
 
 func TestApiVersionsSoftwareName(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	cases := []struct {
 		name, version string
@@ -243,6 +246,7 @@ func TestApiVersionsSoftwareName(t *testing.T) {
 }
 
 func TestApiVersionsUnsupported(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	resp := ApiVersionsUnsupported(newCall(g, 18, 5)).(*kmsg.ApiVersionsResponse)
 	if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code {
@@ -266,6 +270,7 @@ func TestApiVersionsUnsupported(t *testing.T) {
 // advertised keys, versions or features shows up as a fixture diff.
 // Regenerate with: go test ./handlers -run Golden -update
 func TestGoldenApiVersions(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	for _, v := range []int16{0, 3} {
 		req := kmsg.NewPtrApiVersionsRequest()

@@ -74,6 +74,7 @@ func authenticate(t *testing.T, g *Gateway, s *SaslConn, tok []byte, v int16) (*
 }
 
 func TestSaslOff(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	if hs := handshake(t, g, nil, MechPlain, 1); hs.ErrorCode != kerr.IllegalSaslState.Code || len(hs.SupportedMechanisms) != 0 {
 		t.Fatalf("handshake with SASL off: %+v", hs)
@@ -84,6 +85,7 @@ func TestSaslOff(t *testing.T) {
 }
 
 func TestSaslPlainHandler(t *testing.T) {
+	t.Parallel()
 	g := saslGateway(t, func(sc *SaslConfig) { sc.SessionLifetime = time.Minute })
 	s := NewSaslConn(netip.MustParseAddr("10.0.0.1"))
 	if hs := handshake(t, g, s, MechScramSHA512, 1); hs.ErrorCode != kerr.UnsupportedSaslMechanism.Code || len(hs.SupportedMechanisms) != 2 {
@@ -133,6 +135,7 @@ func TestSaslPlainHandler(t *testing.T) {
 // The Iggy-style checker: a failure to check is answered at once, not
 // booked; a refusal like any other.
 func TestSaslPlainChecker(t *testing.T) {
+	t.Parallel()
 	var fail error
 	g := saslGateway(t, func(sc *SaslConfig) {
 		sc.Plain = func(ctx context.Context, user, pw string) (bool, error) {
@@ -157,6 +160,7 @@ func TestSaslPlainChecker(t *testing.T) {
 }
 
 func TestSaslFailureBooks(t *testing.T) {
+	t.Parallel()
 	sc := &SaslConfig{FailDelay: 100 * time.Millisecond, MaxFailDelay: time.Second, FailWindow: time.Minute}
 	sc.init()
 	a := netip.MustParseAddr("192.0.2.1")

@@ -5,6 +5,7 @@ import "testing"
 // A signal that lands between a handler's read (Generation) and the loop's
 // watch must still wake the waiter: no lost wake-ups.
 func TestWatchSinceCatchesSignalBeforeWatch(t *testing.T) {
+	t.Parallel()
 	w := NewWatchers()
 	keys := []PartitionKey{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}
 	since := w.Generation(keys)
@@ -20,6 +21,7 @@ func TestWatchSinceCatchesSignalBeforeWatch(t *testing.T) {
 // With no signal in between, the waiter waits, and the next signal on any
 // of its keys runs it exactly once.
 func TestWatchSinceWaitsThenRunsOnce(t *testing.T) {
+	t.Parallel()
 	w := NewWatchers()
 	keys := []PartitionKey{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}
 	since := w.Generation(keys)

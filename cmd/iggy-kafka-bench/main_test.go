@@ -16,6 +16,7 @@ func names(ws []bench.Workload) string {
 }
 
 func TestPickWorkloads(t *testing.T) {
+	t.Parallel()
 	set, perf := bench.DefaultWorkloads(true), bench.PerfWorkloads(true)
 	got, err := pickWorkloads(set, perf, "")
 	if err != nil || names(got) != names(set) {

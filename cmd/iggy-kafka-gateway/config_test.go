@@ -17,6 +17,7 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig(nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +83,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -243,6 +245,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"-h", "--help", "-help"} {
 		if _, err := parseConfig([]string{arg}, nil); !errors.Is(err, flag.ErrHelp) {
 			t.Errorf("%s: err = %v, want flag.ErrHelp", arg, err)
@@ -263,6 +266,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	var out, errOut strings.Builder
 	code := run(nil, []string{"IGGY_KAFKA_BIND=1"}, &out, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "IGGY_KAFKA_BIND") {
@@ -273,6 +277,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 // Every option's parser must accept its own default, and every env name
 // must be unique: a clash would make one variable set two flags.
 func TestOptionTable(t *testing.T) {
+	t.Parallel()
 	seen := map[string]string{}
 	for _, o := range options() {
 		if prev, dup := seen[o.env]; dup {
@@ -292,6 +297,7 @@ func TestOptionTable(t *testing.T) {
 // option table; this keeps them true. Run with UPDATE_DOCS=1 to rewrite
 // them in place (between the flags-table markers).
 func TestDocsTables(t *testing.T) {
+	t.Parallel()
 	table := markdownTable()
 	for _, path := range []string{"../../README.md", "../../docs/CONFIG.md"} {
 		b, err := os.ReadFile(path)
@@ -321,6 +327,7 @@ func TestDocsTables(t *testing.T) {
 // --fetch-session-cache-slots 0 means no sessions, as on Kafka; the
 // handlers' zero means the default, so 0 must reach them as -1.
 func TestFetchSessionSlotsFlag(t *testing.T) {
+	t.Parallel()
 	for flag, want := range map[int]int{0: -1, 1: 1, 1000: 1000} {
 		if got := fetchSessionSlots(flag); got != want {
 			t.Errorf("--fetch-session-cache-slots %d: handlers get %d, want %d", flag, got, want)
@@ -332,6 +339,7 @@ func TestFetchSessionSlotsFlag(t *testing.T) {
 // default outside its bounds is refused at startup, as Kafka refuses to
 // start.
 func TestGroupFlags(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig([]string{"--group-initial-rebalance-delay-ms", "0", "--group-consumer-session-timeout-ms", "50000",
 		"--group-consumer-assignors", "range"}, nil)
 	if err != nil {

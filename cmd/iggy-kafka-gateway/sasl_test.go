@@ -15,6 +15,7 @@ import (
 )
 
 func TestSaslFlags(t *testing.T) {
+	t.Parallel()
 	users := filepath.Join(t.TempDir(), "users")
 	c, err := parseConfig([]string{"--sasl-mechanisms", "scram-sha-512, PLAIN,PLAIN", "--sasl-users-file", users,
 		"--sasl-session-lifetime", "1h"}, nil)
@@ -56,6 +57,7 @@ func TestSaslFlags(t *testing.T) {
 // `sasl-user add` writes a users file the gateway loads; the password
 // comes from stdin and is not in the file.
 func TestSaslUserAdd(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "users")
 	var out, errOut bytes.Buffer
 	if code := runSaslUser([]string{"add", "--file", path, "alice"}, strings.NewReader("s3cret\n"), &out, &errOut); code != 0 {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRedactArgs(t *testing.T) {
+	t.Parallel()
 	in := []string{"gw", "--iggy-password=hunter2", "-iggy-token", "tok123", "--iggy-username=u",
 		"--iggy-password", "pw2", "--iggy-token=", "--stream=s", "--", "--iggy-password=after-dashdash"}
 	want := []string{"gw", "--iggy-password=" + redacted, "-iggy-token", redacted, "--iggy-username=u",
@@ -26,6 +27,7 @@ func TestRedactArgs(t *testing.T) {
 // /debug/pprof/cmdline serves the arguments NUL-separated, as
 // net/http/pprof does, without the secrets.
 func TestPprofCmdlineRedacted(t *testing.T) {
+	// Not parallel: it replaces os.Args.
 	saved := os.Args
 	defer func() { os.Args = saved }()
 	os.Args = []string{"iggy-kafka-gateway", "--iggy-password=hunter2", "--iggy-token", "tok123", "--pprof-addr=:6060"}
@@ -41,6 +43,7 @@ func TestPprofCmdlineRedacted(t *testing.T) {
 }
 
 func TestPasswordSources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pwFile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {
@@ -91,6 +94,7 @@ func TestPasswordSources(t *testing.T) {
 }
 
 func TestLimitFlags(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig([]string{"--max-connections-per-addr=3", "--frame-timeout-ms=250",
 		"--auto-create-max-per-request=2", "--auto-create-per-sec=1"}, nil)
 	if err != nil || c.Loop.MaxConnectionsPerAddr != 3 || c.Loop.FrameTimeout != 250*time.Millisecond ||

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -23,16 +21,9 @@ import (
 func TestLostAckIsSentAgain(t *testing.T) {
 	t.Parallel()
 	et := clustertest.StartEtcd(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var failAcks atomic.Bool
 	start := func(id int32, fault func() error) *Node {
-		n, err := Start(context.Background(), Options{Endpoints: []string{et.Endpoint}, Prefix: "/lostack/",
-			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log, ackFault: fault}, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(n.Close)
-		return n
+		return startTestNode(t, et.Endpoint, "/lostack/", id, func(o *Options) { o.ackFault = fault })
 	}
 	settledOn := func(members int, nodes ...*Node) func() bool {
 		return func() bool {
@@ -88,17 +79,8 @@ func TestLostAckIsSentAgain(t *testing.T) {
 func TestReloadKeepsTheEpoch(t *testing.T) {
 	t.Parallel()
 	et := clustertest.StartEtcd(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(id int32) *Node {
-		n, err := Start(context.Background(), Options{Endpoints: []string{et.Endpoint}, Prefix: "/reload/",
-			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log}, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	a, b := start(1), start(2)
-	t.Cleanup(a.Close)
+	// b is closed by the test: its key is deleted then.
+	a, b := startTestNode(t, et.Endpoint, "/reload/", 1), startNode(t, et.Endpoint, "/reload/", 2)
 	await.True(t, 15*time.Second, "a sees b", func() bool { return len(a.View().Members) == 2 })
 	b.Close() // its key is deleted: a's view comes from the deletion
 	await.True(t, 15*time.Second, "a sees b leave", func() bool { return len(a.View().Members) == 1 })
@@ -120,17 +102,7 @@ func TestPartitionedNodeFencesItself(t *testing.T) {
 	t.Parallel()
 	et := clustertest.StartEtcd(t)
 	proxy := et.Proxy(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(id int32, endpoint string) *Node {
-		n, err := Start(context.Background(), Options{Endpoints: []string{endpoint}, Prefix: "/partition/",
-			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log}, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(n.Close)
-		return n
-	}
-	a, b := start(1, et.Endpoint), start(2, proxy.Endpoint)
+	a, b := startTestNode(t, et.Endpoint, "/partition/", 1), startTestNode(t, proxy.Endpoint, "/partition/", 2)
 	both := func() bool {
 		return len(a.View().Members) == 2 && a.Settled() && len(b.View().Members) == 2 && b.Settled()
 	}

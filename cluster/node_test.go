@@ -58,6 +58,25 @@ func writers(nodes []*cluster.Node, topic string, p int32) []int32 {
 	return out
 }
 
+// soleWriters is the one node that may write each partition ("topic/p")
+// of topics t0.. with parts partitions each; more than one, or none, fails
+// the test.
+func soleWriters(t *testing.T, nodes []*cluster.Node, topics, parts int, when string) map[string]int32 {
+	t.Helper()
+	out := map[string]int32{}
+	for ti := 0; ti < topics; ti++ {
+		topic := fmt.Sprintf("t%d", ti)
+		for p := int32(0); p < int32(parts); p++ {
+			w := writers(nodes, topic, p)
+			if len(w) != 1 {
+				t.Fatalf("%s%s/%d: writers %v, want exactly one", when, topic, p, w)
+			}
+			out[fmt.Sprint(topic, "/", p)] = w[0]
+		}
+	}
+	return out
+}
+
 // Three gateways agree on one writer per partition and one coordinator per
 // group, spread evenly; when one leaves, only its partitions move, and
 // each still has exactly one writer.
@@ -74,17 +93,9 @@ func TestNodesAgreeOnOneWriter(t *testing.T) {
 
 	const topics, parts = 20, 30
 	share := map[int32]int{}
-	before := map[string]int32{}
-	for ti := 0; ti < topics; ti++ {
-		topic := fmt.Sprintf("t%d", ti)
-		for p := int32(0); p < parts; p++ {
-			w := writers(nodes, topic, p)
-			if len(w) != 1 {
-				t.Fatalf("%s/%d: writers %v, want exactly one", topic, p, w)
-			}
-			share[w[0]]++
-			before[fmt.Sprint(topic, "/", p)] = w[0]
-		}
+	before := soleWriters(t, nodes, topics, parts, "")
+	for _, w := range before {
+		share[w]++
 	}
 	for id, n := range share {
 		// 600 partitions over 3: each within 20 % of 200.
@@ -110,20 +121,13 @@ func TestNodesAgreeOnOneWriter(t *testing.T) {
 	nodes = []*cluster.Node{nodes[0], nodes[2]}
 	waitMembers(t, nodes, 1, 3)
 	moved := 0
-	for ti := 0; ti < topics; ti++ {
-		topic := fmt.Sprintf("t%d", ti)
-		for p := int32(0); p < parts; p++ {
-			w := writers(nodes, topic, p)
-			if len(w) != 1 {
-				t.Fatalf("after leave %s/%d: writers %v", topic, p, w)
-			}
-			was := before[fmt.Sprint(topic, "/", p)]
-			if was != 2 && w[0] != was {
-				t.Fatalf("%s/%d moved from %d to %d, though %d is still live", topic, p, was, w[0], was)
-			}
-			if was == 2 {
-				moved++
-			}
+	for tp, w := range soleWriters(t, nodes, topics, parts, "after leave ") {
+		was := before[tp]
+		if was != 2 && w != was {
+			t.Fatalf("%s moved from %d to %d, though %d is still live", tp, was, w, was)
+		}
+		if was == 2 {
+			moved++
 		}
 	}
 	if moved != share[2] {

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -27,17 +25,7 @@ import (
 func TestLostLeaseRegistersAndSettlesAgain(t *testing.T) {
 	t.Parallel()
 	et := clustertest.StartEtcd(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(id int32) *Node {
-		n, err := Start(context.Background(), Options{Endpoints: []string{et.Endpoint}, Prefix: "/t/",
-			Self: Member{ID: id}, TTL: 2 * time.Second, Log: log}, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(n.Close)
-		return n
-	}
-	a, b := start(1), start(2)
+	a, b := startTestNode(t, et.Endpoint, "/t/", 1), startTestNode(t, et.Endpoint, "/t/", 2)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{et.Endpoint}, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package group
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
-	"github.com/iggy-kafka/gateway/bridge/embedded"
 )
 
 // fakeClock fires timers only when a test advances it.
@@ -96,11 +93,7 @@ type coord848 struct {
 
 func newCoord848(tb testing.TB, mods ...func(*Config)) *coord848 {
 	tb.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := embedded.Open(tb.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	st, log := openTestStore(tb)
 	cfg := Config{InitialRebalanceDelay: -1, MinSessionTimeout: 10 * time.Millisecond, MetadataMaxAge: -1}
 	for _, m := range mods {
 		m(&cfg)
@@ -108,10 +101,7 @@ func newCoord848(tb testing.TB, mods ...func(*Config)) *coord848 {
 	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	c := &coord848{store: st, clock: clk}
 	c.Coordinator = New(Options{Config: cfg, Store: st, Stream: testStream, Log: log, Clock: clk})
-	tb.Cleanup(func() {
-		c.Close()
-		_ = st.Close()
-	})
+	tb.Cleanup(c.Close)
 	return c
 }
 

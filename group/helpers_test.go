@@ -34,22 +34,29 @@ var _ grouptest.Runner = (*coord)(nil)
 // short sessions, so tests run fast.
 func newCoord(tb testing.TB, mods ...func(*Config)) *coord {
 	tb.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := embedded.Open(tb.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	st, log := openTestStore(tb)
 	cfg := Config{InitialRebalanceDelay: -1, MinSessionTimeout: 10 * time.Millisecond}
 	for _, m := range mods {
 		m(&cfg)
 	}
 	c := &coord{store: st, waiters: map[Ticket]chan struct{}{}}
 	c.Coordinator = New(Options{Config: cfg, Store: st, Stream: testStream, Wake: c.wake, Log: log})
-	tb.Cleanup(func() {
-		c.Close()
-		_ = st.Close()
-	})
+	tb.Cleanup(c.Close)
 	return c
+}
+
+// openTestStore is an embedded store in a fresh directory, closed when the
+// test ends (after what the test registers to close later), and a logger
+// that discards.
+func openTestStore(tb testing.TB) (*embedded.Store, *slog.Logger) {
+	tb.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := embedded.Open(tb.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	return st, log
 }
 
 // wake is the Wake hook: it fires the call registered on t, if any.

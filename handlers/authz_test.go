@@ -198,6 +198,32 @@ func withAuthz(c *Config) {
 	c.Authz = AuthzConfig{Enabled: true, SuperUsers: []string{"User:admin"}}
 }
 
+// grant creates bs as User:admin and fails the test unless every one was
+// created.
+func grant(t *testing.T, g *Gateway, bs ...bridge.ACLBinding) {
+	t.Helper()
+	cr := doAs(t, g, "User:admin", createACLsReq(bs...)).(*kmsg.CreateACLsResponse)
+	for _, r := range cr.Results {
+		if r.ErrorCode != 0 {
+			t.Fatal(cr)
+		}
+	}
+}
+
+// aliceGateway is a gateway with ACLs on and topics A (of partsA
+// partitions) and B, where alice may do op on topic A and read group g.
+func aliceGateway(t *testing.T, partsA int32, op int8) *Gateway {
+	t.Helper()
+	g := newGateway(t, withAuthz)
+	createTopic(t, g, "A", partsA)
+	createTopic(t, g, "B", 1)
+	grant(t, g,
+		acl(rtTopic, ptLit, "A", "User:alice", "*", op, allow),
+		acl(rtGroup, ptLit, "g", "User:alice", "*", opRd, allow),
+	)
+	return g
+}
+
 func createACLsReq(bs ...bridge.ACLBinding) *kmsg.CreateACLsRequest {
 	req := kmsg.NewPtrCreateACLsRequest()
 	req.Version = 3
@@ -309,15 +335,7 @@ func TestACLKeysDisabled(t *testing.T) {
 // the Kafka authorization codes, and Metadata hides B from her.
 func TestEnforcement(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, withAuthz)
-	createTopic(t, g, "A", 1)
-	createTopic(t, g, "B", 1)
-	if cr := doAs(t, g, "User:admin", createACLsReq(
-		acl(rtTopic, ptLit, "A", "User:alice", "*", opWr, allow),
-		acl(rtGroup, ptLit, "g", "User:alice", "*", opRd, allow),
-	)).(*kmsg.CreateACLsResponse); cr.Results[0].ErrorCode != 0 || cr.Results[1].ErrorCode != 0 {
-		t.Fatal(cr)
-	}
+	g := aliceGateway(t, 1, opWr)
 	p := func(topic string) int16 {
 		r := doAs(t, g, "User:alice", produceReq(9, topic, 0, valueBatch(1))).(*kmsg.ProduceResponse)
 		return r.Topics[0].Partitions[0].ErrorCode
@@ -526,15 +544,7 @@ func BenchmarkAuthorized(b *testing.B) {
 // heartbeat, DESCRIBE on the group to describe it.
 func TestEnforcementConsumerProtocol(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, withAuthz)
-	createTopic(t, g, "A", 2)
-	createTopic(t, g, "B", 1)
-	if cr := doAs(t, g, "User:admin", createACLsReq(
-		acl(rtTopic, ptLit, "A", "User:alice", "*", opRd, allow),
-		acl(rtGroup, ptLit, "g", "User:alice", "*", opRd, allow),
-	)).(*kmsg.CreateACLsResponse); cr.Results[0].ErrorCode != 0 || cr.Results[1].ErrorCode != 0 {
-		t.Fatal(cr)
-	}
+	g := aliceGateway(t, 2, opRd)
 	beat := func(group string, topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
 		hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch = 1, group, "m-1", 0
@@ -569,11 +579,7 @@ func TestTLSPrincipalAuthorized(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, withAuthz)
 	createTopic(t, g, "A", 1)
-	if cr := doAs(t, g, "User:admin", createACLsReq(
-		acl(rtTopic, ptLit, "A", "User:CN=writer,O=test", "*", opWr, allow),
-	)).(*kmsg.CreateACLsResponse); cr.Results[0].ErrorCode != 0 {
-		t.Fatal(cr)
-	}
+	grant(t, g, acl(rtTopic, ptLit, "A", "User:CN=writer,O=test", "*", opWr, allow))
 	produceAs := func(tlsSubject string, sasl string) int16 {
 		req := produceReq(9, "A", 0, valueBatch(1))
 		c := newCall(g, req.Key(), req.GetVersion())

@@ -3,6 +3,7 @@ package handlers
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -11,26 +12,14 @@ import (
 // Iggy batch, one Append to the embedded store (SyncNever), signal.
 func BenchmarkProduce(b *testing.B) {
 	g := newGateway(b)
-	createTopic(b, g, "bench", 1)
-	recs := make([]rec, 100)
-	for i := range recs {
-		recs[i] = rec{key: []byte("key-0001"), value: make([]byte, 100)}
-	}
+	recs := benchTopic(b, g)
 	body := produceReq(9, "bench", 0, batch(recs...)).AppendTo(nil)
 	spec := Lookup(0)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		req, err := Decode(0, 9, body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c := Call{G: g, Ctx: b.Context()}
-		resp, err := spec.Handle(&c, req)
-		if err != nil || resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
-			b.Fatal(err)
-		}
+		benchProduce(b, g, spec, body)
 	}
 }
 
@@ -59,11 +48,7 @@ func BenchmarkFetchTailCache(b *testing.B) {
 // decode, handle, deferred work. It returns the bytes of record batches
 // one Fetch got.
 func benchFetch(b *testing.B, g *Gateway) int {
-	createTopic(b, g, "bench", 1)
-	recs := make([]rec, 100)
-	for i := range recs {
-		recs[i] = rec{key: []byte("key-0001"), value: make([]byte, 100)}
-	}
+	recs := benchTopic(b, g)
 	bt := batch(recs...)
 	for i := 0; i < 10; i++ {
 		produceOne(b, g, produceReq(9, "bench", 0, bt))
@@ -87,4 +72,33 @@ func benchFetch(b *testing.B, g *Gateway) int {
 		c.RunDeferred()
 	}
 	return n
+}
+
+// benchTopic creates topic "bench" of one partition on g and returns the
+// records of the batch the benchmarks send: 100 keyed 100-byte values.
+func benchTopic(b *testing.B, g *Gateway) []rec {
+	createTopic(b, g, "bench", 1)
+	recs := make([]rec, 100)
+	for i := range recs {
+		recs[i] = rec{key: []byte("key-0001"), value: make([]byte, 100)}
+	}
+	return recs
+}
+
+// benchProduce decodes body, a Produce v9 request of one partition, runs
+// spec (Produce's) on it as the loop would and fails b unless the
+// partition was stored.
+func benchProduce(b *testing.B, g *Gateway, spec *Spec, body []byte) {
+	req, err := Decode(0, 9, body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := Call{G: g, Ctx: b.Context()}
+	resp, err := spec.Handle(&c, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		b.Fatal(kerr.ErrorForCode(code))
+	}
 }

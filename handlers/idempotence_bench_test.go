@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkProduceIdempotent is BenchmarkProduce with producer id, epoch
@@ -15,11 +13,7 @@ import (
 // the request body between iterations.
 func BenchmarkProduceIdempotent(b *testing.B) {
 	g := newGateway(b)
-	createTopic(b, g, "bench", 1)
-	recs := make([]rec, 100)
-	for i := range recs {
-		recs[i] = rec{key: []byte("key-0001"), value: make([]byte, 100)}
-	}
+	recs := benchTopic(b, g)
 	bt := batch(recs...)
 	binary.BigEndian.PutUint64(bt[hProducerID:], 4242)
 	binary.BigEndian.PutUint16(bt[hProducerID+8:], 0)
@@ -38,15 +32,7 @@ func BenchmarkProduceIdempotent(b *testing.B) {
 		binary.BigEndian.PutUint32(rb[hProducerID+10:], uint32(seq))
 		binary.BigEndian.PutUint32(rb[hCRC:], crc32.Checksum(rb[hAttributes:], castagnoli))
 		seq += int32(len(recs))
-		req, err := Decode(0, 9, body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c := Call{G: g, Ctx: b.Context()}
-		resp, err := spec.Handle(&c, req)
-		if err != nil || resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode != 0 {
-			b.Fatal(err, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
-		}
+		benchProduce(b, g, spec, body)
 	}
 }
 

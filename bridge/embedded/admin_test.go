@@ -137,11 +137,7 @@ func TestDeleteRecords(t *testing.T) {
 // total at or below the count changes nothing (never shrinks).
 func TestGrowPartitions(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncAlways)
-	defer s.Close()
-	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {
-		t.Fatal(err)
-	}
+	s := topicStore(t, SyncAlways, 2)
 	if _, err := s.Append(ctx, "kafka", "t", 1, makeBatch(t, "a", 2, 1)); err != nil {
 		t.Fatal(err)
 	}

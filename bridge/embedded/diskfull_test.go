@@ -182,11 +182,7 @@ func diskFullRecovers(t *testing.T, policy SyncPolicy) {
 // goroutine that called it stays parked, and calls are answered.
 func TestStoreFailFatalfParks(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	if _, err := s.CreateTopic(ctx, "kafka", "t", 1); err != nil {
-		t.Fatal(err)
-	}
+	s := topicStore(t, SyncNever, 1)
 	returned := make(chan struct{})
 	go func() {
 		pebbleLogger{l: quietLogger(), h: s.health}.Fatalf("pebble: fatal commit error: %v", errors.New("boom"))

@@ -27,6 +27,18 @@ func openStore(t testing.TB, dir string, policy SyncPolicy) *Store {
 	return s
 }
 
+// topicStore is a store in a fresh directory holding topic "t" of parts
+// partitions in stream "kafka"; it is closed when the test ends.
+func topicStore(t testing.TB, policy SyncPolicy, parts int32) *Store {
+	t.Helper()
+	s := openStore(t, t.TempDir(), policy)
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.CreateTopic(ctx, "kafka", "t", parts); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // makeBatch builds a native Iggy batch of n messages whose payloads are
 // "<tag>-<i>" and whose origin timestamps are origin, origin+1, ...
 func makeBatch(t testing.TB, tag string, n int, origin uint64) []byte {
@@ -133,11 +145,7 @@ func TestTopicCatalog(t *testing.T) {
 
 func TestAppendPollManyBatches(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {
-		t.Fatal(err)
-	}
+	s := topicStore(t, SyncNever, 2)
 	var want []polled
 	for i := 0; i < 200; i++ {
 		n := 1 + i%7
@@ -175,9 +183,7 @@ func TestAppendPollManyBatches(t *testing.T) {
 
 func TestPollStampsBatch(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	_, _ = s.CreateTopic(ctx, "kafka", "t", 3)
+	s := topicStore(t, SyncNever, 3)
 	_, _ = s.Append(ctx, "kafka", "t", 2, makeBatch(t, "a", 2, 5))
 	before := nowMicros()
 	_, _ = s.Append(ctx, "kafka", "t", 2, makeBatch(t, "b", 3, 5))
@@ -201,9 +207,7 @@ func TestPollStampsBatch(t *testing.T) {
 
 func TestPollMaxBytes(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
+	s := topicStore(t, SyncNever, 1)
 	b := makeBatch(t, "x", 4, 1)
 	for i := 0; i < 10; i++ {
 		if _, err := s.Append(ctx, "kafka", "t", 0, b); err != nil {
@@ -298,9 +302,7 @@ func TestRecreatedTopicStartsAtZero(t *testing.T) {
 
 func TestOffsetForTimestamp(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
+	s := topicStore(t, SyncNever, 1)
 	if _, found, _ := s.OffsetForTimestamp(ctx, "kafka", "t", 0, 0); found {
 		t.Fatal("found in empty partition")
 	}
@@ -328,9 +330,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 
 func TestAppendRejectsBadBatch(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
+	s := topicStore(t, SyncNever, 1)
 	b := makeBatch(t, "x", 2, 1)
 	b[len(b)-1] ^= 1 // payload byte: message checksum breaks
 	if _, err := s.Append(ctx, "kafka", "t", 0, b); !errors.Is(err, bridge.ErrInvalidBatch) {
@@ -346,9 +346,7 @@ func TestAppendRejectsBadBatch(t *testing.T) {
 
 func TestFailedStoreRefusesCalls(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncNever)
-	defer s.Close()
-	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
+	s := topicStore(t, SyncNever, 1)
 	_ = s.fail("test", errors.New("disk on fire"))
 	if _, err := s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 1, 1)); !errors.Is(err, bridge.ErrStorage) || !errors.Is(err, bridge.ErrUnavailable) {
 		t.Fatalf("append on failed store: %v", err)
@@ -373,9 +371,7 @@ func TestFailedStoreRefusesCalls(t *testing.T) {
 
 func TestConcurrentAppendsAreGapFree(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, t.TempDir(), SyncAlways)
-	defer s.Close()
-	_, _ = s.CreateTopic(ctx, "kafka", "t", 1)
+	s := topicStore(t, SyncAlways, 1)
 	const writers, perWriter = 8, 40
 	var wg sync.WaitGroup
 	stop := make(chan struct{})

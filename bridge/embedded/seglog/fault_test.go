@@ -21,6 +21,18 @@ func openFaulty(t *testing.T, visibleSync bool) (*faultFS, *vfs.MemFS, *Log) {
 	return fs, mem, openLog(t, fs, opts{visibleSync: visibleSync})
 }
 
+// openGated is openFaulty with every fdatasync held until release.
+func openGated(t *testing.T, visibleSync bool) (*faultFS, *Log, func()) {
+	t.Helper()
+	fs, _, l := openFaulty(t, visibleSync)
+	gate := make(chan struct{})
+	fs.set(func(fs *faultFS) { fs.syncGate = gate })
+	return fs, l, func() {
+		fs.set(func(fs *faultFS) { fs.syncGate = nil })
+		close(gate)
+	}
+}
+
 // TestAppendDiskFullRollsBack: a write failing with ENOSPC after writing
 // part of the batch returns the error, hands its offsets back and shows
 // nothing; the next append takes the same offsets, and both a reopen and a
@@ -146,10 +158,8 @@ func TestUndoFailureBreaksLog(t *testing.T) {
 // durable and visible.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	fs, _, l := openFaulty(t, true)
+	fs, l, release := openGated(t, true)
 	defer l.Close()
-	gate := make(chan struct{})
-	fs.set(func(fs *faultFS) { fs.syncGate = gate })
 	appendSync := func(tag string, done chan<- error) {
 		_, end, err := tryAppend(l, makeBatch(t, tag, 1, 1, 0), 0)
 		if err == nil {
@@ -164,8 +174,7 @@ func TestGroupCommit(t *testing.T) {
 		go appendSync(fmt.Sprint("w", i), done)
 	}
 	await.True(t, 10*time.Second, "7 appends held at the gate", func() bool { return l.heldAtGate() == 7 })
-	fs.set(func(fs *faultFS) { fs.syncGate = nil })
-	close(gate)
+	release()
 	for i := 0; i < 8; i++ {
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -249,10 +258,8 @@ func TestGroupCommitConcurrent(t *testing.T) {
 // nothing; released, it writes and its own round syncs it.
 func TestWaitSyncedGated(t *testing.T) {
 	t.Parallel()
-	fs, _, l := openFaulty(t, true)
+	_, l, release := openGated(t, true)
 	defer l.Close()
-	gate := make(chan struct{})
-	fs.set(func(fs *faultFS) { fs.syncGate = gate })
 	_, end1 := appendBatch(t, l, makeBatch(t, "a", 2, 1, 0), 0)
 	done1 := make(chan error, 1)
 	go func() { done1 <- l.WaitSynced(ctx, end1) }()
@@ -278,8 +285,7 @@ func TestWaitSyncedGated(t *testing.T) {
 	if l.Next() != 0 || len(readAll(t, l, 0)) != 0 || l.written.Load() != written {
 		t.Fatal("batches visible, or written during the round")
 	}
-	fs.set(func(fs *faultFS) { fs.syncGate = nil })
-	close(gate)
+	release()
 	if err := <-done1; err != nil {
 		t.Fatal(err)
 	}
@@ -296,10 +302,8 @@ func TestWaitSyncedGated(t *testing.T) {
 // bytes are still synced.
 func TestWaitSyncedAbandoned(t *testing.T) {
 	t.Parallel()
-	fs, _, l := openFaulty(t, false)
+	fs, l, release := openGated(t, false)
 	defer l.Close()
-	gate := make(chan struct{})
-	fs.set(func(fs *faultFS) { fs.syncGate = gate })
 	appendBatch(t, l, makeBatch(t, "a", 2, 1, 0), 0)
 	done := make(chan error, 1)
 	go func() { done <- l.Sync(ctx) }()
@@ -310,8 +314,7 @@ func TestWaitSyncedAbandoned(t *testing.T) {
 	if err := l.WaitSynced(cctx, end); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait with an ended context: %v", err)
 	}
-	fs.set(func(fs *faultFS) { fs.syncGate = nil })
-	close(gate)
+	release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

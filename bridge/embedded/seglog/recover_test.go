@@ -238,12 +238,7 @@ func TestRecoverSealedIndex(t *testing.T) {
 // segments read fine.
 func TestSealedChecksumFailure(t *testing.T) {
 	t.Parallel()
-	fs := newMemFS(t)
-	segs := sealedLog(t, fs)
-	b := readFile(t, fs, segs[1])
-	b[300] ^= 0x10 // a payload byte of its first batch
-	writeFile(t, fs, segs[1], b)
-	l := openLog(t, fs, opts{})
+	l := openLog(t, flippedSealedLog(t, 300, 0x10), opts{}) // a payload byte of its first batch
 	defer l.Close()
 	one := len(makeBatch(t, "x", 2, 1, 50))
 	if got := readSome(t, l, 0, 4*one); len(got) != 8 {
@@ -263,16 +258,23 @@ func TestSealedChecksumFailure(t *testing.T) {
 		t.Fatalf("time search over the bad batch: %v", err)
 	}
 	// A header that no longer follows is caught before its checksum.
-	fs = newMemFS(t)
-	segs = sealedLog(t, fs)
-	b = readFile(t, fs, segs[1])
-	b[hdrBaseOffset] ^= 1
-	writeFile(t, fs, segs[1], b)
-	l2 := openLog(t, fs, opts{})
+	l2 := openLog(t, flippedSealedLog(t, hdrBaseOffset, 1), opts{})
 	defer l2.Close()
 	if _, err := tryReadAll(l2, 8); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "does not follow") {
 		t.Fatalf("read of a bad header: %v", err)
 	}
+}
+
+// flippedSealedLog is a fresh file system holding sealedLog with byte at
+// of its second segment xored with mask.
+func flippedSealedLog(t *testing.T, at int, mask byte) vfs.FS {
+	t.Helper()
+	fs := newMemFS(t)
+	segs := sealedLog(t, fs)
+	b := readFile(t, fs, segs[1])
+	b[at] ^= mask
+	writeFile(t, fs, segs[1], b)
+	return fs
 }
 
 // Overlapping segments are not something the log writes: Open refuses

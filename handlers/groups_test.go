@@ -185,25 +185,32 @@ func TestGroupOffsetsBackends(t *testing.T) {
 
 func iggyStore(t *testing.T) bridge.Backend {
 	t.Helper()
-	backing, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := iggytest.Start(backing, iggytest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := iggyServer(t)
 	st, err := iggy.Open(context.Background(), iggy.Options{Addr: srv.Addr(), PoolSize: 2, CallTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		st.Close()
-		srv.Close()
-		backing.Close()
-	})
+	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// iggyServer is an iggytest server over an embedded store in a fresh
+// directory; both are closed when the test ends, after what the test
+// registers to close later.
+func iggyServer(t *testing.T) *iggytest.Server {
+	t.Helper()
+	backing, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = backing.Close() })
+	srv, err := iggytest.Start(backing, iggytest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }
 
 // Committed offsets survive closing and reopening the embedded store (a

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iggy-kafka/gateway/bridge/embedded"
 	"github.com/iggy-kafka/gateway/bridge/iggy"
-	"github.com/iggy-kafka/gateway/bridge/iggy/iggytest"
 )
 
 // The same state rules over the Iggy backend (bridge/iggy talking to the
@@ -18,16 +16,7 @@ import (
 func TestIdempotentOverIggyStore(t *testing.T) {
 	t.Parallel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backing, err := embedded.Open(t.TempDir(), embedded.Options{Sync: embedded.SyncNever, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = backing.Close() })
-	srv, err := iggytest.Start(backing, iggytest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := iggyServer(t)
 	open := func() *Gateway {
 		st, err := iggy.Open(context.Background(), iggy.Options{Addr: srv.Addr(), PoolSize: 2, CallTimeout: 2 * time.Second, Logger: quiet})
 		if err != nil {

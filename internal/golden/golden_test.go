@@ -10,21 +10,14 @@ import (
 
 func TestReadSkipsCommentsAndSpace(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "x.hex")
-	if err := os.WriteFile(path, []byte("# a comment: 00 ff\n0a0b 0c\n\t0d\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := Read(t, path); string(got) != "\x0a\x0b\x0c\x0d" {
+	if got := Read(t, tempFile(t, "# a comment: 00 ff\n0a0b 0c\n\t0d\n")); string(got) != "\x0a\x0b\x0c\x0d" {
 		t.Fatalf("read %x", got)
 	}
 }
 
 func TestCheckEqualAndDifferent(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "x.hex")
-	if err := os.WriteFile(path, []byte("0102\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := tempFile(t, "0102\n")
 	if !Check(t, path, []byte{1, 2}) {
 		t.Fatal("equal bytes reported different")
 	}
@@ -51,10 +44,7 @@ func TestDiffNamesTheFirstDifference(t *testing.T) {
 
 func TestCheckTextNamesTheLine(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "seed")
-	if err := os.WriteFile(path, []byte("go test fuzz v1\n[]byte(\"a\")\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := tempFile(t, "go test fuzz v1\n[]byte(\"a\")\n")
 	if !CheckText(t, path, []byte("go test fuzz v1\n[]byte(\"a\")\n")) {
 		t.Fatal("equal text reported different")
 	}
@@ -62,6 +52,17 @@ func TestCheckTextNamesTheLine(t *testing.T) {
 	if CheckText(&rec, path, []byte("go test fuzz v1\n[]byte(\"b\")\n")) || !strings.Contains(rec.msg, `line 2:`) {
 		t.Fatalf("a stale file not reported as one: %q", rec.msg)
 	}
+}
+
+// tempFile is the path of a new file in the test's temporary directory
+// that holds content.
+func tempFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "golden")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // recorder is a testing.TB that keeps the failure message instead of

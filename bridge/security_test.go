@@ -90,7 +90,7 @@ func FuzzSecurityRecord(f *testing.F) {
 }
 
 // TestGoldenSecurityFuzzSeeds keeps the checked-in corpus in step with
-// the seeds.
+// the seeds (go test ./bridge -run GoldenSecurity -update rewrites it).
 func TestGoldenSecurityFuzzSeeds(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "fuzz", "FuzzSecurityRecord")

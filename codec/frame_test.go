@@ -170,6 +170,7 @@ func TestParseRequestHeaderNullAndEmptyClientID(t *testing.T) {
 // A rebased header reads its client id from the copy, whatever becomes of
 // the bytes it was parsed from, for every header shape.
 func TestRequestHeaderRebase(t *testing.T) {
+	t.Parallel()
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(1)
 	for name, orig := range map[string][]byte{

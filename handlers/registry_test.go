@@ -86,6 +86,7 @@ func TestRegistryFiles(t *testing.T) {
 // sasl.go) what it once decided by key number. These pin what each key
 // tells it, so a hook left off a register call fails here.
 func TestSpecTellsTheLoop(t *testing.T) {
+	t.Parallel()
 	key := func(k kmsg.Key) int16 { return k.Int16() }
 	for _, s := range Specs() {
 		checks := []struct {

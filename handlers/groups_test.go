@@ -350,12 +350,15 @@ func groupSeed(key int16) kmsg.Request {
 	}
 }
 
-// parkJoin runs member's rejoin through the JoinGroup handler on a fresh
-// call and fails the test unless it parked; it gives the call and the
-// decoded request, to run the handler again.
-func parkJoin(t *testing.T, g *Gateway, member string) (*Call, kmsg.Request) {
+// parkedRejoin makes a group of two stable members, a and b, on a new
+// gateway and runs a's rejoin through the JoinGroup handler on a fresh
+// call, failing the test unless it parked. It gives the gateway, b, the
+// call and the decoded request, to run the handler again.
+func parkedRejoin(t *testing.T) (*Gateway, string, *Call, kmsg.Request) {
 	t.Helper()
-	req := grouptest.JoinReq(member, "", time.Second, "ma")
+	g := groupGateway(t)
+	a, b, _ := grouptest.StableTwo(t, gatewayRunner{g})
+	req := grouptest.JoinReq(a, "", time.Second, "ma")
 	dec, err := Decode(11, req.Version, req.AppendTo(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -364,16 +367,14 @@ func parkJoin(t *testing.T, g *Gateway, member string) (*Call, kmsg.Request) {
 	if resp, err := Lookup(11).Handle(c, dec); resp != nil || err != nil {
 		t.Fatalf("join did not park: %v %v", resp, err)
 	}
-	return c, dec
+	return g, b, c, dec
 }
 
 // A parked join whose backstop deadline passes (or that is drained) gets
 // REBALANCE_IN_PROGRESS and stops counting as joined.
 func TestGroupParkedJoinFinal(t *testing.T) {
 	t.Parallel()
-	g := groupGateway(t)
-	a, _, _ := grouptest.StableTwo(t, gatewayRunner{g})
-	c, dec := parkJoin(t, g, a)
+	_, _, c, dec := parkedRejoin(t)
 	w := c.Parked()
 	if w == nil || len(w.Keys) != 1 || !w.Until.After(time.Now()) {
 		t.Fatalf("wait: %+v", w)
@@ -390,9 +391,7 @@ func TestGroupParkedJoinFinal(t *testing.T) {
 // uncollected).
 func TestGroupWakeBeforeWatch(t *testing.T) {
 	t.Parallel()
-	g := groupGateway(t)
-	a, b, _ := grouptest.StableTwo(t, gatewayRunner{g})
-	c, dec := parkJoin(t, g, a)
+	g, b, c, dec := parkedRejoin(t)
 	w := c.Parked()
 	// b's rejoin closes the barrier and settles a's ticket now.
 	if jb := grouptest.Await[*kmsg.JoinGroupResponse](t, async(t, g, grouptest.JoinReq(b, "", time.Second, "mb"))); jb.ErrorCode != 0 {

@@ -31,6 +31,17 @@ func openSwept(t *testing.T, dir string, c *fakeClock) *Store {
 	return s
 }
 
+// sweptNow is openSwept on a fresh directory with its clock set to now,
+// where it stays; it is closed when the test ends.
+func sweptNow(t *testing.T) *Store {
+	t.Helper()
+	c := &fakeClock{}
+	c.set(uint64(time.Now().UnixMicro()))
+	s := openSwept(t, t.TempDir(), c)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func mustSweep(t *testing.T, s *Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -137,10 +148,7 @@ func TestRetentionTime(t *testing.T) {
 // by each other's size; a DeleteRecords start inside a batch is kept.
 func TestRetentionBytes(t *testing.T) {
 	t.Parallel()
-	var c fakeClock
-	c.set(uint64(time.Now().UnixMicro()))
-	s := openSwept(t, t.TempDir(), &c)
-	defer s.Close()
+	s := sweptNow(t)
 	one := len(makeBatch(t, "x", 2, 1)) // every batch below is this size
 	if _, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 2, bridge.TopicConfigs{"retention.bytes": "0"}); err != nil {
 		t.Fatal(err)
@@ -241,10 +249,7 @@ func TestRetentionSweeper(t *testing.T) {
 // are served again.
 func TestRetentionPausedWhileDiskFull(t *testing.T) {
 	t.Parallel()
-	var c fakeClock
-	c.set(uint64(time.Now().UnixMicro()))
-	s := openSwept(t, t.TempDir(), &c)
-	defer s.Close()
+	s := sweptNow(t)
 	if _, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 1, bridge.TopicConfigs{"retention.ms": "1000"}); err != nil {
 		t.Fatal(err)
 	}

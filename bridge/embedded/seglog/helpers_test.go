@@ -50,6 +50,16 @@ func openLog(t testing.TB, fs vfs.FS, o opts) *Log {
 	return l
 }
 
+// logAt is a log on a fresh file system whose clock stands at now (µs);
+// it is closed when the test ends.
+func logAt(t *testing.T, now uint64) *Log {
+	t.Helper()
+	l := openLog(t, newMemFS(t), opts{})
+	t.Cleanup(func() { _ = l.Close() })
+	l.cfg.Clock = func() uint64 { return now }
+	return l
+}
+
 func tryOpen(fs vfs.FS, o opts) (*Log, error) {
 	lg := o.logger
 	if lg == nil {

@@ -174,9 +174,7 @@ func TestReadMaxBytes(t *testing.T) {
 // modified.
 func TestStampAndTimes(t *testing.T) {
 	t.Parallel()
-	l := openLog(t, newMemFS(t), opts{})
-	defer l.Close()
-	l.cfg.Clock = func() uint64 { return 4242 }
+	l := logAt(t, 4242)
 	b := makeBatch(t, "s", 3, 77, 10)
 	orig := bytes.Clone(b)
 	appendBatch(t, l, makeBatch(t, "first", 2, 1, 0), 0)
@@ -200,9 +198,7 @@ func TestStampAndTimes(t *testing.T) {
 // start never, and origin-less messages at their append time.
 func TestOffsetForTimestamp(t *testing.T) {
 	t.Parallel()
-	l := openLog(t, newMemFS(t), opts{})
-	defer l.Close()
-	l.cfg.Clock = func() uint64 { return 50_000 }
+	l := logAt(t, 50_000)
 	if _, found, err := l.OffsetForTimestamp(ctx, 0); found || err != nil {
 		t.Fatalf("empty log: %v %v", found, err)
 	}

@@ -125,9 +125,7 @@ func TestOpenStartPastTheLog(t *testing.T) {
 // record is recent enough, OversizeBefore applies Kafka's size rule.
 func TestRetentionQueries(t *testing.T) {
 	t.Parallel()
-	l := openLog(t, newMemFS(t), opts{})
-	defer l.Close()
-	l.cfg.Clock = func() uint64 { return 1 << 40 }
+	l := logAt(t, 1<<40)
 	b := makeBatch(t, "x", 2, 100, 0)
 	one := int64(len(b))
 	for i := 0; i < 12; i++ { // batch i: origins 100*(i+1), +1; offsets 2i, 2i+1

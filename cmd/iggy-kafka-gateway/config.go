@@ -146,8 +146,7 @@ func optionsFor(c *config) []option {
 			set:   nonEmpty(to(&c.Store.DataDir))},
 		{flag: "fsync", def: "always",
 			usage: "what an ack promises: always (synced to disk first), interval, never; on Iggy, the storage settings of the topics the gateway creates (docs/STORAGE.md)",
-			set: oneOf([]string{"always", "interval", "never"},
-				to(&c.Store.Fsync))},
+			set:   oneOf([]string{"always", "interval", "never"}, to(&c.Store.Fsync))},
 		{flag: "fsync-interval-ms", def: "100",
 			usage: "sync period with --fsync=interval (embedded store only)",
 			set:   millisIn(1, to(&c.Store.FsyncInterval))},
@@ -371,8 +370,7 @@ func parseConfig(args, environ []string) (config, error) {
 }
 
 // resolve fills the derived defaults and checks settings against each
-// other, in this order (the first error is the one reported); the
-// listeners go last, as they depend on the TLS and SASL settings.
+// other, in this order: the first error is the one reported.
 func (c *config) resolve() error {
 	for _, step := range []func() error{c.resolveBindAddr, c.checkBuffered, c.resolveAuthz, c.resolveCluster,
 		c.resolveGroups, c.resolveSasl, c.resolveListeners} {

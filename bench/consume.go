@@ -68,13 +68,7 @@ func runConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
 	if o.Group != "" {
 		opts = append(opts, kgo.ConsumerGroup(o.Group))
 	}
-	if o.FetchMaxBytes > 0 {
-		opts = append(opts, kgo.FetchMaxBytes(o.FetchMaxBytes))
-	}
-	if o.FetchMaxPartBytes > 0 {
-		opts = append(opts, kgo.FetchMaxPartitionBytes(o.FetchMaxPartBytes))
-	}
-	cl, err := kgo.NewClient(append(opts, o.Dial...)...)
+	cl, err := kgo.NewClient(o.clientOpts(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +90,7 @@ func runConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
 		if first && o.clockFromFirstFetch && fs.NumRecords() > 0 {
 			start, first = now, false
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			if rctx.Err() == nil && fetchErr == nil {
-				fetchErr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if fetchErr != nil {
+		if fetchErr = firstFetchError(rctx, fs); fetchErr != nil {
 			break
 		}
 		var n, b int64
@@ -142,13 +131,7 @@ func runConsume(ctx context.Context, o ConsumeOptions) (*Result, error) {
 func runConsumers(ctx context.Context, o ConsumeOptions) (*Result, error) {
 	names := topicNames(o.Topic, o.Topics)
 	clients := make([]*kgo.Client, o.Consumers)
-	defer func() {
-		for _, cl := range clients {
-			if cl != nil {
-				cl.Close()
-			}
-		}
-	}()
+	defer closeClients(clients)
 	for i := range clients {
 		assign := make(map[string]map[int32]kgo.Offset, len(names))
 		for _, tn := range names {
@@ -164,14 +147,8 @@ func runConsumers(ctx context.Context, o ConsumeOptions) (*Result, error) {
 			continue // more consumers than partitions: this one idles
 		}
 		opts := []kgo.Opt{kgo.SeedBrokers(o.Brokers...), kgo.ClientID("iggy-kafka-bench"), kgo.ConsumePartitions(assign)}
-		if o.FetchMaxBytes > 0 {
-			opts = append(opts, kgo.FetchMaxBytes(o.FetchMaxBytes))
-		}
-		if o.FetchMaxPartBytes > 0 {
-			opts = append(opts, kgo.FetchMaxPartitionBytes(o.FetchMaxPartBytes))
-		}
 		var err error
-		if clients[i], err = kgo.NewClient(append(opts, o.Dial...)...); err != nil {
+		if clients[i], err = kgo.NewClient(o.clientOpts(opts)...); err != nil {
 			return nil, err
 		}
 	}
@@ -198,13 +175,7 @@ func runConsumers(ctx context.Context, o ConsumeOptions) (*Result, error) {
 				if fs.NumRecords() > 0 {
 					first.CompareAndSwap(0, time.Now().UnixNano())
 				}
-				var ferr error
-				fs.EachError(func(t string, p int32, err error) {
-					if rctx.Err() == nil && ferr == nil {
-						ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
-					}
-				})
-				if ferr != nil {
+				if ferr := firstFetchError(rctx, fs); ferr != nil {
 					mu.Lock()
 					fetchErr = cmp.Or(fetchErr, ferr)
 					mu.Unlock()
@@ -238,6 +209,38 @@ func runConsumers(ctx context.Context, o ConsumeOptions) (*Result, error) {
 	}
 	res.finish(end.Sub(start))
 	return res, nil
+}
+
+// clientOpts are opts, then the fetch sizes asked for and Dial.
+func (o *ConsumeOptions) clientOpts(opts []kgo.Opt) []kgo.Opt {
+	if o.FetchMaxBytes > 0 {
+		opts = append(opts, kgo.FetchMaxBytes(o.FetchMaxBytes))
+	}
+	if o.FetchMaxPartBytes > 0 {
+		opts = append(opts, kgo.FetchMaxPartitionBytes(o.FetchMaxPartBytes))
+	}
+	return append(opts, o.Dial...)
+}
+
+// firstFetchError is the first partition error of fs; none once ctx is
+// done (a poll cut by the deadline or by cancel is not an error).
+func firstFetchError(ctx context.Context, fs kgo.Fetches) error {
+	var first error
+	fs.EachError(func(t string, p int32, err error) {
+		if ctx.Err() == nil && first == nil {
+			first = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+		}
+	})
+	return first
+}
+
+// closeClients closes the clients made so far (nil: not made).
+func closeClients(clients []*kgo.Client) {
+	for _, cl := range clients {
+		if cl != nil {
+			cl.Close()
+		}
+	}
 }
 
 // putStamp writes t (unix ns) into the first 8 bytes of v; getStamp reads

@@ -48,36 +48,60 @@ func (c *TargetConfig) iggyServerDir(need ...string) (string, error) {
 	return filepath.Abs(d)
 }
 
-// startIggyServer starts a private iggy-server under dir/iggy-data and
-// gives it up to 30 s to listen. Its output goes to dir/iggy-server.log,
-// which stays open until closeLog (after the server stopped): iggyreal
-// copies the output through a pipe, and a closed file would end that copy
-// and leave the server writing into a pipe nobody reads.
-func startIggyServer(ctx context.Context, serverDir, dir string) (*iggyreal.Server, func(), error) {
+// ownServer is the iggy-server a target started for itself; zero when
+// TargetConfig.IggyAddr names a server.
+type ownServer struct {
+	server *iggyreal.Server
+	// logf holds the server's output and stays open until stop (after the
+	// server stopped): iggyreal copies the output through a pipe, and a
+	// closed file would end that copy and leave the server writing into a
+	// pipe nobody reads.
+	logf *os.File
+}
+
+// start starts a private iggy-server from serverDir under dir/iggy-data,
+// its output in dir/iggy-server.log, and gives it up to 30 s to listen.
+func (o *ownServer) start(ctx context.Context, serverDir, dir string) (addr string, err error) {
 	logf, err := os.Create(filepath.Join(dir, "iggy-server.log"))
 	if err != nil {
-		return nil, nil, err
+		return "", err
 	}
 	s, err := iggyreal.Start(ctx, iggyreal.Options{Dir: serverDir, DataDir: filepath.Join(dir, "iggy-data"), Log: logf,
 		KillWithParent: true})
 	if err != nil {
 		logf.Close()
-		return nil, nil, err
+		return "", err
 	}
-	return s, func() { logf.Close() }, nil
+	o.server, o.logf = s, logf
+	return s.Addr(), nil
+}
+
+// stop stops the server (if one was started) and closes its log.
+func (o *ownServer) stop() {
+	if o.server != nil {
+		o.server.Stop(30 * time.Second)
+		o.logf.Close()
+	}
+}
+
+// pid is the server's process id, 0 when none was started.
+func (o *ownServer) pid() int {
+	if o.server == nil {
+		return 0
+	}
+	return o.server.PID()
 }
 
 // iggyTarget is the gateway (--backend iggy) in front of a real server,
 // its own unless TargetConfig.IggyAddr names one.
 type iggyTarget struct {
 	procTarget
-	server   *iggyreal.Server
-	closeLog func()
+	own ownServer
 }
 
 func (t *iggyTarget) Start(ctx context.Context) error {
 	var err error
-	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
+	if t.dir, err = t.c.targetDir(t.name); err != nil {
 		return err
 	}
 	t.iggyAddr = t.c.IggyAddr
@@ -86,10 +110,9 @@ func (t *iggyTarget) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if t.server, t.closeLog, err = startIggyServer(ctx, sd, t.dir); err != nil {
+		if t.iggyAddr, err = t.own.start(ctx, sd, t.dir); err != nil {
 			return err
 		}
-		t.iggyAddr = t.server.Addr()
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -97,12 +120,9 @@ func (t *iggyTarget) Start(ctx context.Context) error {
 			return nil
 		}
 	}
-	if t.server != nil {
-		// Compare stops only targets that started.
-		t.server.Stop(30 * time.Second)
-		t.closeLog()
-		t.server = nil
-	}
+	// Compare stops only targets that started.
+	t.own.stop()
+	t.own = ownServer{}
 	return lastErr
 }
 
@@ -110,35 +130,28 @@ func (t *iggyTarget) Start(ctx context.Context) error {
 // server CPU is what both spent, as iggy-native's is the server's.
 func (t *iggyTarget) PIDs() []int {
 	pids := []int{t.PID()}
-	if t.server != nil {
-		pids = append(pids, t.server.PID())
+	if t.own.server != nil {
+		pids = append(pids, t.own.pid())
 	}
 	return pids
 }
 
 func (t *iggyTarget) Stop() error {
 	t.stopProcess()
-	if t.server != nil {
-		t.server.Stop(30 * time.Second)
-		t.closeLog()
-	}
-	if t.dir == "" {
-		return nil
-	}
-	return os.RemoveAll(t.dir)
+	t.own.stop()
+	return removeDir(t.dir)
 }
 
 // nativeTarget runs iggy-bench against a server of its own. It speaks no
 // Kafka: Compare calls runNative instead of the franz-go workloads, and
 // only for produce and consume.
 type nativeTarget struct {
-	name     string
-	c        *TargetConfig
-	bin      string
-	dir      string
-	addr     string
-	server   *iggyreal.Server
-	closeLog func()
+	name string
+	c    *TargetConfig
+	bin  string
+	dir  string
+	addr string
+	own  ownServer
 }
 
 // nativeRunner is a target that runs workloads with its own client.
@@ -148,12 +161,7 @@ type nativeRunner interface {
 
 func (t *nativeTarget) Name() string      { return t.name }
 func (t *nativeTarget) Brokers() []string { return []string{t.addr} }
-func (t *nativeTarget) PID() int {
-	if t.server == nil {
-		return 0
-	}
-	return t.server.PID()
-}
+func (t *nativeTarget) PID() int          { return t.own.pid() }
 
 func (t *nativeTarget) Start(ctx context.Context) error {
 	sd, err := t.c.iggyServerDir("iggy-bench")
@@ -161,29 +169,19 @@ func (t *nativeTarget) Start(ctx context.Context) error {
 		return err
 	}
 	t.bin = filepath.Join(sd, "iggy-bench")
-	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
+	if t.dir, err = t.c.targetDir(t.name); err != nil {
 		return err
 	}
-	if t.c.IggyAddr != "" {
-		t.addr = t.c.IggyAddr
+	if t.addr = t.c.IggyAddr; t.addr != "" {
 		return nil
 	}
-	if t.server, t.closeLog, err = startIggyServer(ctx, sd, t.dir); err != nil {
-		return err
-	}
-	t.addr = t.server.Addr()
-	return nil
+	t.addr, err = t.own.start(ctx, sd, t.dir)
+	return err
 }
 
 func (t *nativeTarget) Stop() error {
-	if t.server != nil {
-		t.server.Stop(30 * time.Second)
-		t.closeLog()
-	}
-	if t.dir == "" {
-		return nil
-	}
-	return os.RemoveAll(t.dir)
+	t.own.stop()
+	return removeDir(t.dir)
 }
 
 // NativeBatch is the messages per batch iggy-bench sends and polls for a

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
 // kafkaJVMPerf is KAFKA_JVM_PERFORMANCE_OPTS of kafka-run-class.sh, which
@@ -37,7 +39,7 @@ func (t *procTarget) kafkaCommand(ctx context.Context, port int) ([]string, erro
 	if len(jars) == 0 {
 		return nil, fmt.Errorf("kafka: no kafka_2.13 jar in %q (run bench/kafka/fetch.sh): %w", lib, ErrSkip)
 	}
-	ctrlPort, err := freePort()
+	ctrlPort, err := iggyreal.FreePort()
 	if err != nil {
 		return nil, err
 	}

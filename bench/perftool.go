@@ -134,25 +134,36 @@ func (p *perfTools) run(ctx context.Context, maxDuration time.Duration, class st
 	return out
 }
 
+// runTool runs class with args and then r's client properties file after
+// propsFlag. The Result holds what every run has (the workload, the
+// records asked for, the JVM's CPU); the caller adds what the tool's
+// summary says, then settles it.
+func (p *perfTools) runTool(ctx context.Context, r perfRun, workload, class, propsFlag string, args []string) (toolOutput, *Result) {
+	if r.clientProps != "" {
+		args = append(args, propsFlag, r.clientProps)
+	}
+	out := p.run(ctx, r.maxDuration, class, args...)
+	return out, &Result{Workload: workload, RecordSize: r.recordSize, Records: int64(r.records), ClientCPU: out.cpu.Seconds()}
+}
+
+// settle says whether a tool run counts (toolError): allCounted is the
+// summary's verdict that every record was verb.
+func settle(res *Result, out toolOutput, perr error, allCounted bool, verb string) {
+	res.Err = toolError(out, perr, allCounted, verb, res.Counted, int(res.Records))
+	res.Complete = res.Err == ""
+}
+
 // produce runs ProducerPerformance: r.records records of r.recordSize
 // bytes to r.topic, unthrottled, acks=all and the Java client's defaults
 // otherwise (linger.ms 5, batch.size 16384, idempotent, no compression).
 func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
-	args := []string{"--topic", r.topic, "--num-records", strconv.Itoa(r.records),
+	args := append([]string{"--topic", r.topic, "--num-records", strconv.Itoa(r.records),
 		"--record-size", strconv.Itoa(r.recordSize), "--throughput", "-1",
-		"--producer-props", "bootstrap.servers=" + r.broker, "acks=all"}
-	args = append(args, r.producerProps...)
-	if r.clientProps != "" {
-		args = append(args, "--producer.config", r.clientProps)
-	}
-	out := p.run(ctx, r.maxDuration, "org.apache.kafka.tools.ProducerPerformance", args...)
-	res := &Result{Workload: "perf-produce", RecordSize: r.recordSize, Records: int64(r.records), ClientCPU: out.cpu.Seconds()}
+		"--producer-props", "bootstrap.servers=" + r.broker, "acks=all"}, r.producerProps...)
+	out, res := p.runTool(ctx, r, "perf-produce", "org.apache.kafka.tools.ProducerPerformance", "--producer.config", args)
 	s, perr := parseProducerPerf(out.stdout)
-	var counted int64
 	if s != nil {
-		counted = s.records
-		res.ToolLine = s.line
-		res.Counted = s.records
+		res.ToolLine, res.Counted = s.line, s.records
 		res.Bytes = s.records * int64(r.recordSize) // every value is --record-size bytes
 		res.RecPerSec = s.recPerSec
 		// The tool's "MB/sec" is MiB (2^20 bytes); the harness's MB/s is
@@ -163,8 +174,7 @@ func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
 		}
 		res.Latency = s.latency
 	}
-	res.Err = toolError(out, perr, s != nil && s.records == int64(r.records), "acknowledged", counted, r.records)
-	res.Complete = res.Err == ""
+	settle(res, out, perr, s != nil && s.records == res.Records, "acknowledged")
 	return res
 }
 
@@ -174,17 +184,10 @@ func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
 func (p *perfTools) consume(ctx context.Context, r perfRun) *Result {
 	args := []string{"--bootstrap-server", r.broker, "--topic", r.topic, "--messages", strconv.Itoa(r.records),
 		"--group", "perf-" + r.topic}
-	if r.clientProps != "" {
-		args = append(args, "--consumer.config", r.clientProps)
-	}
-	out := p.run(ctx, r.maxDuration, "org.apache.kafka.tools.ConsumerPerformance", args...)
-	res := &Result{Workload: "perf-consume", RecordSize: r.recordSize, Records: int64(r.records), ClientCPU: out.cpu.Seconds()}
+	out, res := p.runTool(ctx, r, "perf-consume", "org.apache.kafka.tools.ConsumerPerformance", "--consumer.config", args)
 	s, perr := parseConsumerPerf(out.stdout)
-	var counted int64
 	if s != nil {
-		counted = s.records
-		res.ToolLine = s.line
-		res.Counted = s.records
+		res.ToolLine, res.Counted = s.line, s.records
 		res.Bytes = consumedBytes(s.mib, s.records, r.recordSize)
 		if s.records > 0 {
 			res.RecordSize = int(res.Bytes / s.records)
@@ -198,8 +201,7 @@ func (p *perfTools) consume(ctx context.Context, r perfRun) *Result {
 			res.MBPerSec = float64(res.Bytes) / res.Seconds / 1e6
 		}
 	}
-	res.Err = toolError(out, perr, s != nil && s.records == int64(r.records) && !s.timedOut, "consumed", counted, r.records)
-	res.Complete = res.Err == ""
+	settle(res, out, perr, s != nil && s.records == res.Records && !s.timedOut, "consumed")
 	return res
 }
 

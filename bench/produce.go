@@ -218,13 +218,7 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 		}
 	}
 	clients := make([]*kgo.Client, o.Producers)
-	defer func() {
-		for _, cl := range clients {
-			if cl != nil {
-				cl.Close()
-			}
-		}
-	}()
+	defer closeClients(clients)
 	for i := range clients {
 		if clients[i], err = kgo.NewClient(copts...); err != nil {
 			return nil, nil, err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/iggyreal"
 	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/loop"
 )
@@ -111,17 +112,6 @@ func NewTarget(name string, c *TargetConfig) (Target, error) {
 	return nil, fmt.Errorf("unknown target %q (one of %s)", name, strings.Join(TargetNames, ", "))
 }
 
-// freePort asks the kernel for a free 127.0.0.1 port. Another process may
-// take it before it is used; callers retry Start.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // waitReady polls addr with an ApiVersions round trip until it answers.
 func waitReady(ctx context.Context, addr string, exited <-chan struct{}, dial ...kgo.Opt) error {
 	for {
@@ -170,9 +160,22 @@ func (t *procTarget) PID() int {
 	return t.cmd.Process.Pid
 }
 
+// targetDir makes the temp dir of the target named name under WorkDir.
+func (c *TargetConfig) targetDir(name string) (string, error) {
+	return os.MkdirTemp(c.WorkDir, "bench-"+name+"-")
+}
+
+// removeDir removes a target's temp dir, if it made one.
+func removeDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	return os.RemoveAll(dir)
+}
+
 func (t *procTarget) Start(ctx context.Context) error {
 	var err error
-	if t.dir, err = os.MkdirTemp(t.c.WorkDir, "bench-"+t.name+"-"); err != nil {
+	if t.dir, err = t.c.targetDir(t.name); err != nil {
 		return err
 	}
 	if t.tls {
@@ -190,7 +193,7 @@ func (t *procTarget) Start(ctx context.Context) error {
 }
 
 func (t *procTarget) startOnce(ctx context.Context) error {
-	port, err := freePort()
+	port, err := iggyreal.FreePort() // another process may take it first: Start retries
 	if err != nil {
 		return err
 	}
@@ -302,21 +305,14 @@ func (t *procTarget) Dial() []kgo.Opt {
 
 func (t *procTarget) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(t.dir, "server.log"))
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 30 {
-		lines = lines[len(lines)-30:]
-	}
-	return strings.Join(lines, "\n")
+	return tailLines(string(b), 30)
 }
 
 // Stop sends SIGTERM, waits up to 30 s, then kills; it removes the
 // target's temp dir.
 func (t *procTarget) Stop() error {
 	t.stopProcess()
-	if t.dir == "" {
-		return nil
-	}
-	return os.RemoveAll(t.dir)
+	return removeDir(t.dir)
 }
 
 // stopProcess ends the child (SIGTERM, then SIGKILL after 30 s) and keeps

@@ -90,46 +90,44 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runWorkload(ctx context.Context, kind string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(kind, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// The flags write into the options; brokers and the int32 fields are
+	// set from theirs after Parse.
+	po := bench.ProduceOptions{Warmup: true, Progress: stderr, Label: kind}
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated broker addresses (loopback only)")
-	topic := fs.String("topic", "bench", "topic")
-	records := fs.Int("records", 1_000_000, "records (produce/e2e: to send; consume: to read)")
-	size := fs.Int("record-size", 100, "value bytes per record")
-	producers := fs.Int("producers", 1, "producer clients")
+	fs.StringVar(&po.Topic, "topic", "bench", "topic")
+	fs.IntVar(&po.Records, "records", 1_000_000, "records (produce/e2e: to send; consume: to read)")
+	fs.IntVar(&po.RecordSize, "record-size", 100, "value bytes per record")
+	fs.IntVar(&po.Producers, "producers", 1, "producer clients")
 	partitions := fs.Int("partitions", 1, "partitions when the topic is created")
-	create := fs.Bool("create-topic", true, "create the topic first (an existing one is reused)")
-	acks := fs.String("acks", "all", "all, leader or none")
-	compression := fs.String("compression", "none", "none, snappy, lz4, zstd, gzip")
-	linger := fs.Duration("linger", 0, "producer linger (0: kgo's default 10ms; negative: none)")
-	inflight := fs.Int("inflight", 5, "produce requests in flight per broker when not idempotent")
+	fs.BoolVar(&po.CreateTopic, "create-topic", true, "create the topic first (an existing one is reused)")
+	fs.StringVar(&po.Acks, "acks", "all", "all, leader or none")
+	fs.StringVar(&po.Compression, "compression", "none", "none, snappy, lz4, zstd, gzip")
+	fs.DurationVar(&po.Linger, "linger", 0, "producer linger (0: kgo's default 10ms; negative: none)")
+	fs.IntVar(&po.Inflight, "inflight", 5, "produce requests in flight per broker when not idempotent")
 	batch := fs.Int("batch-bytes", 0, "producer max batch bytes (0: kgo's default, 1 MB)")
-	buffered := fs.Int("max-buffered", 0, "records buffered per producer (0: kgo's default, 10000)")
-	idem := fs.Bool("idempotent", true, "idempotent producer, kgo's default (needs --acks all)")
-	rate := fs.Float64("rate", 0, "target records/s over all producers (0: as fast as possible; required for e2e)")
-	maxDur := fs.Duration("max-duration", time.Minute, "cut the run after this")
+	fs.IntVar(&po.MaxBuffered, "max-buffered", 0, "records buffered per producer (0: kgo's default, 10000)")
+	fs.BoolVar(&po.Idempotent, "idempotent", true, "idempotent producer, kgo's default (needs --acks all)")
+	fs.Float64Var(&po.Rate, "rate", 0, "target records/s over all producers (0: as fast as possible; required for e2e)")
+	fs.DurationVar(&po.MaxDuration, "max-duration", time.Minute, "cut the run after this")
 	group := fs.String("group", "", "consume/e2e: consumer group (empty: direct partition consumer)")
 	jsonOut := fs.String("json", "", "write the result as JSON to this file (- for stdout)")
 	mdOut := fs.String("md", "", "write the result as a markdown table to this file (- for stdout)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	bs := strings.Split(*brokers, ",")
-	if err := bench.CheckLoopback(bs); err != nil {
+	po.Brokers = strings.Split(*brokers, ",")
+	if err := bench.CheckLoopback(po.Brokers); err != nil {
 		return err
 	}
-	po := bench.ProduceOptions{
-		Brokers: bs, Topic: *topic, Records: *records, RecordSize: *size, Producers: *producers,
-		Partitions: int32(*partitions), CreateTopic: *create, Acks: *acks, Compression: *compression,
-		Linger: *linger, Inflight: *inflight, BatchBytes: int32(*batch), MaxBuffered: *buffered, Idempotent: *idem, Rate: *rate,
-		MaxDuration: *maxDur, Warmup: true, Progress: stderr, Label: kind,
-	}
+	po.Partitions, po.BatchBytes = int32(*partitions), int32(*batch)
 	var res *bench.Result
 	var err error
 	switch kind {
 	case "produce":
 		res, err = bench.RunProduce(ctx, po)
 	case "consume":
-		res, err = bench.RunConsume(ctx, bench.ConsumeOptions{Brokers: bs, Topic: *topic, Records: *records,
-			Group: *group, MaxDuration: *maxDur, Progress: stderr, Label: kind})
+		res, err = bench.RunConsume(ctx, bench.ConsumeOptions{Brokers: po.Brokers, Topic: po.Topic, Records: po.Records,
+			Group: *group, MaxDuration: po.MaxDuration, Progress: stderr, Label: kind})
 	case "e2e":
 		res, err = bench.RunE2E(ctx, bench.E2EOptions{Produce: po, Group: *group})
 	}

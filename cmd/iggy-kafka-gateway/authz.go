@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-func authzOptions() []option {
+func authzOptions(c *config) []option {
 	return []option{
 		{flag: "authorizer", def: "none",
 			usage: "none (every client may do everything) or acl (Kafka ACLs, default deny; managed with kafka-acls); docs/SECURITY.md",
-			set: func(c *config, v string) error {
+			set: func(v string) error {
 				switch strings.ToLower(strings.TrimSpace(v)) {
 				case "none", "":
 					c.Handlers.Authz.Enabled = false
@@ -26,13 +26,9 @@ func authzOptions() []option {
 			}},
 		{flag: "super-users", defText: "none",
 			usage: "principals allowed everything whatever the ACLs say, ';'-separated as Kafka's super.users: User:admin;User:ops",
-			set: func(c *config, v string) error {
+			set: func(v string) error {
 				var out []string
-				for _, p := range strings.Split(v, ";") {
-					p = strings.TrimSpace(p)
-					if p == "" {
-						continue
-					}
+				for _, p := range listItems(v, ";") {
 					kind, name, ok := strings.Cut(p, ":")
 					if !ok || kind == "" || name == "" {
 						return fmt.Errorf("%q: want Type:name, e.g. User:admin", p)

@@ -3,28 +3,16 @@ package main
 // Cluster mode's flags (docs/CLUSTER.md) into gateway.ClusterConfig; the
 // gateway package joins the cluster (gateway/cluster.go).
 
-import (
-	"fmt"
-	"strings"
-	"time"
-)
+import "fmt"
 
-func clusterOptions() []option {
+func clusterOptions(c *config) []option {
 	return []option{
 		{flag: "cluster-etcd-endpoints", defText: "none: a one-node cluster",
 			usage: "etcd client URLs, comma-separated: this gateway joins the cluster of gateways on the same --cluster-id and Iggy (--backend iggy only; node id = --instance-id); docs/CLUSTER.md",
-			set: func(c *config, v string) error {
-				c.Cluster.Endpoints = nil
-				for _, e := range strings.Split(v, ",") {
-					if e = strings.TrimSpace(e); e != "" {
-						c.Cluster.Endpoints = append(c.Cluster.Endpoints, e)
-					}
-				}
-				return nil
-			}},
+			set:   func(v string) error { c.Cluster.Endpoints = listItems(v, ","); return nil }},
 		{flag: "cluster-session-ttl-secs", def: "10",
 			usage: "cluster mode: a gateway that cannot renew its etcd session this long stops writing, and the others take its partitions and groups",
-			set:   secondsIn(2, func(c *config, d time.Duration) { c.Cluster.TTL = d })},
+			set:   secondsIn(2, to(&c.Cluster.TTL))},
 	}
 }
 

@@ -69,7 +69,10 @@ type option struct {
 	// time (GOMAXPROCS) or derived from another option.
 	defText string
 	usage   string
-	set     func(c *config, v string) error
+	// set parses a value into the config the table was built for
+	// (optionsFor); its error says what is wanted, parseConfig adds the
+	// name.
+	set func(v string) error
 	// secret values never appear in errors, logs or /debug/pprof/cmdline
 	// (secrets.go).
 	secret bool
@@ -79,179 +82,173 @@ func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-func options() []option {
+// options is the option table bound to a config of its own, for what
+// reads only the names, defaults and usage (--help, the docs tables, the
+// secret flags).
+func options() []option { return optionsFor(new(config)) }
+
+// optionsFor is the option table whose setters write into c.
+func optionsFor(c *config) []option {
 	opts := []option{
 		{flag: "bind-addr", def: "127.0.0.1:9092",
 			usage: "host:port the Kafka listener binds",
-			set: func(c *config, v string) error {
-				c.BindAddr = v
-				c.legacyAddrFlags = append(c.legacyAddrFlags, "--bind-addr")
-				return nil
-			}},
+			set:   c.singleListener("--bind-addr", text(&c.BindAddr))},
 		{flag: "advertised-host", defText: "the bind host",
 			usage: "host clients are told to connect to in Metadata; required when binding every interface",
-			set: func(c *config, v string) error {
-				c.AdvertisedHost = v
-				c.legacyAddrFlags = append(c.legacyAddrFlags, "--advertised-host")
-				return nil
-			}},
+			set:   c.singleListener("--advertised-host", text(&c.AdvertisedHost))},
 		{flag: "advertised-port", defText: "the bind port",
 			usage: "port clients are told to connect to",
-			set: intIn(1, 65535, func(c *config, n int) {
-				c.AdvertisedPort = n
-				c.legacyAddrFlags = append(c.legacyAddrFlags, "--advertised-port")
-			})},
+			set:   c.singleListener("--advertised-port", intIn(1, 65535, to(&c.AdvertisedPort)))},
 		{flag: "max-connections", def: "1024",
 			usage: "open client connections; more are refused",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.Loop.MaxConnections = n })},
+			set:   intIn(1, 1<<20, to(&c.Loop.MaxConnections))},
 		{flag: "max-connections-per-addr", def: "256",
 			usage: "open connections from one client address (IPv4 address, IPv6 /64); more are refused",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.Loop.MaxConnectionsPerAddr = n })},
+			set:   intIn(1, 1<<20, to(&c.Loop.MaxConnectionsPerAddr))},
 		{flag: "frame-timeout-ms", def: "30000",
 			usage: "a request must arrive in full this long after its first byte (a new connection: after connecting), else the connection is closed",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.Loop.FrameTimeout = d })},
+			set:   millisIn(1, to(&c.Loop.FrameTimeout))},
 		{flag: "max-frame-size", def: "8388608",
 			usage: "largest request frame in bytes; also the decompression budget and the Fetch max_bytes ceiling",
-			set:   intIn(1024, 1<<30, func(c *config, n int) { c.Loop.MaxFrameSize, c.Handlers.MaxFrameSize = int32(n), int32(n) })},
+			set:   intIn(1024, 1<<30, func(n int32) { c.Loop.MaxFrameSize, c.Handlers.MaxFrameSize = n, n })},
 		{flag: "idle-timeout-secs", def: "600",
 			usage: "close a connection idle this long between requests",
-			set:   secondsIn(1, func(c *config, d time.Duration) { c.Loop.IdleTimeout = d })},
+			set:   secondsIn(1, to(&c.Loop.IdleTimeout))},
 		{flag: "shutdown-drain-timeout-secs", def: "25",
 			usage: "on SIGTERM/SIGINT, time in-flight requests get to finish (0: close at once)",
-			set:   secondsIn(0, func(c *config, d time.Duration) { c.Loop.DrainTimeout = d })},
+			set:   secondsIn(0, to(&c.Loop.DrainTimeout))},
 		{flag: "instance-id", def: "0",
 			usage: "0..65535, high bits of the producer ids this gateway hands out; unique per gateway sharing one Iggy",
-			set:   intIn(0, 65535, func(c *config, n int) { c.Handlers.InstanceID = uint16(n) })},
+			set:   intIn(0, 65535, to(&c.Handlers.InstanceID))},
 		{flag: "event-loops", defText: "GOMAXPROCS",
 			usage: "network event loops",
-			set:   intIn(1, 1024, func(c *config, n int) { c.Loop.EventLoops = n })},
+			set:   intIn(1, 1024, to(&c.Loop.EventLoops))},
 		{flag: "workers", defText: "4 x GOMAXPROCS",
 			usage: "worker goroutines for Produce, Fetch and other store calls",
-			set:   intIn(1, 1<<16, func(c *config, n int) { c.Loop.Workers = n })},
+			set:   intIn(1, 1<<16, to(&c.Loop.Workers))},
 		{flag: "queue-depth", def: "4096",
 			usage: "jobs queued for the workers before connections are held back",
-			set:   intIn(1, 1<<24, func(c *config, n int) { c.Loop.QueueDepth = n })},
+			set:   intIn(1, 1<<24, to(&c.Loop.QueueDepth))},
 		{flag: "max-inflight-per-conn", def: "64",
 			usage: "requests in flight on one connection before its reading pauses",
-			set:   intIn(1, 1<<16, func(c *config, n int) { c.Loop.MaxInFlightPerConn = n })},
+			set:   intIn(1, 1<<16, to(&c.Loop.MaxInFlightPerConn))},
 		{flag: "max-buffered-per-conn", defText: "4 x max-frame-size",
 			usage: "unread inbound bytes on one connection before it is closed; also the request bytes in flight on it before its reading pauses",
-			set:   intIn(1024, 1<<31-1, func(c *config, n int) { c.Loop.MaxBufferedPerConn = n })},
+			set:   intIn(1024, 1<<31-1, to(&c.Loop.MaxBufferedPerConn))},
 		{flag: "max-outbound-per-conn", def: "8388608",
 			usage: "reply bytes queued for writing to one connection (not yet read by its client) before its reading pauses; Fetch answers shrink to fit",
-			set:   intIn(64<<10, 1<<31-1, func(c *config, n int) { c.Loop.MaxOutboundPerConn = n })},
+			set:   intIn(64<<10, 1<<31-1, to(&c.Loop.MaxOutboundPerConn))},
 		{flag: "write-stall-timeout-secs", def: "30",
 			usage: "close a connection over --max-outbound-per-conn whose client reads nothing this long",
-			set:   secondsIn(1, func(c *config, d time.Duration) { c.Loop.WriteStallTimeout = d })},
+			set:   secondsIn(1, to(&c.Loop.WriteStallTimeout))},
 		{flag: "data-dir", def: "./data",
 			usage: "directory of the embedded store",
-			set:   nonEmpty(func(c *config, v string) { c.Store.DataDir = v })},
+			set:   nonEmpty(to(&c.Store.DataDir))},
 		{flag: "fsync", def: "always",
 			usage: "what an ack promises: always (synced to disk first), interval, never; on Iggy, the storage settings of the topics the gateway creates (docs/STORAGE.md)",
-			set: oneOf([]string{"always", "interval", "never"},
-				func(c *config, v string) { c.Store.Fsync = v })},
+			set:   oneOf([]string{"always", "interval", "never"}, to(&c.Store.Fsync))},
 		{flag: "fsync-interval-ms", def: "100",
 			usage: "sync period with --fsync=interval (embedded store only)",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.Store.FsyncInterval = d })},
+			set:   millisIn(1, to(&c.Store.FsyncInterval))},
 		{flag: "store-cache-mb", def: "256",
 			usage: "embedded store: pebble's block cache in MiB, for its metadata (batches are read through the OS page cache)",
-			set:   intIn(8, 1<<20, func(c *config, n int) { c.Store.CacheSize = int64(n) << 20 })},
+			set:   intIn(8, 1<<20, mebibytes(&c.Store.CacheSize))},
 		{flag: "store-timeout-ms", def: "10000",
 			usage: "deadline of one embedded-store call; past it the request gets a retriable error (on Iggy: --iggy-call-timeout-ms)",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.Store.Timeout = d })},
+			set:   millisIn(1, to(&c.Store.Timeout))},
 		{flag: "retention-check-interval-ms", def: "30000",
 			usage: "how often the embedded store applies retention.ms and retention.bytes (records past them go within about this long); Iggy applies its own (docs/STORAGE.md)",
-			set:   millisIn(10, func(c *config, d time.Duration) { c.Store.RetentionCheck = d })},
+			set:   millisIn(10, to(&c.Store.RetentionCheck))},
 		{flag: "stream", env: envPrefix + "IGGY_STREAM", def: "kafka",
 			usage: "Iggy stream that holds the Kafka topics",
-			set:   nonEmpty(func(c *config, v string) { c.Handlers.Stream = v })},
+			set:   nonEmpty(to(&c.Handlers.Stream))},
 		{flag: "auto-create-topics", def: "true",
 			usage: "create an unknown topic on first Metadata or Produce, as Kafka's auto.create.topics.enable",
-			set:   boolVal(func(c *config, b bool) { c.Handlers.AutoCreateTopics = b })},
+			set:   boolVal(to(&c.Handlers.AutoCreateTopics))},
 		{flag: "auto-create-max-per-request", def: "20",
 			usage: "topics one Metadata or Produce request may auto-create; the rest are answered LEADER_NOT_AVAILABLE (clients retry)",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.Handlers.AutoCreatePerRequest = n })},
+			set:   intIn(1, 1<<20, to(&c.Handlers.AutoCreatePerRequest))},
 		{flag: "auto-create-per-sec", def: "10",
 			usage: "topics auto-created per second, gateway-wide (bursts up to the per-request cap)",
-			set:   intIn(1, 1<<20, func(c *config, n int) { c.Handlers.AutoCreatePerSec = n })},
+			set:   intIn(1, 1<<20, to(&c.Handlers.AutoCreatePerSec))},
 		{flag: "default-partitions", def: "1",
 			usage: "partitions of an auto-created topic",
-			set:   intIn(1, embedded.MaxPartitions, func(c *config, n int) { c.Handlers.DefaultPartitions = int32(n) })},
+			set:   intIn(1, embedded.MaxPartitions, to(&c.Handlers.DefaultPartitions))},
 		{flag: "node-id", def: "1",
 			usage: "broker id this gateway reports in Metadata",
-			set:   intIn(0, 1<<31-1, func(c *config, n int) { c.Handlers.NodeID = int32(n) })},
+			set:   intIn(0, 1<<31-1, to(&c.Handlers.NodeID))},
 		{flag: "cluster-id", def: "iggy-kafka-gateway",
 			usage: "cluster id reported in Metadata",
-			set:   nonEmpty(func(c *config, v string) { c.Handlers.ClusterID = v })},
+			set:   nonEmpty(to(&c.Handlers.ClusterID))},
 		{flag: "max-fetch-wait-ms", def: "10000",
 			usage: "cap on a Fetch's max_wait_ms: longer waits are cut to this",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.Handlers.MaxFetchWait = d })},
+			set:   millisIn(1, to(&c.Handlers.MaxFetchWait))},
 		{flag: "fetch-concurrency", def: "0",
 			usage: "store lookups and polls one Fetch runs at once (0: 8 on --backend iggy, where each is a round trip, 1 on embedded)",
-			set:   intIn(0, 256, func(c *config, n int) { c.Handlers.FetchConcurrency = n })},
+			set:   intIn(0, 256, to(&c.Handlers.FetchConcurrency))},
 		{flag: "fetch-session-cache-slots", def: "1000",
 			usage: "incremental fetch sessions (KIP-227) kept, as Kafka's max.incremental.fetch.session.cache.slots (0: none, every Fetch sessionless)",
-			set:   intIn(0, 1_000_000, func(c *config, n int) { c.Handlers.FetchSessionSlots = fetchSessionSlots(n) })},
+			set:   intIn(0, 1_000_000, func(n int) { c.Handlers.FetchSessionSlots = fetchSessionSlots(n) })},
 		{flag: "fetch-compression", def: "producer",
 			usage: "how Fetch sends records a producer compressed: producer (compressed again with the producer's codec, as Kafka's compression.type=producer sends them) or none (uncompressed: less gateway CPU, more bytes on the wire)",
-			set:   oneOf([]string{"producer", "none"}, func(c *config, v string) { c.Handlers.FetchUncompressed = v == "none" })},
+			set:   oneOf([]string{"producer", "none"}, func(v string) { c.Handlers.FetchUncompressed = v == "none" })},
 		{flag: "tail-cache-mb", def: "256",
 			usage: "memory in MiB for the Kafka form of recently produced batches, which Fetch sends as they came instead of reading and mapping the store (0: off)",
-			set:   intIn(0, 1<<20, func(c *config, n int) { c.Handlers.TailCacheBytes = int64(n) << 20 })},
+			set:   intIn(0, 1<<20, mebibytes(&c.Handlers.TailCacheBytes))},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
-			set:   oneOf([]string{"embedded", "iggy"}, func(c *config, v string) { c.Store.Kind = v })},
+			set:   oneOf([]string{"embedded", "iggy"}, to(&c.Store.Kind))},
 		{flag: "iggy-addr", def: "127.0.0.1:8090",
 			usage: "Iggy server TCP address (--backend iggy)",
-			set:   addr(func(c *config, v string) { c.Store.Iggy.Addr = v })},
+			set:   addr(to(&c.Store.Iggy.Addr))},
 		{flag: "iggy-username", def: "iggy",
 			usage: "Iggy user the gateway logs in as",
-			set:   nonEmpty(func(c *config, v string) { c.Store.Iggy.Username = v })},
+			set:   nonEmpty(to(&c.Store.Iggy.Username))},
 		{flag: "iggy-password", defText: "iggy", secret: true,
 			usage: "password of --iggy-username; on the command line every local user sees it (ps), so prefer the variable or --iggy-password-file",
-			set:   func(c *config, v string) error { c.Store.Iggy.Password = v; c.secretsSet.password = true; return nil }},
+			set:   given(&c.secretsSet.password, text(&c.Store.Iggy.Password))},
 		{flag: "iggy-password-file", defText: "none",
 			usage: "file holding the password of --iggy-username (one line; a trailing newline is dropped)",
-			set:   func(c *config, v string) error { c.iggyPasswordFile = v; return nil }},
+			set:   text(&c.iggyPasswordFile)},
 		{flag: "iggy-token", defText: "none", secret: true,
 			usage: "Iggy personal access token, used instead of username/password; prefer the variable or --iggy-token-file",
-			set:   func(c *config, v string) error { c.Store.Iggy.Token = v; c.secretsSet.token = true; return nil }},
+			set:   given(&c.secretsSet.token, text(&c.Store.Iggy.Token))},
 		{flag: "iggy-token-file", defText: "none",
 			usage: "file holding the Iggy personal access token",
-			set:   func(c *config, v string) error { c.iggyTokenFile = v; return nil }},
+			set:   text(&c.iggyTokenFile)},
 		{flag: "iggy-state-stream", def: "iggy-kafka-gateway",
 			usage: "Iggy stream where the gateway keeps its own state (producer-id marks, the group log, topic configs, DeleteRecords log starts); shared by gateways on one Iggy",
-			set:   nonEmpty(func(c *config, v string) { c.Store.Iggy.StateStream = v })},
+			set:   nonEmpty(to(&c.Store.Iggy.StateStream))},
 		{flag: "iggy-weak-topics", def: "warn",
 			usage: "existing Iggy topics whose storage settings cannot keep --fsync (Iggy cannot change them): warn, or refuse to start",
-			set:   oneOf([]string{"warn", "refuse"}, func(c *config, v string) { c.Store.Iggy.WeakTopics = v })},
+			set:   oneOf([]string{"warn", "refuse"}, to(&c.Store.Iggy.WeakTopics))},
 		{flag: "iggy-pool-size", def: "4",
 			usage: "connections to Iggy; partitions are pinned to one each so their order holds",
-			set:   intIn(1, 1024, func(c *config, n int) { c.Store.Iggy.PoolSize = n })},
+			set:   intIn(1, 1024, to(&c.Store.Iggy.PoolSize))},
 		{flag: "iggy-call-timeout-ms", def: "10000",
 			usage: "deadline of one Iggy request",
-			set:   millisIn(1, func(c *config, d time.Duration) { c.Store.Iggy.CallTimeout = d })},
+			set:   millisIn(1, to(&c.Store.Iggy.CallTimeout))},
 		{flag: "iggy-tls", def: "false",
 			usage: "connect to Iggy over TLS",
-			set:   boolVal(func(c *config, b bool) { c.Store.Iggy.TLS = b })},
+			set:   boolVal(to(&c.Store.Iggy.TLS))},
 		{flag: "iggy-tls-ca-file", defText: "system roots",
 			usage: "PEM file of CAs to trust for Iggy's certificate",
-			set:   func(c *config, v string) error { c.Store.Iggy.TLSCAFile = v; return nil }},
+			set:   text(&c.Store.Iggy.TLSCAFile)},
 		{flag: "iggy-tls-server-name", defText: "host of --iggy-addr",
 			usage: "name to verify in Iggy's certificate",
-			set:   func(c *config, v string) error { c.Store.Iggy.TLSServerName = v; return nil }},
+			set:   text(&c.Store.Iggy.TLSServerName)},
 		{flag: "iggy-tls-insecure-skip-verify", def: "false",
 			usage: "skip Iggy certificate checks (self-signed test servers only)",
-			set:   boolVal(func(c *config, b bool) { c.Store.Iggy.TLSInsecureSkipVerify = b })},
+			set:   boolVal(to(&c.Store.Iggy.TLSInsecureSkipVerify))},
 		{flag: "metrics-addr", defText: "off",
 			usage: "host:port serving Prometheus /metrics; :port means loopback, a non-loopback host is warned about",
-			set:   addr(func(c *config, v string) { c.MetricsAddr = v })},
+			set:   addr(to(&c.MetricsAddr))},
 		{flag: "pprof-addr", defText: "off",
 			usage: "host:port serving /debug/pprof/ (secrets redacted from its cmdline); :port means loopback, a non-loopback host is warned about",
-			set:   addr(func(c *config, v string) { c.PprofAddr = v })},
+			set:   addr(to(&c.PprofAddr))},
 		{flag: "log-level", def: "info",
 			usage: "debug, info, warn or error",
-			set: func(c *config, v string) error {
+			set: func(v string) error {
 				var l slog.Level
 				if err := l.UnmarshalText([]byte(v)); err != nil {
 					return errors.New("want debug, info, warn or error")
@@ -261,13 +258,12 @@ func options() []option {
 			}},
 		{flag: "log-format", def: "text",
 			usage: "text or json",
-			set:   oneOf([]string{"text", "json"}, func(c *config, v string) { c.LogFormat = v })},
+			set:   oneOf([]string{"text", "json"}, to(&c.LogFormat))},
 	}
-	opts = append(opts, saslOptions()...)
-	opts = append(opts, authzOptions()...)
-	opts = append(opts, listenerOptions()...)
-	opts = append(opts, clusterOptions()...)
-	opts = append(opts, groupOptions()...)
+	// Each subject's file holds its own options.
+	for _, more := range []func(*config) []option{saslOptions, authzOptions, listenerOptions, clusterOptions, groupOptions} {
+		opts = append(opts, more(c)...)
+	}
 	for i := range opts {
 		if opts[i].env == "" {
 			opts[i].env = envName(opts[i].flag)
@@ -278,14 +274,13 @@ func options() []option {
 
 // optValue adapts an option to flag.Value.
 type optValue struct {
-	c   *config
 	o   *option
 	cur string
 }
 
 func (v *optValue) String() string { return v.cur }
 func (v *optValue) Set(s string) error {
-	if err := v.o.set(v.c, s); err != nil {
+	if err := v.o.set(s); err != nil {
 		return err
 	}
 	v.cur = s
@@ -301,30 +296,18 @@ func (v *optValue) IsBoolFlag() bool {
 	return false
 }
 
-// boolVal parses true/false (and Go's other bool spellings).
-func boolVal(set func(c *config, b bool)) func(c *config, v string) error {
-	return func(c *config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return errors.New("want true or false")
-		}
-		set(c, b)
-		return nil
-	}
-}
-
 // parseConfig builds the configuration from defaults, then the environment,
 // then the command line, so a flag beats its variable. It returns
 // flag.ErrHelp for -h/--help (print usageText then).
 func parseConfig(args, environ []string) (config, error) {
 	var c config
-	opts := options()
+	opts := optionsFor(&c)
 	byEnv := make(map[string]*option, len(opts))
 	for i := range opts {
 		o := &opts[i]
 		byEnv[o.env] = o
 		if o.def != "" {
-			if err := o.set(&c, o.def); err != nil {
+			if err := o.set(o.def); err != nil {
 				panic(fmt.Sprintf("default of --%s: %v", o.flag, err))
 			}
 		}
@@ -348,7 +331,7 @@ func parseConfig(args, environ []string) (config, error) {
 		if o == nil {
 			return c, fmt.Errorf("unknown environment variable %s (see --help for the %s* variables)", k, envPrefix)
 		}
-		if err := o.set(&c, v); err != nil {
+		if err := o.set(v); err != nil {
 			if o.secret {
 				v = redacted
 			}
@@ -360,7 +343,7 @@ func parseConfig(args, environ []string) (config, error) {
 	fs.SetOutput(io.Discard) // main prints errors and help itself
 	fs.Usage = func() {}
 	for i := range opts {
-		fs.Var(&optValue{c: &c, o: &opts[i]}, opts[i].flag, opts[i].usage)
+		fs.Var(&optValue{o: &opts[i]}, opts[i].flag, opts[i].usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -386,28 +369,25 @@ func parseConfig(args, environ []string) (config, error) {
 	return c, c.resolve()
 }
 
-// resolve fills the derived defaults and checks settings against each other.
+// resolve fills the derived defaults and checks settings against each
+// other, in this order: the first error is the one reported.
 func (c *config) resolve() error {
-	if err := c.resolveBindAddr(); err != nil {
-		return err
+	for _, step := range []func() error{c.resolveBindAddr, c.checkBuffered, c.resolveAuthz, c.resolveCluster,
+		c.resolveGroups, c.resolveSasl, c.resolveListeners} {
+		if err := step(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// checkBuffered refuses a per-connection buffer below the largest frame.
+func (c *config) checkBuffered() error {
 	if l := c.Loop; l.MaxBufferedPerConn != 0 && l.MaxBufferedPerConn < int(l.MaxFrameSize) {
 		return fmt.Errorf("--max-buffered-per-conn %d is below --max-frame-size %d: a single largest request could never be read",
 			l.MaxBufferedPerConn, l.MaxFrameSize)
 	}
-	if err := c.resolveAuthz(); err != nil {
-		return err
-	}
-	if err := c.resolveCluster(); err != nil {
-		return err
-	}
-	if err := c.resolveGroups(); err != nil {
-		return err
-	}
-	if err := c.resolveSasl(); err != nil {
-		return err
-	}
-	return c.resolveListeners()
+	return nil
 }
 
 // resolveBindAddr checks --bind-addr and fills the advertised address of
@@ -416,16 +396,12 @@ func (c *config) resolveBindAddr() error {
 	if c.listenersSet {
 		return nil
 	}
-	host, portStr, err := net.SplitHostPort(c.BindAddr)
+	host, _, port, err := splitHostPort(c.BindAddr)
 	if err != nil {
 		return fmt.Errorf("--bind-addr %q: %v", c.BindAddr, err)
 	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return fmt.Errorf("--bind-addr %q: bad port", c.BindAddr)
-	}
 	if c.AdvertisedHost == "" {
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if bindsEveryInterface(host) {
 			return fmt.Errorf("--advertised-host (%s) is required when --bind-addr %q binds every interface: clients must be told an address they can reach",
 				envName("advertised-host"), c.BindAddr)
 		}
@@ -439,6 +415,25 @@ func (c *config) resolveBindAddr() error {
 		c.AdvertisedPort = port
 	}
 	return nil
+}
+
+// splitHostPort is net.SplitHostPort that also reads the port, which
+// must be a number in 0..65535 (0: the kernel picks one).
+func splitHostPort(hp string) (host, port string, n int, err error) {
+	if host, port, err = net.SplitHostPort(hp); err != nil {
+		return "", "", 0, err
+	}
+	if n, err = strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", "", 0, errors.New("bad port")
+	}
+	return host, port, n, nil
+}
+
+// bindsEveryInterface reports a bind host that is no one address clients
+// could be told: empty, 0.0.0.0 or ::.
+func bindsEveryInterface(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
 }
 
 // usageText is the --help output: every flag with its variable and default.
@@ -481,10 +476,46 @@ func mdDefault(o option) string {
 	return "`" + o.def + "`"
 }
 
-// Parsers. Each error says what is wanted; parseConfig adds the name.
+// Setters. Each parses a value and hands it to a store, which writes the
+// config (to(&field), or a closure where one value sets more); its error
+// says what is wanted, and parseConfig adds the option's name.
 
-func intIn(lo, hi int, store func(*config, int)) func(*config, string) error {
-	return func(c *config, v string) error {
+// to is the store that writes a parsed value into *p.
+func to[T any](p *T) func(T) { return func(v T) { *p = v } }
+
+// text takes any value as given, the empty one included.
+func text(p *string) func(string) error {
+	return func(v string) error { *p = v; return nil }
+}
+
+// given records in *seen that set took a value: an option whose presence
+// matters beside its value (--listeners, a secret also given as a file).
+func given(seen *bool, set func(string) error) func(string) error {
+	return func(v string) error {
+		if err := set(v); err != nil {
+			return err
+		}
+		*seen = true
+		return nil
+	}
+}
+
+// singleListener records that set took a value of flag, one of the
+// single-listener flags --listeners replaces (resolveListeners refuses
+// both).
+func (c *config) singleListener(flag string, set func(string) error) func(string) error {
+	return func(v string) error {
+		if err := set(v); err != nil {
+			return err
+		}
+		c.legacyAddrFlags = append(c.legacyAddrFlags, flag)
+		return nil
+	}
+}
+
+// intIn parses an integer in lo..hi and stores it as the field's type.
+func intIn[T ~int | ~int32 | ~int64 | ~uint16](lo, hi int, store func(T)) func(string) error {
+	return func(v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("want an integer in %d..%d", lo, hi)
@@ -492,34 +523,66 @@ func intIn(lo, hi int, store func(*config, int)) func(*config, string) error {
 		if n < lo || n > hi {
 			return fmt.Errorf("%d is outside %d..%d", n, lo, hi)
 		}
-		store(c, n)
+		store(T(n))
 		return nil
 	}
 }
 
-func secondsIn(lo int, store func(*config, time.Duration)) func(*config, string) error {
-	return intIn(lo, 86400*365, func(c *config, n int) { store(c, time.Duration(n)*time.Second) })
+// mebibytes stores a count of MiB as bytes.
+func mebibytes(p *int64) func(int64) { return func(n int64) { *p = n << 20 } }
+
+func secondsIn(lo int, store func(time.Duration)) func(string) error {
+	return intIn(lo, 86400*365, func(n int) { store(time.Duration(n) * time.Second) })
 }
 
-func millisIn(lo int, store func(*config, time.Duration)) func(*config, string) error {
-	return intIn(lo, 86400*1000, func(c *config, n int) { store(c, time.Duration(n)*time.Millisecond) })
+func millisIn(lo int, store func(time.Duration)) func(string) error {
+	return intIn(lo, 86400*1000, func(n int) { store(time.Duration(n) * time.Millisecond) })
 }
 
-func nonEmpty(store func(*config, string)) func(*config, string) error {
-	return func(c *config, v string) error {
+// durationFrom parses a Go duration (30m, 1h): 0, or at least lo. syntax
+// is the error for what is not a duration or is negative; zero says what
+// 0 means.
+func durationFrom(lo time.Duration, syntax, zero string, store func(time.Duration)) func(string) error {
+	return func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return errors.New(syntax)
+		}
+		if d != 0 && d < lo {
+			return fmt.Errorf("want at least %v (or 0: %s)", lo, zero)
+		}
+		store(d)
+		return nil
+	}
+}
+
+// boolVal parses true/false (and Go's other bool spellings).
+func boolVal(store func(bool)) func(string) error {
+	return func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		store(b)
+		return nil
+	}
+}
+
+func nonEmpty(store func(string)) func(string) error {
+	return func(v string) error {
 		if v == "" {
 			return errors.New("must not be empty")
 		}
-		store(c, v)
+		store(v)
 		return nil
 	}
 }
 
-func oneOf(allowed []string, store func(*config, string)) func(*config, string) error {
-	return func(c *config, v string) error {
+func oneOf(allowed []string, store func(string)) func(string) error {
+	return func(v string) error {
 		for _, a := range allowed {
 			if v == a {
-				store(c, v)
+				store(v)
 				return nil
 			}
 		}
@@ -527,16 +590,28 @@ func oneOf(allowed []string, store func(*config, string)) func(*config, string) 
 	}
 }
 
-func addr(store func(*config, string)) func(*config, string) error {
-	return func(c *config, v string) error {
+func addr(store func(string)) func(string) error {
+	return func(v string) error {
 		if v != "" {
 			if _, _, err := net.SplitHostPort(v); err != nil {
 				return fmt.Errorf("want host:port: %v", err)
 			}
 		}
-		store(c, v)
+		store(v)
 		return nil
 	}
+}
+
+// listItems are the items of a sep-separated list, trimmed, the empty
+// ones dropped.
+func listItems(v, sep string) []string {
+	var out []string
+	for _, it := range strings.Split(v, sep) {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // fetchSessionSlots maps --fetch-session-cache-slots, where 0 means none as

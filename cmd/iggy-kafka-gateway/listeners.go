@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/iggy-kafka/gateway/gateway"
@@ -31,29 +30,29 @@ type listenerSpec struct {
 	AdvPort              int
 }
 
-func listenerOptions() []option {
+func listenerOptions(c *config) []option {
 	return []option{
 		{flag: "listeners", defText: "one listener on --bind-addr",
 			usage: "Kafka-style listeners NAME://host:port, comma-separated (e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093); replaces --bind-addr; docs/SECURITY.md",
-			set:   func(c *config, v string) error { c.Listen.Listeners = v; c.listenersSet = true; return nil }},
+			set:   given(&c.listenersSet, text(&c.Listen.Listeners))},
 		{flag: "advertised-listeners", defText: "each listener's bind address",
 			usage: "NAME://host:port per listener, what Metadata tells the clients of that listener; replaces --advertised-host/--advertised-port",
-			set:   func(c *config, v string) error { c.Listen.Advertised = v; return nil }},
+			set:   text(&c.Listen.Advertised)},
 		{flag: "listener-security-protocol-map", defText: "names are protocols",
 			usage: "NAME:PROTOCOL pairs for listener names that are not a protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), e.g. INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL",
-			set:   func(c *config, v string) error { c.Listen.ProtocolMap = v; return nil }},
+			set:   text(&c.Listen.ProtocolMap)},
 		{flag: "tls-cert-file", defText: "none",
 			usage: "PEM certificate chain of the SSL/SASL_SSL listeners; re-read on SIGHUP",
-			set:   func(c *config, v string) error { c.TLS.CertFile = v; return nil }},
+			set:   text(&c.TLS.CertFile)},
 		{flag: "tls-key-file", defText: "none",
 			usage: "PEM private key of --tls-cert-file; re-read on SIGHUP",
-			set:   func(c *config, v string) error { c.TLS.KeyFile = v; return nil }},
+			set:   text(&c.TLS.KeyFile)},
 		{flag: "tls-client-ca-file", defText: "none",
 			usage: "PEM CAs for client certificates: with it every TLS client must present a certificate they signed (mTLS), whose subject is the principal; re-read on SIGHUP",
-			set:   func(c *config, v string) error { c.TLS.ClientCAFile = v; return nil }},
+			set:   text(&c.TLS.ClientCAFile)},
 		{flag: "allow-anonymous", def: "false",
 			usage: "allow a listener without authentication (PLAINTEXT, or SSL without --tls-client-ca-file) on a non-loopback address; without it the gateway refuses to start",
-			set:   boolVal(func(c *config, b bool) { c.Listen.AllowAnonymous = b })},
+			set:   boolVal(to(&c.Listen.AllowAnonymous))},
 	}
 }
 
@@ -72,22 +71,14 @@ func isProtocol(p string) bool {
 // parseEndpoints parses NAME://host:port,...
 func parseEndpoints(flagName, v string) ([]listenerSpec, error) {
 	var out []listenerSpec
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range listItems(v, ",") {
 		name, hp, ok := strings.Cut(part, "://")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("--%s %q: want NAME://host:port", flagName, part)
 		}
-		host, p, err := net.SplitHostPort(hp)
+		host, p, port, err := splitHostPort(hp)
 		if err != nil {
 			return nil, fmt.Errorf("--%s %q: %v", flagName, part, err)
-		}
-		port, err := strconv.Atoi(p)
-		if err != nil || port < 0 || port > 65535 {
-			return nil, fmt.Errorf("--%s %q: bad port", flagName, part)
 		}
 		out = append(out, listenerSpec{Name: strings.ToUpper(name), Addr: net.JoinHostPort(host, p),
 			AdvHost: host, AdvPort: port})
@@ -170,10 +161,9 @@ func (c *config) resolveListeners() error {
 		}
 		for i := range ls {
 			s := &ls[i]
-			host, p, _ := net.SplitHostPort(s.Addr)
-			port, _ := strconv.Atoi(p)
+			host, _, port, _ := splitHostPort(s.Addr)
 			if s.AdvHost == "" {
-				if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+				if bindsEveryInterface(host) {
 					return fmt.Errorf("listener %s binds every interface (%s): give its address in --advertised-listeners", s.Name, s.Addr)
 				}
 				if port == 0 {

@@ -19,40 +19,22 @@ import (
 	"github.com/iggy-kafka/gateway/internal/scram"
 )
 
-func saslOptions() []option {
+func saslOptions(c *config) []option {
 	return []option{
 		{flag: "sasl-mechanisms", defText: "off",
 			usage: "SASL mechanisms of the SASL_PLAINTEXT/SASL_SSL listeners, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; without --listeners it makes the one listener SASL_PLAINTEXT (empty: no authentication); docs/SECURITY.md",
-			set:   func(c *config, v string) error { return setMechanisms(&c.Sasl, v) }},
+			set:   func(v string) error { return setMechanisms(&c.Sasl, v) }},
 		{flag: "sasl-users-file", defText: "none",
 			usage: "file of SASL users as salted SCRAM credentials (no passwords), written by `iggy-kafka-gateway sasl-user add`",
-			set:   func(c *config, v string) error { c.Sasl.UsersFile = v; return nil }},
+			set:   text(&c.Sasl.UsersFile)},
 		{flag: "sasl-session-lifetime", defText: "0 (never expires)",
 			usage: "KIP-368 session lifetime (e.g. 1h): a client must re-authenticate within it or its connection is closed",
-			set: func(c *config, v string) error {
-				d, err := time.ParseDuration(v)
-				if err != nil || d < 0 {
-					return errors.New("want a duration like 30m or 1h, or 0")
-				}
-				if d != 0 && d < time.Second {
-					return errors.New("want at least 1s (or 0: never expires)")
-				}
-				c.Sasl.SessionLifetime = d
-				return nil
-			}},
+			set: durationFrom(time.Second, "want a duration like 30m or 1h, or 0", "never expires",
+				to(&c.Sasl.SessionLifetime))},
 		{flag: "iggy-permissions-ttl", def: "5s",
 			usage: "--backend iggy with SASL PLAIN: a PLAIN client is the Iggy user it logged in as, and that user's Iggy permissions bound what it may do beside the ACLs; this is how soon a change in Iggy applies (the gateway's Iggy user needs read_users). 0: off, ACLs only",
-			set: func(c *config, v string) error {
-				d, err := time.ParseDuration(v)
-				if err != nil || d < 0 {
-					return errors.New("want a duration like 5s, or 0 (off)")
-				}
-				if d != 0 && d < 100*time.Millisecond {
-					return errors.New("want at least 100ms (or 0: off)")
-				}
-				c.Sasl.PermissionsTTL = d
-				return nil
-			}},
+			set: durationFrom(100*time.Millisecond, "want a duration like 5s, or 0 (off)", "off",
+				to(&c.Sasl.PermissionsTTL))},
 	}
 }
 
@@ -60,9 +42,9 @@ func saslOptions() []option {
 func setMechanisms(s *gateway.SaslConfig, v string) error {
 	var out []string
 	seen := map[string]bool{}
-	for _, m := range strings.Split(v, ",") {
-		m = strings.ToUpper(strings.TrimSpace(m))
-		if m == "" || seen[m] {
+	for _, m := range listItems(v, ",") {
+		m = strings.ToUpper(m)
+		if seen[m] {
 			continue
 		}
 		switch m {

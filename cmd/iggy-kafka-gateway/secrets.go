@@ -23,11 +23,11 @@ const maxSecretFile = 4096
 // readSecretFiles loads --iggy-password-file and --iggy-token-file, and
 // refuses a secret given both as a value and as a file.
 func (c *config) readSecretFiles() error {
-	load := func(path, flagName, valueFlag string, given bool, dst *string) error {
+	load := func(path, flagName, valueFlag string, valueGiven bool, dst *string) error {
 		if path == "" {
 			return nil
 		}
-		if given {
+		if valueGiven {
 			return fmt.Errorf("--%s and --%s (or %s) both set: give the secret once",
 				flagName, valueFlag, envName(valueFlag))
 		}

@@ -160,7 +160,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("iggyreal: Options.DataDir is required")
 	}
 	if opts.Port == 0 {
-		if opts.Port, err = freePort(); err != nil {
+		if opts.Port, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
@@ -315,7 +315,10 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func freePort() (int, error) {
+// FreePort asks the kernel for a free 127.0.0.1 port. Another process may
+// take it before it is used, so a caller retries a start that fails on it
+// (the bench harness's child-process targets use it too).
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

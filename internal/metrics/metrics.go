@@ -304,22 +304,16 @@ func (m *Metrics) FetchSessions(read func() FetchSessionCounts) {
 	if m == nil {
 		return
 	}
-	counter := func(name, help string, v func(FetchSessionCounts) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v(read())) })
-	}
-	m.impl.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "iggy_kafka_fetch_sessions_open",
-			Help: "Incremental fetch sessions (KIP-227) in the cache.",
-		}, func() float64 { return float64(read().Open) }),
-		counter("iggy_kafka_fetch_sessions_created_total", "Incremental fetch sessions made.",
+	registerScraped(m.impl.reg, read,
+		gaugeOf("iggy_kafka_fetch_sessions_open", "Incremental fetch sessions (KIP-227) in the cache.",
+			func(c FetchSessionCounts) int { return c.Open }),
+		counterOf("iggy_kafka_fetch_sessions_created_total", "Incremental fetch sessions made.",
 			func(c FetchSessionCounts) uint64 { return c.Created }),
-		counter("iggy_kafka_fetch_sessions_evicted_total", "Fetch sessions evicted to make room for another.",
+		counterOf("iggy_kafka_fetch_sessions_evicted_total", "Fetch sessions evicted to make room for another.",
 			func(c FetchSessionCounts) uint64 { return c.Evicted }),
-		counter("iggy_kafka_fetch_sessions_refused_total", "Full fetches answered sessionless because no slot was free.",
+		counterOf("iggy_kafka_fetch_sessions_refused_total", "Full fetches answered sessionless because no slot was free.",
 			func(c FetchSessionCounts) uint64 { return c.Refused }),
-		counter("iggy_kafka_fetch_incremental_total", "Incremental Fetch requests answered from a session.",
+		counterOf("iggy_kafka_fetch_incremental_total", "Incremental Fetch requests answered from a session.",
 			func(c FetchSessionCounts) uint64 { return c.Incremental }),
 	)
 }
@@ -337,20 +331,45 @@ func (m *Metrics) TailCache(read func() TailCacheCounts) {
 	if m == nil {
 		return
 	}
-	counter := func(name, help string, v func(TailCacheCounts) int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v(read())) })
-	}
-	m.impl.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "iggy_kafka_tail_cache_bytes",
-			Help: "Memory held by the tail cache (the Kafka form of recently produced batches).",
-		}, func() float64 { return float64(read().UsedBytes) }),
-		counter("iggy_kafka_tail_cache_hits_total", "Fetched partitions answered from the tail cache.",
+	registerScraped(m.impl.reg, read,
+		gaugeOf("iggy_kafka_tail_cache_bytes", "Memory held by the tail cache (the Kafka form of recently produced batches).",
+			func(c TailCacheCounts) int64 { return c.UsedBytes }),
+		counterOf("iggy_kafka_tail_cache_hits_total", "Fetched partitions answered from the tail cache.",
 			func(c TailCacheCounts) int64 { return c.Hits }),
-		counter("iggy_kafka_tail_cache_misses_total", "Fetched partitions the tail cache could not answer (read from the store).",
+		counterOf("iggy_kafka_tail_cache_misses_total", "Fetched partitions the tail cache could not answer (read from the store).",
 			func(c TailCacheCounts) int64 { return c.Misses }),
-		counter("iggy_kafka_tail_cache_served_bytes_total", "Record-batch bytes Fetch sent from the tail cache.",
+		counterOf("iggy_kafka_tail_cache_served_bytes_total", "Record-batch bytes Fetch sent from the tail cache.",
 			func(c TailCacheCounts) int64 { return c.ServedBytes }),
 	)
+}
+
+// scraped is one collector whose value is read, at each scrape, from a
+// snapshot C of counts kept elsewhere (FetchSessions, TailCache).
+type scraped[C any] struct {
+	name, help string
+	gauge      bool // else a counter
+	value      func(C) float64
+}
+
+func gaugeOf[C any, N int | int64 | uint64](name, help string, v func(C) N) scraped[C] {
+	return scraped[C]{name: name, help: help, gauge: true, value: func(c C) float64 { return float64(v(c)) }}
+}
+
+func counterOf[C any, N int | int64 | uint64](name, help string, v func(C) N) scraped[C] {
+	return scraped[C]{name: name, help: help, value: func(c C) float64 { return float64(v(c)) }}
+}
+
+// registerScraped registers cs on reg, each taking a snapshot with read
+// when scraped.
+func registerScraped[C any](reg prometheus.Registerer, read func() C, cs ...scraped[C]) {
+	cols := make([]prometheus.Collector, 0, len(cs))
+	for _, c := range cs {
+		value := func() float64 { return c.value(read()) }
+		if c.gauge {
+			cols = append(cols, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: c.name, Help: c.help}, value))
+		} else {
+			cols = append(cols, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, value))
+		}
+	}
+	reg.MustRegister(cols...)
 }

@@ -416,10 +416,7 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 			return code, nil
 		}
 	} else {
-		base, durable, err = c.appendBatch(topic, partition, eb.B, stats.Prepared)
-		if err == nil {
-			c.noteClusterWrite(topic, partition, base, rb.NumRecords)
-		}
+		base, durable, err = c.appendLed(topic, partition, eb.B, stats.Prepared, rb.NumRecords)
 	}
 	if err != nil {
 		// The guard gave up on a hung Append that may still read eb:
@@ -433,11 +430,4 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		pw.records = records
 	}
 	return 0, nil
-}
-
-// appendBatch writes an encoded batch; durable, when not nil, waits for
-// its fsync (a store with staged appends).
-func (c *Call) appendBatch(topic string, partition int32, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, error) {
-	g := c.G
-	return g.Store.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, prep)
 }

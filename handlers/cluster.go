@@ -6,10 +6,12 @@ package handlers
 // as the one-node cluster, at no cost.
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
 )
 
@@ -62,18 +64,23 @@ func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
 	}
 }
 
-// noteClusterWrite logs, at debug level, one append this gateway made to a
-// partition it leads, with the leader epoch it was allowed under: the
-// write gate is held from BeginWrite to EndWrite, so the view read here is
-// the one the check used. The cluster e2e tests read these lines from every
-// gateway to check that no partition had two writers at once (in a
-// partition's offset order the epochs never go back and one epoch has one
-// writer). Cluster mode only; produce path, inside BeginWrite/EndWrite.
-func (c *Call) noteClusterWrite(topic string, partition int32, base uint64, records int32) {
-	cl, log := c.G.Cfg.Cluster, c.G.Log
-	if cl == nil || log == nil || !log.Enabled(c.Ctx, slog.LevelDebug) {
-		return
+// appendLed appends a batch in the store's format to a partition this
+// gateway leads (the caller holds the cluster's write gate, BeginWrite);
+// durable, when not nil, waits for its fsync (a store with staged
+// appends). In cluster mode it logs each append at debug level with the
+// leader epoch it was allowed under: the gate is held until EndWrite, so
+// the view read here is the one the check used. The cluster e2e tests read
+// these lines from every gateway to check that no partition had two
+// writers at once (in a partition's offset order the epochs never go back
+// and one epoch has one writer). Produce path, a worker.
+func (c *Call) appendLed(topic string, partition int32, batch []byte, prep bridge.Prepared, records int32) (uint64, func(context.Context) error, error) {
+	g := c.G
+	base, durable, err := g.Store.AppendStaged(c.Ctx, g.Cfg.Stream, topic, partition, batch, prep)
+	if err == nil {
+		if cl, log := g.Cfg.Cluster, g.Log; cl != nil && log != nil && log.Enabled(c.Ctx, slog.LevelDebug) {
+			log.Debug("cluster: appended", "topic", topic, "partition", partition,
+				"epoch", cl.View().Epoch(), "offset", base, "records", records)
+		}
 	}
-	log.Debug("cluster: appended", "topic", topic, "partition", partition,
-		"epoch", cl.View().Epoch(), "offset", base, "records", records)
+	return base, durable, err
 }

@@ -449,13 +449,12 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 	// staged behind this one's fsync (finishWrites), follows it. A sync
 	// that then fails fails the store, and a restart rebuilds the state
 	// from what is on disk.
-	base, durable, err := c.appendBatch(ti.Name, partition, batch, prep)
+	base, durable, err := c.appendLed(ti.Name, partition, batch, prep, rb.NumRecords)
 	if err != nil {
 		p.dirty = true
 		p.wake()
 		return 0, nil, 0, err
 	}
-	c.noteClusterWrite(ti.Name, partition, base, rb.NumRecords)
 	p.record(epoch, first, last, base)
 	p.appendedMs = time.Now().UnixMilli()
 	return base, durable, 0, nil

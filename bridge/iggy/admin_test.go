@@ -10,7 +10,10 @@ import (
 	"github.com/iggy-kafka/gateway/internal/await"
 )
 
-func TestAdminStore(t *testing.T) { eachServer(t, testAdminStore) }
+func TestAdminStore(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testAdminStore)
+}
 
 // testAdminStore: GrowPartitions adds partitions (never removes), sizes
 // are per partition, DeleteRecords raises Earliest durably (a second
@@ -89,6 +92,7 @@ func testAdminStore(t *testing.T, e *env) {
 }
 
 func TestParseStart(t *testing.T) {
+	t.Parallel()
 	k := startKey{stream: "s", topic: "topic", id: 7, partition: 3}
 	b := appendStart(nil, k, 42)
 	got, start, ok := parseStart(b)
@@ -102,7 +106,10 @@ func TestParseStart(t *testing.T) {
 	}
 }
 
-func TestTopicState(t *testing.T) { eachServer(t, testTopicState) }
+func TestTopicState(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testTopicState)
+}
 
 // testTopicState: one TopicState answers what Topic and a Partition per
 // partition answer, log starts (DeleteRecords) included, and a missing

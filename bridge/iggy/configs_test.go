@@ -15,6 +15,7 @@ import (
 // compact-only topic keeps its retention there too (Iggy must not expire
 // it). Both servers.
 func TestTopicConfigs(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		s := e.store
@@ -98,6 +99,7 @@ func TestTopicConfigs(t *testing.T) {
 }
 
 func TestConfigRecord(t *testing.T) {
+	t.Parallel()
 	k := cfgKey{"kafka", "t", 7}
 	b, err := appendConfigRecord(nil, k, bridge.TopicConfigs{"a": "b"})
 	if err != nil {

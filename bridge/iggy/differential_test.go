@@ -622,6 +622,7 @@ func compareObs(seq dseq, fake, real []obs) []string {
 // TestDifferential runs every sequence on a fresh iggytest server and on
 // the real Iggy server and fails with each field that differs.
 func TestDifferential(t *testing.T) {
+	t.Parallel()
 	realAddr := iggyreal.Shared(t)
 	for _, seq := range diffSequences() {
 		t.Run(strings.ReplaceAll(seq.name, " ", "_"), func(t *testing.T) {

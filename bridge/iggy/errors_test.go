@@ -9,6 +9,7 @@ import (
 )
 
 func TestErrorMapping(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		is   []error
@@ -49,6 +50,7 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestSessionLost(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]bool{
 		&Error{Code: 40}:                      true,
 		&Error{Code: 30}:                      true,
@@ -64,6 +66,7 @@ func TestSessionLost(t *testing.T) {
 }
 
 func TestPartitionState(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		p    Partition
 		want bridge.PartitionState

@@ -14,6 +14,7 @@ import (
 // cleared by an empty set, and topic configs in the same topic are not
 // disturbed. Both servers.
 func TestGroupConfigs(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		s := e.store
@@ -65,6 +66,7 @@ func TestGroupConfigs(t *testing.T) {
 }
 
 func TestGroupConfigRecord(t *testing.T) {
+	t.Parallel()
 	k := groupCfgKey{"kafka", "g"}
 	b, err := appendGroupConfigRecord(nil, k, bridge.GroupConfigs{"a": "b"})
 	if err != nil {

@@ -18,6 +18,7 @@ var groupRecordFixtures = map[string]groupRecord{
 }
 
 func TestGroupRecordFixtures(t *testing.T) {
+	t.Parallel()
 	files := fixtureFiles(t, "group_records")
 	if len(files) != len(groupRecordFixtures) {
 		t.Fatalf("%d fixtures, %d expectations", len(files), len(groupRecordFixtures))
@@ -48,6 +49,7 @@ func TestGroupRecordFixtures(t *testing.T) {
 }
 
 func TestGroupRecordRefused(t *testing.T) {
+	t.Parallel()
 	long := make([]byte, 0, 300)
 	long = append(long, 1, 3, 0x80, 0x02) // stream of 256 bytes: over Iggy's 255
 	long = append(long, bytes.Repeat([]byte{'s'}, 256)...)

@@ -13,6 +13,7 @@ import (
 // error), so the caller cannot tell them apart either; a closed port is an
 // error within the deadline.
 func TestCheckLogin(t *testing.T) {
+	// Serial: it measures how long a dial to the fixed closed port 127.0.0.1:1 takes.
 	addr := iggyreal.Shared(t)
 	o := Options{Addr: addr}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

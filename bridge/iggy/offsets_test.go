@@ -14,7 +14,10 @@ import (
 // Kafka's next offset N is Iggy's last consumed N-1 under the consumer
 // "kafka.cg.<group>", which a native client reads as such; the group log
 // keeps what Iggy cannot (0, metadata, epoch, commit time, the group list).
-func TestGroupOffsetsKeying(t *testing.T) { eachServer(t, testGroupOffsetsKeying) }
+func TestGroupOffsetsKeying(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testGroupOffsetsKeying)
+}
 
 func testGroupOffsetsKeying(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -127,7 +130,10 @@ func testGroupOffsetsKeying(t *testing.T, e *env) {
 // A Store opened fresh on the same server (a restarted gateway) lists every
 // group and reads every offset exactly as committed; two Stores see each
 // other's commits and deletions.
-func TestGroupLogSharedAndReplayed(t *testing.T) { eachServer(t, testGroupLogSharedAndReplayed) }
+func TestGroupLogSharedAndReplayed(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testGroupLogSharedAndReplayed)
+}
 
 func testGroupLogSharedAndReplayed(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -196,7 +202,10 @@ func testGroupLogSharedAndReplayed(t *testing.T, e *env) {
 
 // A commit of 0 does not outlive its topic: the record names the topic's
 // id, and a topic made again under the same name has another.
-func TestGroupLogTopicRecreated(t *testing.T) { eachServer(t, testGroupLogTopicRecreated) }
+func TestGroupLogTopicRecreated(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testGroupLogTopicRecreated)
+}
 
 func testGroupLogTopicRecreated(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -244,7 +253,10 @@ func testGroupLogTopicRecreated(t *testing.T, e *env) {
 
 // Records the Store does not understand (a newer version, damage) are
 // skipped; the ones after them still apply.
-func TestGroupLogSkipsUnknownRecords(t *testing.T) { eachServer(t, testGroupLogSkipsUnknownRecords) }
+func TestGroupLogSkipsUnknownRecords(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testGroupLogSkipsUnknownRecords)
+}
 
 func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -271,7 +283,10 @@ func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 
 // CommitOffsets: one answer per entry, in order; the stored ones go to the
 // log in one send and read back as committed from a fresh Store.
-func TestGroupOffsetsBatch(t *testing.T) { eachServer(t, testGroupOffsetsBatch) }
+func TestGroupOffsetsBatch(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testGroupOffsetsBatch)
+}
 
 func testGroupOffsetsBatch(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -328,7 +343,10 @@ func testGroupOffsetsBatch(t *testing.T, e *env) {
 
 // Concurrent readers share catch-ups; each still sees every commit made
 // before it asked, here another Store's.
-func TestGroupLogConcurrentReaders(t *testing.T) { eachServer(t, testGroupLogConcurrentReaders) }
+func TestGroupLogConcurrentReaders(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testGroupLogConcurrentReaders)
+}
 
 func testGroupLogConcurrentReaders(t *testing.T, e *env) {
 	ctx := context.Background()

@@ -23,6 +23,7 @@ func primed(p *Permissions, topics map[string]uint32) *PermissionCache {
 // a topic Iggy does not have (yet) never applies, and an unknown user may
 // do nothing.
 func TestPermissionCacheAllow(t *testing.T) {
+	t.Parallel()
 	p := &Permissions{Streams: map[uint32]StreamPermissions{3: {Topics: map[uint32]TopicPermissions{
 		4: {SendMessages: true}, 5: {ReadTopic: true}}}}}
 	pc := primed(p, map[string]uint32{"a": 4, "b": 5})
@@ -76,6 +77,7 @@ func BenchmarkPermissionCacheAllow(b *testing.B) {
 // applying (a short outage must not become TOPIC_AUTHORIZATION_FAILED,
 // fatal to Kafka clients); older ones do not.
 func TestPermissionCacheGraceWhileIggyIsDown(t *testing.T) {
+	// Serial: the port its closed server freed must stay dead, and a parallel test's server could take it.
 	srv, err := iggytest.Start(newEmbedded(t), iggytest.Options{})
 	if err != nil {
 		t.Fatal(err)

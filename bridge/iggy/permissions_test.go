@@ -40,6 +40,7 @@ func goldenPerms() Permissions {
 }
 
 func TestDecodePermissionsGolden(t *testing.T) {
+	t.Parallel()
 	b, _ := hex.DecodeString(goldenPermsHex)
 	p, err := DecodePermissions(b)
 	if err != nil {
@@ -71,6 +72,7 @@ func TestDecodePermissionsGolden(t *testing.T) {
 // GetUser payloads: with a block, without permissions (4 zero bytes), and
 // not found (empty).
 func TestDecodeUserGolden(t *testing.T) {
+	t.Parallel()
 	block, _ := hex.DecodeString(goldenPermsHex)
 	head := func() []byte {
 		b := le.AppendUint32(nil, 5)
@@ -105,6 +107,7 @@ func TestDecodeUserGolden(t *testing.T) {
 // permissioner/permissioner_rules: messages.rs, topics.rs, streams.rs),
 // one row per rule branch and per flag that must not imply another.
 func TestPermissionRules(t *testing.T) {
+	t.Parallel()
 	type check struct {
 		name string
 		fn   func(p *Permissions) bool
@@ -197,6 +200,7 @@ func FuzzDecodeUser(f *testing.F) {
 // gateway decodes are the ones the CLI set, global, per stream and per
 // topic; a user without permissions reads back none.
 func TestCheckLoginUserRealServer(t *testing.T) {
+	t.Parallel()
 	addr := iggyreal.Shared(t)
 	bin, err := iggyreal.Binary("iggy")
 	if err != nil {

@@ -5,7 +5,10 @@ import (
 	"testing"
 )
 
-func TestProducerIDMarks(t *testing.T) { eachServer(t, testProducerIDMarks) }
+func TestProducerIDMarks(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testProducerIDMarks)
+}
 
 func testProducerIDMarks(t *testing.T, e *env) {
 	ctx := context.Background()

@@ -53,6 +53,7 @@ func appendBatches(t *testing.T, s *Store, stream, topic, tag string, batches, p
 // A sequential reader gets exactly what it would without read-ahead, and
 // read-ahead does serve it.
 func TestReadAheadServesSequentialReader(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		e.topic(t, "ra", 1)
 		want := appendBatches(t, e.store, e.stream, "ra", "m", 30, 10)
@@ -81,6 +82,7 @@ func firstDiff(a, b []string) int {
 // A topic deleted and made again through this Store never reads the old
 // topic's messages from a chunk polled before the delete.
 func TestReadAheadForgetsDeletedTopic(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		e.topic(t, "rd", 1)
@@ -104,6 +106,7 @@ func TestReadAheadForgetsDeletedTopic(t *testing.T) {
 
 // With read-ahead off nothing is held, and reads are the same.
 func TestReadAheadOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.ReadAheadBytes = -1 })
 	e.topic(t, "off", 1)
 	want := appendBatches(t, e.store, e.stream, "off", "m", 10, 10)
@@ -118,6 +121,7 @@ func TestReadAheadOff(t *testing.T) {
 // A reader that seeks back or jumps ahead of a chunk gets the messages at
 // its offset, not the chunk's.
 func TestReadAheadSeek(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		e.topic(t, "rs", 1)
 		want := appendBatches(t, e.store, e.stream, "rs", "m", 20, 10)

@@ -17,6 +17,7 @@ import (
 // a send among them, succeed (the dead connections are found before use
 // and replaced), and none of them is stored twice.
 func TestFirstCallAfterServerRestart(t *testing.T) {
+	// Serial: it kills and restarts a server and must see it back on the port it freed.
 	for _, how := range []string{"sigterm", "sigkill"} {
 		t.Run(how, func(t *testing.T) {
 			srv := iggyreal.StartPrivate(t)
@@ -68,6 +69,7 @@ func TestFirstCallAfterServerRestart(t *testing.T) {
 // TestKeepaliveFindsDeadConnections: with no traffic at all, the pool
 // notices a server restart by itself and every slot comes back up.
 func TestKeepaliveFindsDeadConnections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.KeepaliveInterval = 50 * time.Millisecond })
 	e.srv.DropConnections()
 	await.Until(t, 5*time.Second, func() error {
@@ -92,6 +94,7 @@ func TestKeepaliveFindsDeadConnections(t *testing.T) {
 // unknown, so it fails with bridge.ErrUnavailable and the Kafka client's
 // retry (checked by the idempotence layer) decides.
 func TestRetryOnFreshConnection(t *testing.T) {
+	// Serial: the send must follow the drop within idleProbeAfter, which a loaded run can miss.
 	e := newEnv(t, func(o *Options) { o.PoolSize = 1 })
 	ctx := context.Background()
 	if _, err := e.store.CreateTopic(ctx, "kafka", "t", 1); err != nil {

@@ -37,6 +37,7 @@ func payloadAs(t *testing.T, frame []byte, sent uint8) ([]byte, error) {
 }
 
 func TestReplyFixtures(t *testing.T) {
+	t.Parallel()
 	get := func(name string) ([]byte, error) {
 		return payloadOf(t, readHexFixture(t, "testdata/replies/"+name+".hex"))
 	}
@@ -150,6 +151,7 @@ func messagesOf(t *testing.T, rec []byte) []bridge.IggyMessage {
 // TestReplyVectors decodes the official SDK's reply vectors and compares
 // with what the SDK's own decoders returned.
 func TestReplyVectors(t *testing.T) {
+	t.Parallel()
 	vs := loadVectors(t)
 	dec := func(name string, v any) {
 		t.Helper()

@@ -36,6 +36,7 @@ func fixtureBatch(t *testing.T) []byte {
 // TestRequestFixtures replays the session of testdata/requests (written
 // by hand from PROTOCOL.md) and compares every frame byte for byte.
 func TestRequestFixtures(t *testing.T) {
+	t.Parallel()
 	kafka, orders := Name("kafka"), Name("orders")
 	group := PlainConsumer(Name("gw-group"))
 	ref := &OffsetRef{Consumer: group, Stream: kafka, Topic: orders, Partition: u32p(2)}
@@ -112,6 +113,7 @@ func TestRequestFixtures(t *testing.T) {
 // speaks must match byte for byte, and the others must still move the
 // request counter as their operation says.
 func TestRequestVectors(t *testing.T) {
+	t.Parallel()
 	vs := loadVectors(t)
 	orders, events := Name("orders"), Name("events")
 	c1 := PlainConsumer(ID(1))

@@ -17,6 +17,7 @@ import (
 // back, refused out of Iggy's bounds (no topic left) and refused as a
 // change. Both servers.
 func TestSegmentBytes(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		s := e.store
@@ -73,6 +74,7 @@ func TestSegmentBytes(t *testing.T) {
 // seconds, and Partition's Earliest follows what Iggy still has. A
 // committed consumer offset is a barrier: segments past it stay.
 func TestRetentionRealServer(t *testing.T) {
+	t.Parallel()
 	srv := iggyreal.StartPrivate(t, "IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL=1s")
 	s, err := Open(context.Background(), testOptions(srv.Addr()))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 // server (another gateway) reads what the first appended, and a read from
 // a position sees only what came after.
 func TestSecurityLog(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		read := func(s *Store, from uint64) ([]string, uint64) {

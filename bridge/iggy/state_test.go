@@ -8,7 +8,10 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-func TestStateTopic(t *testing.T) { eachServer(t, testStateTopic) }
+func TestStateTopic(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testStateTopic)
+}
 
 // testStateTopic: a missing state stream reads as an empty topic; an
 // append makes stream and topic and stores its messages in order with the

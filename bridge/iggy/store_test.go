@@ -127,11 +127,12 @@ func (e *env) put(t testing.TB, topic string, partition int32, batch []byte) {
 	}
 }
 
-// eachServer runs fn against iggytest and against the real Iggy server:
-// the Store conformance tests hold both to the same answers.
+// eachServer runs fn against iggytest and against the real Iggy server,
+// in parallel (each has a server or a stream of its own): the Store
+// conformance tests hold both to the same answers.
 func eachServer(t *testing.T, fn func(t *testing.T, e *env), mutate ...func(*Options)) {
-	t.Run("iggytest", func(t *testing.T) { fn(t, newEnv(t, mutate...)) })
-	t.Run("real", func(t *testing.T) { fn(t, newRealEnv(t, mutate...)) })
+	t.Run("iggytest", func(t *testing.T) { t.Parallel(); fn(t, newEnv(t, mutate...)) })
+	t.Run("real", func(t *testing.T) { t.Parallel(); fn(t, newRealEnv(t, mutate...)) })
 }
 
 const origin0 = 1_700_000_000_000_000 // µs
@@ -335,9 +336,13 @@ func checkTimestamps(t *testing.T, s bridge.Backend, stream string) {
 	}
 }
 
-func TestScenarioEmbedded(t *testing.T) { scenario(t, newEmbedded(t), "kafka") }
+func TestScenarioEmbedded(t *testing.T) {
+	t.Parallel()
+	scenario(t, newEmbedded(t), "kafka")
+}
 
 func TestScenarioIggy(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, e *env) { scenario(t, e.store, e.stream) })
 }
 
@@ -345,6 +350,7 @@ func TestScenarioIggy(t *testing.T) {
 // bridge.ErrUnavailable (never a false success) until a server is back on
 // the same address, then the pool redials by itself.
 func TestReconnect(t *testing.T) {
+	// Serial: it starts its server again on the port it freed, which a parallel test's server could take.
 	e := newEnv(t)
 	ctx := context.Background()
 	e.topic(t, "t", 2)
@@ -383,6 +389,7 @@ func TestReconnect(t *testing.T) {
 // TestDroppedConnections: a blip that closes every connection costs the
 // calls in flight, not the server's data, and heals by itself.
 func TestDroppedConnections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	e.topic(t, "t", 1)
@@ -395,6 +402,7 @@ func TestDroppedConnections(t *testing.T) {
 }
 
 func TestOpenFailures(t *testing.T) {
+	// Serial: it dials the port its closed server freed, which a parallel test's server could take.
 	ctx := context.Background()
 	e := newEnv(t)
 	_, err := Open(ctx, Options{Addr: e.srv.Addr(), Username: "iggy", Password: "wrong", Logger: quiet()})
@@ -414,6 +422,7 @@ func TestOpenFailures(t *testing.T) {
 // server without a reply, as Iggy does; the client gives up at the call
 // timeout with bridge.ErrUnavailable and replaces the connection.
 func TestSilentServer(t *testing.T) {
+	// Serial: it measures how long the dropped send takes.
 	e := newEnv(t, func(o *Options) { o.CallTimeout = 300 * time.Millisecond; o.PoolSize = 1 })
 	ctx := context.Background()
 	e.topic(t, "t", 1)
@@ -437,6 +446,7 @@ func TestSilentServer(t *testing.T) {
 
 // TestContextCancel: a cancelled context ends a call at once.
 func TestContextCancel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -451,6 +461,7 @@ func TestContextCancel(t *testing.T) {
 // TestConcurrentAppends checks per-partition order and dense offsets with
 // many writers spread over the pool.
 func TestConcurrentAppends(t *testing.T) {
+	t.Parallel()
 	eachServer(t, testConcurrentAppends, func(o *Options) { o.PoolSize = 4 })
 }
 
@@ -491,7 +502,10 @@ func testConcurrentAppends(t *testing.T, e *env) {
 
 // TestPollManySmall makes Poll need several Iggy polls for one call (the
 // first poll of a partition is a small probe).
-func TestPollManySmall(t *testing.T) { eachServer(t, testPollManySmall) }
+func TestPollManySmall(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testPollManySmall)
+}
 
 func testPollManySmall(t *testing.T, e *env) {
 	e.topic(t, "s", 1)
@@ -508,7 +522,10 @@ func testPollManySmall(t *testing.T, e *env) {
 	}
 }
 
-func TestConsumerOffsets(t *testing.T) { eachServer(t, testConsumerOffsets) }
+func TestConsumerOffsets(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testConsumerOffsets)
+}
 
 func testConsumerOffsets(t *testing.T, e *env) {
 	ctx := context.Background()
@@ -545,32 +562,36 @@ func testConsumerOffsets(t *testing.T, e *env) {
 	}
 }
 
-func TestClientStreams(t *testing.T) { eachServer(t, testClientStreams) }
+func TestClientStreams(t *testing.T) {
+	t.Parallel()
+	eachServer(t, testClientStreams)
+}
 
 func testClientStreams(t *testing.T, e *env) {
 	ctx := context.Background()
 	c := e.store.Client()
-	s, err := c.CreateStream(ctx, "other")
-	if err != nil || s.Name != "other" {
+	other := e.stream + ".other" // the test's own: the real server is shared
+	s, err := c.CreateStream(ctx, other)
+	if err != nil || s.Name != other {
 		t.Fatalf("%+v %v", s, err)
 	}
-	if _, err := c.CreateStream(ctx, "other"); !errors.Is(err, ErrStreamExists) {
+	if _, err := c.CreateStream(ctx, other); !errors.Is(err, ErrStreamExists) {
 		t.Fatalf("twice: %v", err)
 	}
 	if _, err := c.CreateTopic(ctx, ID(s.ID), "t1", 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := c.GetStream(ctx, Name("other"))
+	got, ok, err := c.GetStream(ctx, Name(other))
 	if err != nil || !ok || got.ID != s.ID || len(got.Topics) != 1 || got.Topics[0].Name != "t1" {
 		t.Fatalf("get stream: %+v %v %v", got, ok, err)
 	}
 	if _, err := c.CreateTopic(ctx, Name("none"), "t", 1, nil); !errors.Is(err, ErrStreamNotFound) {
 		t.Fatalf("topic in a missing stream: %v", err)
 	}
-	if err := c.DeleteStream(ctx, Name("other")); err != nil {
+	if err := c.DeleteStream(ctx, Name(other)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := c.GetStream(ctx, Name("other")); err != nil || ok {
+	if _, ok, err := c.GetStream(ctx, Name(other)); err != nil || ok {
 		t.Fatalf("deleted stream: %v %v", ok, err)
 	}
 	if v := c.ServerVersion(); v == "" {

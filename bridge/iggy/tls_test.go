@@ -45,6 +45,7 @@ func selfSigned(t *testing.T) (*tls.Config, []byte) {
 }
 
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	srvCfg, caPEM := selfSigned(t)
 	srv, err := iggytest.Start(newEmbedded(t), iggytest.Options{TLS: srvCfg})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // storage settings of its --fsync policy, the real server keeps them, and
 // WeakTopics names exactly the topics that cannot keep a stricter one.
 func TestTopicDurabilityOnRealServer(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	ctx := context.Background()
 	for _, pol := range []string{"always", "interval", "never"} {
@@ -64,6 +65,7 @@ func TestTopicDurabilityOnRealServer(t *testing.T) {
 }
 
 func TestDurabilityKeeps(t *testing.T) {
+	t.Parallel()
 	always, _ := DurabilityFor("always")
 	interval, _ := DurabilityFor("interval")
 	never, _ := DurabilityFor("never")
@@ -86,6 +88,7 @@ func TestDurabilityKeeps(t *testing.T) {
 // TestTopicDurabilityDecoding reads option blocks in the shapes a server
 // may send: explicit before derived, string values, garbage.
 func TestTopicDurabilityDecoding(t *testing.T) {
+	t.Parallel()
 	explicit := appendDurability(nil, Durability{EnforceFsync: true, MessagesRequiredToSave: 7})
 	derived := appendDurability(nil, Durability{EnforceFsync: false, MessagesRequiredToSave: 1024})
 	tp := Topic{Options: explicit, DerivedOptions: derived}
@@ -114,6 +117,7 @@ func TestTopicDurabilityDecoding(t *testing.T) {
 // server's TLV layout (the bytes of fixture 16) and parses back, and a
 // malformed block is an error, not a panic.
 func TestTopicOptionsRoundTrip(t *testing.T) {
+	t.Parallel()
 	opts := []TopicOption{OptBool(OptEnforceFsync, true), OptUint32(OptMessagesRequiredToSave, 1)}
 	block, err := AppendTopicOptions(nil, opts)
 	if err != nil {

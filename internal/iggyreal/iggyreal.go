@@ -143,8 +143,8 @@ type Server struct {
 	done chan struct{}
 }
 
-// Start runs run.sh DataDir Port and waits until the server accepts TCP
-// connections (at most 30 s).
+// Start waits until nothing listens on the port, runs run.sh DataDir Port
+// and waits until the server accepts TCP connections (at most 30 s in all).
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	var dir string
 	var err error
@@ -187,6 +187,18 @@ func (s *Server) start(ctx context.Context) error {
 	if s.cmd != nil {
 		return errors.New("iggyreal: server already running")
 	}
+	deadline := time.Now().Add(30 * time.Second)
+	// The readiness check below means "the new server listens" only if
+	// nothing else did before it started. The listening socket of a killed
+	// server can outlive its process for a moment (the kernel releases an
+	// io_uring ring's files, the server's, by deferred work after the
+	// process is reaped) and completes handshakes until then.
+	switch err := waitPort(ctx, s.addr, false, deadline, nil); {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("iggyreal: %s still takes connections before iggy-server starts: an earlier server's socket or another program holds the port", s.addr)
+	case err != nil:
+		return err
+	}
 	cmd := exec.Command(filepath.Join(s.dir, "run.sh"), s.opts.DataDir, strconv.Itoa(s.opts.Port))
 	cmd.Env = append(serverEnv(), "IGGY_SHARDS="+strconv.Itoa(s.opts.Shards))
 	cmd.Env = append(cmd.Env, s.opts.Env...)
@@ -210,25 +222,46 @@ func (s *Server) start(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	s.cmd, s.done = cmd, done
-	deadline := time.Now().Add(30 * time.Second)
+	switch err := waitPort(ctx, s.addr, true, deadline, done); {
+	case err == nil:
+		return nil
+	case errors.Is(err, errExited):
+		s.cmd = nil
+		return fmt.Errorf("iggyreal: iggy-server exited before listening on %s; its output:\n%s", s.addr, tail.String())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.killLocked()
+		return fmt.Errorf("iggyreal: iggy-server not listening on %s after 30s; its output:\n%s", s.addr, tail.String())
+	default:
+		s.killLocked()
+		return err
+	}
+}
+
+// errExited: the process waitPort watched ended.
+var errExited = errors.New("iggyreal: process exited")
+
+// waitPort dials addr every 50 ms until it is listening (a connection is
+// made) or, with listening false, until nothing is (the dial is refused).
+// It gives up at deadline (os.ErrDeadlineExceeded), when ctx ends, or when
+// exited is closed (errExited; nil: no process to watch).
+func waitPort(ctx context.Context, addr string, listening bool, deadline time.Time, exited <-chan struct{}) error {
 	for {
-		c, err := net.DialTimeout("tcp", s.addr, 200*time.Millisecond)
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
+		}
+		if listening && err == nil || !listening && errors.Is(err, syscall.ECONNREFUSED) {
 			return nil
 		}
 		select {
-		case <-done:
-			s.cmd = nil
-			return fmt.Errorf("iggyreal: iggy-server exited before listening on %s; its output:\n%s", s.addr, tail.String())
+		case <-exited:
+			return errExited
 		case <-ctx.Done():
-			s.killLocked()
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			s.killLocked()
-			return fmt.Errorf("iggyreal: iggy-server not listening on %s after 30s; its output:\n%s", s.addr, tail.String())
+			return os.ErrDeadlineExceeded
 		}
 	}
 }

@@ -172,6 +172,7 @@ func oneBatch(t *testing.T) []byte {
 // TestMalformedFramesDropped: frames the real server drops without a
 // reply, on a live connection that keeps working.
 func TestMalformedFramesDropped(t *testing.T) {
+	t.Parallel()
 	badSum := oneBatch(t)
 	badSum[len(badSum)-1] ^= 1
 	cases := []struct {
@@ -230,6 +231,7 @@ func waitRejected(t *testing.T, s *Server, before int64) {
 // TestMalformedFramesClose: a size field out of range cannot be skipped,
 // so the connection is closed.
 func TestMalformedFramesClose(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	for _, size := range []int{1, 255, wire.MaxFrame + 1} {
 		r := dialRaw(t, s)
@@ -242,6 +244,7 @@ func TestMalformedFramesClose(t *testing.T) {
 
 // TestLoginRules: login first, version gate, credentials, legacy codes.
 func TestLoginRules(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	register := func(body []byte) []byte {
 		return hdr{command: wire.CmdRequest, clientLo: 42, op: wire.OpRegister}.frame(body)
@@ -283,6 +286,7 @@ func TestLoginRules(t *testing.T) {
 
 // TestSessionRules: request checksums, unknown codes, metadata replays.
 func TestSessionRules(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	r := dialRaw(t, s)
 	fence := r.login()
@@ -317,6 +321,7 @@ func TestSessionRules(t *testing.T) {
 // TestEvictionVectors checks the server's eviction frames against the
 // official SDK's vectors, when the shared file is present.
 func TestEvictionVectors(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../../../shared/iggy/vectors.json")
 	if os.IsNotExist(err) {
 		t.Skip("shared vectors not present")

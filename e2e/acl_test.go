@@ -64,13 +64,6 @@ func javaSaslProps(t testing.TB, user, pass string) string {
 	return p
 }
 
-func needCoreJar(t testing.TB) {
-	t.Helper()
-	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
-	}
-}
-
 // kgoProduceErr produces one record to topic as user and returns the
 // produce error.
 func kgoProduceErr(t *testing.T, addr, user, pass, topic string) error {
@@ -174,22 +167,6 @@ func TestACLToolsAndEnforcement(t *testing.T) {
 	if err := kgoProduceErr(t, gw.Addr, "alice", aclAlicePass, "acl-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("alice after the ACL was removed: %v", err)
 	}
-}
-
-// endOffset is partition 0's high watermark.
-func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := offs.Lookup(topic, 0)
-	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s: %v %v", topic, ok, o.Err)
-	}
-	return o.Offset
 }
 
 // kafka-configs adds a SCRAM user (AlterUserScramCredentials), the user

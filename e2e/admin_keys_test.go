@@ -13,29 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func adminCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// partitionsOf reads a topic's partition count from Metadata, on a fresh
-// client (franz-go answers a Metadata request from its own recent
-// metadata, which may predate the change under test).
-func partitionsOf(t *testing.T, addr string, topic string) int {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, addr))
-	td, err := adm.ListTopics(adminCtx(t), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, ok := td[topic]
-	if !ok || d.Err != nil {
-		t.Fatalf("metadata of %s: %+v", topic, d)
-	}
-	return len(d.Partitions)
-}
-
 // franz-go's kadm grows a topic; the count is refused when it would not
 // grow; Metadata shows the new partitions at once and they take records.
 func TestKadmCreatePartitions(t *testing.T) {

@@ -36,14 +36,14 @@ type realBackend struct {
 	addr, stream, state string
 }
 
-// newRealBackend picks the shared real server and names the test's streams;
-// they are deleted when the test ends.
 // gatewayArgs are the flags of a gateway binary on rb: the server, the
 // Kafka stream and the state stream; extra are appended.
 func (rb realBackend) gatewayArgs(extra ...string) []string {
 	return append([]string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}, extra...)
 }
 
+// newRealBackend picks the shared real server and names the test's streams;
+// they are deleted when the test ends.
 func newRealBackend(t testing.TB) realBackend {
 	t.Helper()
 	rb := realBackend{addr: iggyreal.Shared(t), stream: iggyreal.Stream(t)}
@@ -218,4 +218,55 @@ func iggytestArgs(t testing.TB, dataDir string) []string {
 		_ = inner.Close()
 	})
 	return []string{"--backend=iggy", "--iggy-addr=" + srv.Addr()}
+}
+
+// realGateway is an in-process gateway on the shared real server, on the
+// test's own streams.
+func realGateway(t *testing.T, opts ...gwOption) (*gateway, realBackend) {
+	t.Helper()
+	realServerTest(t)
+	rb := newRealBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	logBuf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startGatewayOn(t, st, rb.stream, logBuf, opts...), rb
+}
+
+// startRealGateway is an in-process gateway on the real server, on rb's
+// streams; each call is a fresh gateway (a new Store: nothing in memory).
+func startRealGateway(t *testing.T, rb realBackend) *gateway {
+	t.Helper()
+	logBuf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
+	if err != nil {
+		t.Fatalf("iggy.Open: %v", err)
+	}
+	return startGatewayOn(t, st, rb.stream, logBuf)
+}
+
+// privateIggyGateway runs an in-process gateway on a real Iggy server of
+// the test's own (which the test may kill), started with the server
+// settings env (iggyreal.Options.Env).
+func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server) {
+	t.Helper()
+	realServerTest(t)
+	srv := iggyreal.StartPrivate(t, env...)
+	logBuf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := iggy.Open(ctx, iggy.Options{Addr: srv.Addr(), Logger: log.With("component", "iggy"),
+		ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startGatewayOn(t, st, "kafka", logBuf), srv
 }

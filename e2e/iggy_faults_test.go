@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -19,32 +18,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/iggy-kafka/gateway/bridge/iggy"
-	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
 // faultCycles is how many times each test kills its target.
 const faultCycles = 5
-
-// privateIggyGateway runs an in-process gateway on a real Iggy server of
-// the test's own (which the test may kill), started with the server
-// settings env (iggyreal.Options.Env).
-func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server) {
-	t.Helper()
-	realServerTest(t)
-	srv := iggyreal.StartPrivate(t, env...)
-	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: srv.Addr(), Logger: log.With("component", "iggy"),
-		ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startGatewayOn(t, st, "kafka", logBuf), srv
-}
 
 // loadProducer produces record i of a run to partition i%parts with value
 // "v-<i>" until stopped, with franz-go's defaults: acks=all, idempotent,
@@ -328,112 +305,4 @@ func TestIggySigtermMidStream(t *testing.T) {
 		t.Fatalf("consumer read %d records, %d were acknowledged", consumed, len(acked))
 	}
 	checkAckedOnceInOrder(t, gw.Addr, "stream", acked, parts)
-}
-
-// gatewayOnSharedIggy spawns gateway binaries on the shared real server
-// behind a proxy that never cuts, so clients keep one address while the
-// process behind it is replaced.
-type gatewayOnSharedIggy struct {
-	t     *testing.T
-	proxy *faultProxy
-	args  []string
-	cur   *process
-}
-
-func newGatewayOnSharedIggy(t *testing.T) *gatewayOnSharedIggy {
-	t.Helper()
-	rb := realBackendFor(t)
-	g := &gatewayOnSharedIggy{t: t, proxy: newFaultProxy(t, 1<<62)}
-	g.args = rb.gatewayArgs("--advertised-port=" + strconv.Itoa(g.proxy.Port()))
-	g.start()
-	return g
-}
-
-func (g *gatewayOnSharedIggy) start() {
-	g.cur = spawnGateway(g.t, g.t.TempDir(), g.args...)
-	g.proxy.SetUpstream(g.cur.Addr)
-}
-
-// killAndRestart kills the gateway process (-9) and starts a new one.
-func (g *gatewayOnSharedIggy) killAndRestart() {
-	g.cur.Kill()
-	g.start()
-}
-
-// TestGatewayKillNineOnIggyUnderKgoLoad kills the gateway 5 times under
-// the franz-go load; the Iggy server keeps running.
-func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
-	realServerTest(t)
-	g := newGatewayOnSharedIggy(t)
-	const parts = 3
-	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash", parts)
-	lp := startLoadProducer(t, g.proxy.Addr(), "gw-crash", parts)
-	for range faultCycles {
-		lp.waitAcked(2000, 90*time.Second)
-		g.killAndRestart()
-	}
-	lp.waitAcked(2000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
-	}
-	checkAckedOnceInOrder(t, g.proxy.Addr(), "gw-crash", acked, parts)
-	g.cur.Stop()
-}
-
-// TestGatewayKillNineOnIggyUnderJavaLoad: the same with the Java producer.
-func TestGatewayKillNineOnIggyUnderJavaLoad(t *testing.T) {
-	realServerTest(t)
-	run := javaIdem(t)
-	g := newGatewayOnSharedIggy(t)
-	rb := realBackendFor(t)
-	const n, parts = 60000, 2
-	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash-java", parts)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, StateStream: rb.state, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	stored := func() uint64 {
-		var sum uint64
-		for p := range int32(parts) {
-			if ps, err := st.Partition(context.Background(), rb.stream, "gw-crash-java", p); err == nil {
-				sum += ps.Next
-			}
-		}
-		return sum
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		run(g.proxy.Addr(), "gw-crash-java", n, parts)
-	}()
-	for cycle := range faultCycles {
-		from := stored()
-		checkFor(t, 90*time.Second, 10*time.Millisecond, func() error {
-			select {
-			case <-done:
-				return nil
-			default:
-			}
-			if now := stored(); now < from+5000 {
-				return fmt.Errorf("%d records stored since the last kill", now-from)
-			}
-			return nil
-		})
-		select {
-		case <-done:
-			t.Fatalf("the producer finished after %d of %d kills: raise n", cycle, faultCycles)
-		default:
-		}
-		g.killAndRestart()
-	}
-	<-done
-	if t.Failed() {
-		t.FailNow()
-	}
-	checkExactlyOnce(t, g.proxy.Addr(), "gw-crash-java", n, parts)
-	g.cur.Stop()
 }

@@ -21,32 +21,6 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 )
 
-// startRealGateway is an in-process gateway on the real server, on rb's
-// streams; each call is a fresh gateway (a new Store: nothing in memory).
-func startRealGateway(t *testing.T, rb realBackend) *gateway {
-	t.Helper()
-	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
-	if err != nil {
-		t.Fatalf("iggy.Open: %v", err)
-	}
-	return startGatewayOn(t, st, rb.stream, logBuf)
-}
-
-// stopGateway shuts an in-process gateway down before the test ends (its
-// cleanup then finds it stopped).
-func stopGateway(t *testing.T, gw *gateway) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := gw.Srv.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-}
-
 type wantOffset struct {
 	offset int64
 	epoch  int32
@@ -187,30 +161,4 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	if first[0] != 0 || first[1] != 4 {
 		t.Fatalf("resumed at %v, want partition 0 at 0 and 1 at 4", first)
 	}
-}
-
-// groupConsumeFrom joins group on topic with the given reset offset and
-// returns the first offset seen per partition after want records.
-func groupConsumeFrom(t *testing.T, addr, group, topic string, reset kgo.Offset, want int) (map[int32]int64, int) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(reset), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	first := map[int32]int64{}
-	n := 0
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for n < want {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("group %s: %d of %d records before the timeout", group, n, want)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if _, ok := first[r.Partition]; !ok {
-				first[r.Partition] = r.Offset
-			}
-			n++
-		})
-	}
-	return first, n
 }

@@ -2,71 +2,11 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-// kcatMeta is the part of `kcat -L -J` the tests read.
-type kcatMeta struct {
-	Brokers []struct {
-		ID   int32  `json:"id"`
-		Name string `json:"name"`
-	} `json:"brokers"`
-	Topics []struct {
-		Topic      string `json:"topic"`
-		Err        string `json:"error"`
-		Partitions []struct {
-			Partition int32 `json:"partition"`
-			Leader    int32 `json:"leader"`
-		} `json:"partitions"`
-	} `json:"topics"`
-}
-
-func kcatList(t *testing.T, kcat, addr string, extra ...string) kcatMeta {
-	t.Helper()
-	out, errOut, err := runCmd(t, 30*time.Second, "", kcat, append([]string{"-b", addr, "-L", "-J"}, extra...)...)
-	if err != nil {
-		t.Fatalf("kcat -L: %v\nstderr: %s", err, errOut)
-	}
-	var m kcatMeta
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatalf("kcat -L -J output: %v\n%s", err, out)
-	}
-	return m
-}
-
-// kcatInput is n key:value lines, values with spaces and non-ASCII text.
-func kcatInput(n int) (input string, keys, values []string) {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		k := fmt.Sprintf("order-%d", i%5)
-		v := fmt.Sprintf("item %d: naïve café ✓ %s", i, strings.Repeat("z", i%40))
-		keys, values = append(keys, k), append(values, v)
-		b.WriteString(k + ":" + v + "\n")
-	}
-	return b.String(), keys, values
-}
-
-// kcatConsumeLines reads topic from the beginning to its end with the
-// format key|headers|value and returns the lines.
-func kcatConsumeLines(t *testing.T, kcat, addr, topic string) []string {
-	t.Helper()
-	out, errOut, err := runCmd(t, 30*time.Second, "", kcat,
-		"-b", addr, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
-		"-f", "%k|%h|%s\n")
-	if err != nil {
-		t.Fatalf("kcat -C: %v\nstderr: %s", err, errOut)
-	}
-	out = strings.TrimSuffix(out, "\n")
-	if out == "" {
-		return nil
-	}
-	return strings.Split(out, "\n")
-}
 
 // The user story: list, produce keyed records with headers, read every one
 // back in order, identical.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // newClient returns a franz-go client for addr, closed when the test ends.
@@ -116,6 +117,48 @@ func produceAll(t testing.TB, cl *kgo.Client, records []*kgo.Record) []rec {
 	return out
 }
 
+// produceParts writes n records to each of parts partitions of topic,
+// values "p<partition>-<i>".
+func produceParts(t testing.TB, addr, topic string, parts int32, n int) {
+	t.Helper()
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for p := int32(0); p < parts; p++ {
+		for i := 0; i < n; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "p%d-%d", p, i)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl.Close()
+}
+
+// produceTagged writes n records to every partition of topic, valued
+// "<tag>-p<partition>-<i>", so records of different batches differ.
+func produceTagged(t testing.TB, addr, topic, tag string, parts int32, n int) []string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	var recs []*kgo.Record
+	var vals []string
+	for p := range parts {
+		for i := range n {
+			v := fmt.Sprintf("%s-p%d-%d", tag, p, i)
+			vals = append(vals, v)
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return vals
+}
+
 // consumeN reads topic from the start of every partition with a fresh
 // group-less client until n records arrived, and returns them sorted by
 // partition and offset. It fails on a fetch error or after timeout.
@@ -141,6 +184,122 @@ func consumeN(t testing.TB, addr, topic string, n int, timeout time.Duration) []
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
 	}
 	sortRecs(got)
+	return got
+}
+
+// consumeSasl reads n records of topic from the start, logged in with mech.
+func consumeSasl(t testing.TB, addr, topic string, n int, mech sasl.Mechanism) []rec {
+	t.Helper()
+	cl := newClient(t, addr, kgo.SASL(mech), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []rec
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
+	}
+	sortRecs(got)
+	return got
+}
+
+// consumeTLS reads n records of topic from the start with opts.
+func consumeTLS(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []rec {
+	t.Helper()
+	cl := newClient(t, addr, append(opts, kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []rec
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
+	}
+	sortRecs(got)
+	return got
+}
+
+// consumeAtLeast reads each partition of topic from the start until its
+// offset reaches hwm[partition].
+func consumeAtLeast(t testing.TB, addr, topic string, hwm map[int32]int64, timeout time.Duration) []rec {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(500*time.Millisecond))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	next := map[int32]int64{}
+	done := func() bool {
+		for p, h := range hwm {
+			if next[p] < h {
+				return false
+			}
+		}
+		return true
+	}
+	var got []rec
+	for !done() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read up to %v of %v within %v", next, hwm, timeout)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got = append(got, recOf(r))
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return got
+}
+
+// consumeKafka reads n records of topic from the start of every partition
+// with franz-go and returns them sorted by partition and offset.
+func consumeKafka(t *testing.T, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	}
+	// Nothing beyond n: one more short poll.
+	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
+	defer cancelShort()
+	cl.PollFetches(short).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	if len(got) != n {
+		t.Fatalf("%s holds %d records, want %d", topic, len(got), n)
+	}
+	sort.Slice(got, func(i, j int) bool {
+		if got[i].Partition != got[j].Partition {
+			return got[i].Partition < got[j].Partition
+		}
+		return got[i].Offset < got[j].Offset
+	})
 	return got
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/loop"
@@ -21,42 +20,6 @@ func withConnLimits(max, perAddr int, frameTimeout time.Duration) gwOption {
 	return func(_ *handlers.Config, l *loop.Config) {
 		l.MaxConnections, l.MaxConnectionsPerAddr, l.FrameTimeout = max, perAddr, frameTimeout
 	}
-}
-
-// dialWireFrom is dialWire from local address src (any 127/8 address is
-// loopback on Linux, so tests can play several client hosts).
-func dialWireFrom(t testing.TB, src, addr string) (*wire, error) {
-	t.Helper()
-	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { c.Close() })
-	return &wire{t: t, c: c.(*net.TCPConn)}, nil
-}
-
-// served reports whether w gets an answer to an ApiVersions request (false:
-// the gateway closed the connection).
-func (w *wire) served() bool {
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "e2e", "1"
-	_ = w.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := w.c.Write(frameOf(req, 3, 1)); err != nil {
-		return false
-	}
-	_, _, err := w.readFrame(5 * time.Second)
-	return err == nil
-}
-
-// open reports whether the gateway still holds w open: a read that times
-// out (nothing sent, nothing closed).
-func (w *wire) open(wait time.Duration) bool {
-	_ = w.c.SetReadDeadline(time.Now().Add(wait))
-	var one [1]byte
-	_, err := w.c.Read(one[:])
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Slowloris: one host opens more connections than its share and leaves a

@@ -117,37 +117,3 @@ func TestKillNineKeepsAcknowledged(t *testing.T) {
 	}
 	gw2.Stop()
 }
-
-// consumeAtLeast reads each partition of topic from the start until its
-// offset reaches hwm[partition].
-func consumeAtLeast(t testing.TB, addr, topic string, hwm map[int32]int64, timeout time.Duration) []rec {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	next := map[int32]int64{}
-	done := func() bool {
-		for p, h := range hwm {
-			if next[p] < h {
-				return false
-			}
-		}
-		return true
-	}
-	var got []rec
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read up to %v of %v within %v", next, hwm, timeout)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			got = append(got, recOf(r))
-			next[r.Partition] = r.Offset + 1
-		})
-	}
-	return got
-}

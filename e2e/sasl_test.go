@@ -11,77 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/iggy-kafka/gateway/handlers"
-	iscram "github.com/iggy-kafka/gateway/internal/scram"
-	"github.com/iggy-kafka/gateway/loop"
 )
-
-const (
-	saslUser = "alice"
-	saslPass = "alice-secret-ü"
-	// saslFailDelay is the tests' FailDelay: short, so refusals are quick,
-	// but long enough to tell from an immediate answer.
-	saslFailDelay = 150 * time.Millisecond
-)
-
-var allMechs = []string{handlers.MechPlain, handlers.MechScramSHA256, handlers.MechScramSHA512}
-
-// saslUsersFile writes a users file with alice (both SCRAM mechanisms)
-// and bob (SCRAM-SHA-256 only) through the same code as `sasl-user add`.
-func saslUsersFile(t testing.TB) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "users")
-	all := []iscram.Mechanism{iscram.SHA256, iscram.SHA512}
-	if err := iscram.SetUser(path, saslUser, saslPass, all, iscram.DefaultIterations); err != nil {
-		t.Fatal(err)
-	}
-	if err := iscram.SetUser(path, "bob", "bob-pw", all[:1], iscram.DefaultIterations); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// withSasl turns SASL on with the users of saslUsersFile.
-func withSasl(t testing.TB, mod ...func(*handlers.SaslConfig)) gwOption {
-	u, err := iscram.LoadFile(saslUsersFile(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &handlers.SaslConfig{Mechanisms: allMechs, Users: u, FailDelay: saslFailDelay, MaxFailDelay: 4 * saslFailDelay}
-	for _, m := range mod {
-		m(sc)
-	}
-	return func(h *handlers.Config, _ *loop.Config) { h.Sasl = sc }
-}
-
-func kgoMech(mech, user, pass string) sasl.Mechanism {
-	switch mech {
-	case handlers.MechPlain:
-		return plain.Auth{User: user, Pass: pass}.AsMechanism()
-	case handlers.MechScramSHA256:
-		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
-	default:
-		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
-	}
-}
-
-// kgoLoginErr pings with a fresh client logging in as user/pass and returns
-// the error (nil: logged in), and how long it took.
-func kgoLoginErr(t *testing.T, addr, mech, user, pass string) (time.Duration, error) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.SASL(kgoMech(mech, user, pass)), kgo.RequestRetries(0))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	err := cl.Ping(ctx)
-	d := time.Since(start)
-	cl.Close()
-	return d, err
-}
 
 // franz-go with sasl/plain and sasl/scram (SHA-256 and SHA-512) produces
 // and consumes; a wrong password and an unknown user are refused with the
@@ -113,29 +45,6 @@ func TestSaslKgo(t *testing.T) {
 		})
 	}
 	apiVersionsOK(t, gw.Addr)
-}
-
-// consumeSasl reads n records of topic from the start, logged in with mech.
-func consumeSasl(t testing.TB, addr, topic string, n int, mech sasl.Mechanism) []rec {
-	t.Helper()
-	cl := newClient(t, addr, kgo.SASL(mech), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
 }
 
 // A client that does not log in gets nothing: its first request after
@@ -225,18 +134,4 @@ func TestSaslJava(t *testing.T) {
 			}
 		})
 	}
-}
-
-// javaEscape writes s for a Java properties file, which is read as
-// ISO-8859-1: every non-ASCII rune becomes a \uXXXX escape.
-func javaEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x80 {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
 }

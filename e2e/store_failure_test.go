@@ -96,24 +96,6 @@ func answersAdmin(t testing.TB, cl *kgo.Client, topic string, limit time.Duratio
 	}
 }
 
-// stopWithin sends SIGTERM and fails unless the process exits 0 within limit.
-func stopWithin(t testing.TB, p *process, limit time.Duration) {
-	t.Helper()
-	start := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(limit):
-		t.Fatalf("gateway did not exit within %v of SIGTERM; log:\n%s", limit, tail(p.Log(), 60))
-	}
-	if p.err != nil {
-		t.Fatalf("gateway exited with %v after SIGTERM; log:\n%s", p.err, tail(p.Log(), 60))
-	}
-	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
-}
-
 // TestDiskFullAnswersStorageError fills the embedded store's disk (a 16 MiB
 // tmpfs) with acks=all produces.
 func TestDiskFullAnswersStorageError(t *testing.T) {

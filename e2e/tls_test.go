@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,29 +166,6 @@ func kgoTLS(t testing.TB, ts *tlsSetup, clientCert bool) *tls.Config {
 	return cfg
 }
 
-// consumeTLS reads n records of topic from the start with opts.
-func consumeTLS(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []rec {
-	t.Helper()
-	cl := newClient(t, addr, append(opts, kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
-}
-
 // franz-go over TLS (kgo.DialTLSConfig): SSL, and SASL_SSL with sasl/plain
 // and sasl/scram.
 func TestTLSKgo(t *testing.T) {
@@ -327,31 +303,4 @@ func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
 		t.Errorf("no reload line in the log")
 	}
 	p.Stop()
-}
-
-// spawnListeners runs the gateway binary with args (which name its
-// listeners) and waits until waitAddr accepts connections.
-func spawnListeners(t testing.TB, waitAddr string, args ...string) *process {
-	t.Helper()
-	full := append([]string{"--log-level=debug"}, backendArgs(t, t.TempDir())...)
-	cmd := exec.Command(gatewayBinary(t), append(full, args...)...)
-	cmd.Env = childEnv()
-	p := &process{t: t, Addr: waitAddr, cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}}
-	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			p.Kill()
-		}
-		if t.Failed() {
-			t.Logf("spawned gateway log:\n%s", tail(p.stderr.String(), 200))
-		}
-	})
-	if !p.waitListening(20 * time.Second) {
-		t.Fatalf("gateway did not listen on %s; log:\n%s", waitAddr, tail(p.stderr.String(), 100))
-	}
-	return p
 }

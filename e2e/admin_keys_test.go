@@ -46,7 +46,7 @@ func TestKadmCreatePartitions(t *testing.T) {
 	}
 	pcl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	want := produceAll(t, pcl, recs)
-	sameRecs(t, want, consumeN(t, gw.Addr, "cp-kadm", 5, 30*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "cp-kadm", 5))
 }
 
 // DeleteRecords through kadm: the low watermark moves, ListOffsets
@@ -93,7 +93,7 @@ func TestKadmDeleteRecords(t *testing.T) {
 			want = append(want, r)
 		}
 	}
-	sameRecs(t, want, consumeN(t, gw.Addr, "dr-kadm", len(want), 30*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "dr-kadm", len(want)))
 
 	// A consumer asking for offset 3 is out of range and resets to the start.
 	ccl := newClient(t, gw.Addr,
@@ -260,6 +260,6 @@ func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
 	if more[0].Offset != 10 {
 		t.Fatalf("a record after delete-all and restart got offset %d, want 10", more[0].Offset)
 	}
-	sameRecs(t, more, consumeN(t, gw2.Addr, "dr-restart", 1, 30*time.Second))
+	sameRecs(t, more, consumeN(t, gw2.Addr, "dr-restart", 1))
 	gw2.Stop()
 }

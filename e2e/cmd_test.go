@@ -24,7 +24,7 @@ func TestBinaryMetricsAndPprof(t *testing.T) {
 	cl := newClient(t, gw.Addr)
 	createTopic(t, cl, "metered", 1)
 	want := produceAll(t, cl, testRecords("metered", 50))
-	consumeN(t, gw.Addr, "metered", len(want), 30*time.Second)
+	consumeN(t, gw.Addr, "metered", len(want))
 
 	produced := regexp.MustCompile(`(?m)^iggy_kafka_requests_total\{api="Produce",outcome="ok"\} (\d+)`)
 	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {

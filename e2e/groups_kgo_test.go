@@ -28,11 +28,11 @@ func TestGroupsFranzGoCommitResume(t *testing.T) {
 			cl := newClient(t, gw.Addr)
 			createTopic(t, cl, topic, 3)
 			produceParts(t, gw.Addr, topic, 3, 10)
-			first, n := groupConsume(t, gw.Addr, group, topic, bal.b, 30, map[int32]int64{0: 4, 1: 5, 2: 6})
+			first, n := groupConsume(t, gw.Addr, group, topic, 30, map[int32]int64{0: 4, 1: 5, 2: 6}, kgo.Balancers(bal.b))
 			if n != 30 || first[0] != 0 || first[1] != 0 || first[2] != 0 {
 				t.Fatalf("first run: %d records, first offsets %v", n, first)
 			}
-			first, n = groupConsume(t, gw.Addr, group, topic, bal.b, 30-15, nil)
+			first, n = groupConsume(t, gw.Addr, group, topic, 30-15, nil, kgo.Balancers(bal.b))
 			if first[0] != 4 || first[1] != 5 || first[2] != 6 {
 				t.Fatalf("resumed at %v, want 4/5/6 (%d records)", first, n)
 			}
@@ -94,10 +94,10 @@ func TestGroupsFranzGoAcrossRestart(t *testing.T) {
 	const topic, group = "g-restart", "grp-restart"
 	createTopic(t, newClient(t, p.Addr), topic, 2)
 	produceParts(t, p.Addr, topic, 2, 10)
-	groupConsume(t, p.Addr, group, topic, kgo.CooperativeStickyBalancer(), 20, map[int32]int64{0: 3, 1: 7})
+	groupConsume(t, p.Addr, group, topic, 20, map[int32]int64{0: 3, 1: 7}, kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	p.Stop()
 	p = spawnGateway(t, dir, "--auto-create-topics=true")
-	first, _ := groupConsume(t, p.Addr, group, topic, kgo.CooperativeStickyBalancer(), 10, nil)
+	first, _ := groupConsume(t, p.Addr, group, topic, 10, nil, kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	if first[0] != 3 || first[1] != 7 {
 		t.Fatalf("after restart resumed at %v, want 3/7", first)
 	}

@@ -294,6 +294,6 @@ func TestHostileInput(t *testing.T) {
 	if st.Next != uint64(len(want)) {
 		t.Errorf("survivor holds offsets up to %d, want %d: a hostile case stored records", st.Next, len(want))
 	}
-	got := consumeN(t, gw.Addr, "survivor", len(want), 30*time.Second)
+	got := consumeN(t, gw.Addr, "survivor", len(want))
 	sameRecs(t, want, got)
 }

@@ -30,7 +30,7 @@ func idemRecords(topic string, n, parts int) []*kgo.Record {
 // partition holds exactly its records, each once, in produce order.
 func checkExactlyOnce(t *testing.T, addr, topic string, n, parts int) {
 	t.Helper()
-	got := consumeN(t, addr, topic, n, 60*time.Second)
+	got := consumeN(t, addr, topic, n, within(60*time.Second))
 	// consumeN stops at n; make sure nothing more is stored.
 	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(300*time.Millisecond))
 	total := 0

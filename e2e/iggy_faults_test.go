@@ -119,7 +119,7 @@ func checkAckedOnceInOrder(t *testing.T, addr, topic string, acked []rec, parts 
 	for _, r := range acked {
 		hwm[r.Partition] = max(hwm[r.Partition], r.Offset+1)
 	}
-	got := consumeAtLeast(t, addr, topic, hwm, 90*time.Second)
+	got := recsOf(consume(t, addr, topic, reached(hwm), within(90*time.Second)))
 	seen := map[string]bool{}
 	byPos := map[[2]int64]rec{}
 	last := map[int32]int{}

@@ -74,7 +74,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	}
 	member.Close()
 	// A second group commits through franz-go's own commit path.
-	groupConsume(t, gw.Addr, other, topic, kgo.RangeBalancer(), 30, map[int32]int64{0: 10, 1: 10, 2: 10})
+	groupConsume(t, gw.Addr, other, topic, 30, map[int32]int64{0: 10, 1: 10, 2: 10}, kgo.Balancers(kgo.RangeBalancer()))
 	stopGateway(t, gw)
 
 	// A fresh gateway: nothing in its memory, everything from Iggy.
@@ -157,7 +157,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 
 	// A consumer with auto.offset.reset=latest resumes at the committed
 	// 0 of partition 0 instead of skipping to the end.
-	first, _ := groupConsumeFrom(t, gw.Addr, group, topic, kgo.NewOffset().AtEnd(), 16)
+	first, _ := groupConsume(t, gw.Addr, group, topic, 16, nil, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	if first[0] != 0 || first[1] != 4 {
 		t.Fatalf("resumed at %v, want partition 0 at 0 and 1 at 4", first)
 	}

@@ -54,7 +54,7 @@ func TestIggyPermissionsRefusals(t *testing.T) {
 	ro := spawnGateway(t, t.TempDir(), append(iggyArgs, "--iggy-username="+user, "--iggy-password="+pass)...)
 
 	// Reading works.
-	sameRecs(t, want, consumeTLS(t, ro.Addr, "perm-t", len(want)))
+	sameRecs(t, want, consumeN(t, ro.Addr, "perm-t", len(want)))
 
 	// Producing is refused as Kafka refuses an unauthorized write.
 	cl := newClient(t, ro.Addr, kgo.DisableIdempotentWrite(), kgo.RecordRetries(2), kgo.MaxBufferedRecords(10))
@@ -80,7 +80,7 @@ func TestIggyPermissionsRefusals(t *testing.T) {
 		t.Fatalf("delete topic as %s: %v, want TOPIC_AUTHORIZATION_FAILED", user, r.Err)
 	}
 	// Nothing was written or removed: root still reads the three records.
-	sameRecs(t, want, consumeTLS(t, root.Addr, "perm-t", len(want)))
+	sameRecs(t, want, consumeN(t, root.Addr, "perm-t", len(want)))
 	if n := endOffset(t, rootCl, "perm-t"); n != 3 {
 		t.Fatalf("perm-t ends at %d, want 3", n)
 	}
@@ -167,7 +167,7 @@ func TestIggyUserPermissions(t *testing.T) {
 	cl.Close()
 
 	// The reader consumes but may not produce, create or delete.
-	sameRecs(t, wantA, consumeTLS(t, gw.Addr, "perm-a", len(wantA), kgo.SASL(kgoMech(handlers.MechPlain, reader, pass)))[:len(wantA)])
+	sameRecs(t, wantA, consumeN(t, gw.Addr, "perm-a", len(wantA), consumeWith(kgo.SASL(kgoMech(handlers.MechPlain, reader, pass))))[:len(wantA)])
 	if err := produce(reader, "perm-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("reader producing: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}

@@ -146,16 +146,17 @@ func committedOffset(t *testing.T, addr, group, topic string, partition int32) i
 	return resp.Topics[0].Partitions[0].Offset
 }
 
-// groupConsume runs a franz-go group member of group on topic until it has
-// seen want records (or the timeout), then commits the offsets in commit
-// (partition -> next offset) if any, and leaves. It returns the first
-// offset it saw per partition and the number of records.
-func groupConsume(t *testing.T, addr, group, topic string, balancer kgo.GroupBalancer, want int, commit map[int32]int64) (map[int32]int64, int) {
+// groupConsume runs a franz-go group member of group on topic (reset to
+// the start unless opts say otherwise; opts may pick the balancers too)
+// until it has seen want records (or the timeout), then commits the
+// offsets in commit (partition -> next offset) if any, and leaves. It
+// returns the first offset it saw per partition and the number of records.
+func groupConsume(t *testing.T, addr, group, topic string, want int, commit map[int32]int64, opts ...kgo.Opt) (map[int32]int64, int) {
 	t.Helper()
-	cl := newClient(t, addr,
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.Balancers(balancer),
+	cl := newClient(t, addr, append([]kgo.Opt{
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.FetchMaxWait(500 * time.Millisecond)}, opts...)...)
 	first := map[int32]int64{}
 	n := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -196,31 +197,5 @@ func groupConsume(t *testing.T, addr, group, topic string, balancer kgo.GroupBal
 		}
 	}
 	cl.Close() // leaves the group
-	return first, n
-}
-
-// groupConsumeFrom joins group on topic with the given reset offset and
-// returns the first offset seen per partition after want records.
-func groupConsumeFrom(t *testing.T, addr, group, topic string, reset kgo.Offset, want int) (map[int32]int64, int) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(reset), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	first := map[int32]int64{}
-	n := 0
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for n < want {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("group %s: %d of %d records before the timeout", group, n, want)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if _, ok := first[r.Partition]; !ok {
-				first[r.Partition] = r.Offset
-			}
-			n++
-		})
-	}
 	return first, n
 }

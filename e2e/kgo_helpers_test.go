@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // newClient returns a franz-go client for addr, closed when the test ends.
@@ -159,140 +158,70 @@ func produceTagged(t testing.TB, addr, topic, tag string, parts int32, n int) []
 	return vals
 }
 
-// consumeN reads topic from the start of every partition with a fresh
-// group-less client until n records arrived, and returns them sorted by
-// partition and offset. It fails on a fetch error or after timeout.
-func consumeN(t testing.TB, addr, topic string, n int, timeout time.Duration) []rec {
+// consumeOpt changes how consume reads.
+type consumeOpt func(*consumeSpec)
+
+type consumeSpec struct {
+	timeout     time.Duration
+	client      []kgo.Opt
+	nothingMore bool
+}
+
+// within gives consume timeout instead of 30 s.
+func within(timeout time.Duration) consumeOpt {
+	return func(s *consumeSpec) { s.timeout = timeout }
+}
+
+// consumeWith gives the consuming client opts too (a SASL login, TLS).
+func consumeWith(opts ...kgo.Opt) consumeOpt {
+	return func(s *consumeSpec) { s.client = append(s.client, opts...) }
+}
+
+// nothingMore makes consume poll once more, for a second, once it has
+// enough, and fail unless that brought nothing: the topic holds exactly
+// what consume returns.
+func nothingMore() consumeOpt {
+	return func(s *consumeSpec) { s.nothingMore = true }
+}
+
+// consume reads topic from the start of every partition with a fresh
+// group-less franz-go client until enough is satisfied with what arrived
+// (returns nil), and returns the records sorted by partition and offset.
+// It fails on a fetch error, or with enough's last complaint when the
+// timeout passes first.
+func consume(t testing.TB, addr, topic string, enough func([]*kgo.Record) error, opts ...consumeOpt) []*kgo.Record {
 	t.Helper()
-	cl := newClient(t, addr,
+	spec := consumeSpec{timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&spec)
+	}
+	cl := newClient(t, addr, append(spec.client,
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+	)...)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s within %v", len(got), n, topic, timeout)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
-}
-
-// consumeSasl reads n records of topic from the start, logged in with mech.
-func consumeSasl(t testing.TB, addr, topic string, n int, mech sasl.Mechanism) []rec {
-	t.Helper()
-	cl := newClient(t, addr, kgo.SASL(mech), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
-}
-
-// consumeTLS reads n records of topic from the start with opts.
-func consumeTLS(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []rec {
-	t.Helper()
-	cl := newClient(t, addr, append(opts, kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
-}
-
-// consumeAtLeast reads each partition of topic from the start until its
-// offset reaches hwm[partition].
-func consumeAtLeast(t testing.TB, addr, topic string, hwm map[int32]int64, timeout time.Duration) []rec {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	next := map[int32]int64{}
-	done := func() bool {
-		for p, h := range hwm {
-			if next[p] < h {
-				return false
-			}
-		}
-		return true
-	}
-	var got []rec
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read up to %v of %v within %v", next, hwm, timeout)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			got = append(got, recOf(r))
-			next[r.Partition] = r.Offset + 1
-		})
-	}
-	return got
-}
-
-// consumeKafka reads n records of topic from the start of every partition
-// with franz-go and returns them sorted by partition and offset.
-func consumeKafka(t *testing.T, addr, topic string, n int) []*kgo.Record {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), spec.timeout)
 	defer cancel()
 	var got []*kgo.Record
-	for len(got) < n {
+	for short := enough(got); short != nil; short = enough(got) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
+			t.Fatalf("reading %s for %v: %v", topic, spec.timeout, short)
 		}
 		for _, fe := range fs.Errors() {
 			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
 		}
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, r) })
 	}
-	// Nothing beyond n: one more short poll.
-	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
-	defer cancelShort()
-	cl.PollFetches(short).EachRecord(func(r *kgo.Record) { got = append(got, r) })
-	if len(got) != n {
-		t.Fatalf("%s holds %d records, want %d", topic, len(got), n)
+	if spec.nothingMore {
+		n := len(got)
+		more, cancelMore := context.WithTimeout(context.Background(), time.Second)
+		defer cancelMore()
+		cl.PollFetches(more).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+		if len(got) != n {
+			t.Fatalf("%s holds %d records, want %d", topic, len(got), n)
+		}
 	}
 	sort.Slice(got, func(i, j int) bool {
 		if got[i].Partition != got[j].Partition {
@@ -301,6 +230,47 @@ func consumeKafka(t *testing.T, addr, topic string, n int) []*kgo.Record {
 		return got[i].Offset < got[j].Offset
 	})
 	return got
+}
+
+// atLeast is enough once n records arrived.
+func atLeast(n int) func([]*kgo.Record) error {
+	return func(got []*kgo.Record) error {
+		if len(got) < n {
+			return fmt.Errorf("%d of %d records", len(got), n)
+		}
+		return nil
+	}
+}
+
+// reached is enough once each partition's offsets reached hwm[partition]
+// (records past it may come along).
+func reached(hwm map[int32]int64) func([]*kgo.Record) error {
+	return func(got []*kgo.Record) error {
+		next := map[int32]int64{}
+		for _, r := range got {
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+		}
+		for p, h := range hwm {
+			if next[p] < h {
+				return fmt.Errorf("read up to %v of %v", next, hwm)
+			}
+		}
+		return nil
+	}
+}
+
+// consumeN is consume of at least n records, as recs.
+func consumeN(t testing.TB, addr, topic string, n int, opts ...consumeOpt) []rec {
+	t.Helper()
+	return recsOf(consume(t, addr, topic, atLeast(n), opts...))
+}
+
+func recsOf(rs []*kgo.Record) []rec {
+	out := make([]rec, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, recOf(r))
+	}
+	return out
 }
 
 func sortRecs(rs []rec) {

@@ -26,7 +26,7 @@ func TestKgoDefaultsRoundTrip(t *testing.T) {
 	if len(parts) < 2 {
 		t.Errorf("records landed on %d partition(s); the key spread should use more", len(parts))
 	}
-	got := consumeN(t, gw.Addr, "kgo-orders", len(want), 30*time.Second)
+	got := consumeN(t, gw.Addr, "kgo-orders", len(want))
 	sameRecs(t, want, got)
 }
 
@@ -54,7 +54,7 @@ func TestKgoCompression(t *testing.T) {
 				r.Value = append(r.Value, make([]byte, 200+i)...)
 			}
 			want := produceAll(t, cl, records)
-			got := consumeN(t, gw.Addr, topic, len(want), 30*time.Second)
+			got := consumeN(t, gw.Addr, topic, len(want))
 			sameRecs(t, want, got)
 		})
 	}

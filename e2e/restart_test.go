@@ -22,13 +22,13 @@ func TestRestartKeepsRecords(t *testing.T) {
 	gw.Stop()
 
 	gw2 := spawnGateway(t, dir)
-	got := consumeN(t, gw2.Addr, "durable", len(want), 30*time.Second)
+	got := consumeN(t, gw2.Addr, "durable", len(want))
 	sameRecs(t, want, got)
 
 	// The restarted gateway keeps appending after the old records.
 	cl2 := newClient(t, gw2.Addr)
 	more := produceAll(t, cl2, testRecords("durable", 50))
-	got = consumeN(t, gw2.Addr, "durable", len(want)+len(more), 30*time.Second)
+	got = consumeN(t, gw2.Addr, "durable", len(want)+len(more))
 	sameRecs(t, append(want, more...), got)
 	gw2.Stop()
 }
@@ -98,7 +98,7 @@ func TestKillNineKeepsAcknowledged(t *testing.T) {
 			hwm[r.Partition] = r.Offset + 1
 		}
 	}
-	got := consumeAtLeast(t, gw2.Addr, "crash", hwm, 60*time.Second)
+	got := recsOf(consume(t, gw2.Addr, "crash", reached(hwm), within(60*time.Second)))
 	byPos := map[[2]int64]rec{}
 	for _, r := range got {
 		byPos[[2]int64{int64(r.Partition), r.Offset}] = r

@@ -26,7 +26,7 @@ func TestSaslKgo(t *testing.T) {
 			cl := newClient(t, gw.Addr, kgo.SASL(kgoMech(mech, saslUser, saslPass)))
 			createTopic(t, cl, topic, 2)
 			want := produceAll(t, cl, testRecords(topic, 20))
-			got := consumeSasl(t, gw.Addr, topic, len(want), kgoMech(mech, saslUser, saslPass))
+			got := consumeN(t, gw.Addr, topic, len(want), consumeWith(kgo.SASL(kgoMech(mech, saslUser, saslPass))))
 			sameRecs(t, want, got)
 
 			dWrong, errWrong := kgoLoginErr(t, gw.Addr, mech, saslUser, "wrong")

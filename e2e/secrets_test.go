@@ -113,7 +113,7 @@ func TestBinaryPasswordFile(t *testing.T) {
 	cl := newClient(t, gw.Addr)
 	createTopic(t, cl, "pwfile", 1)
 	want := produceAll(t, cl, testRecords("pwfile", 5))
-	sameRecs(t, want, consumeN(t, gw.Addr, "pwfile", len(want), 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "pwfile", len(want), within(20*time.Second)))
 	cl.Close()
 	gw.Stop()
 	if strings.Contains(gw.Log(), "file-pw-31337") {

@@ -44,7 +44,7 @@ func TestRepeatedPartitionProduce(t *testing.T) {
 	}
 	cl := newClient(t, gw.Addr)
 	want := produceAll(t, cl, testRecords("rep", 3))
-	sameRecs(t, want, consumeN(t, gw.Addr, "rep", 3, 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "rep", 3, within(20*time.Second)))
 }
 
 // coll.a and coll_a collide once '.' and '_' are equated: a franz-go
@@ -82,7 +82,7 @@ func TestTopicNameCollision(t *testing.T) {
 	}
 	// The first topic still works.
 	want := produceAll(t, cl, testRecords("coll.a", 3))
-	sameRecs(t, want, consumeN(t, gw.Addr, "coll.a", 3, 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "coll.a", 3, within(20*time.Second)))
 }
 
 // One ~58 KB Metadata request naming 2,000 unknown topics auto-creates at
@@ -128,5 +128,5 @@ func TestAutoCreateCapMetadata(t *testing.T) {
 	// the rate lets its topic be created.
 	cl := newClient(t, gw.Addr, kgo.AllowAutoTopicCreation())
 	want := produceAll(t, cl, testRecords("after-flood", 3))
-	sameRecs(t, want, consumeN(t, gw.Addr, "after-flood", 3, 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "after-flood", 3, within(20*time.Second)))
 }

@@ -29,7 +29,7 @@ func TestTailCacheRealClients(t *testing.T) {
 	want = append(want, produceAll(t, gz, testRecords("tail", 100))...)
 
 	before := gw.G.TailCacheStats()
-	sameRecs(t, want, consumeN(t, gw.Addr, "tail", len(want), 30*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "tail", len(want)))
 	after := gw.G.TailCacheStats()
 	if after.Hits <= before.Hits || after.ServedBytes == before.ServedBytes {
 		t.Fatalf("franz-go read nothing from the tail cache: %+v then %+v", before, after)
@@ -69,7 +69,7 @@ func TestTailCacheRealClients(t *testing.T) {
 		fresh[i] = &kgo.Record{Topic: "tail", Key: fmt.Appendf(nil, "new-%d", i%3), Value: fmt.Appendf(nil, "second life %d", i)}
 	}
 	want2 := produceAll(t, cl, fresh)
-	got2 := consumeN(t, gw.Addr, "tail", len(want2), 30*time.Second)
+	got2 := consumeN(t, gw.Addr, "tail", len(want2))
 	for _, r := range got2 {
 		if !strings.HasPrefix(r.Value, "second life") {
 			t.Fatalf("the remade topic answered an old record: %v", r)
@@ -101,7 +101,7 @@ func testTailCacheTopicRemadeNatively(t *testing.T, opt gwOption) {
 	}
 	produceAll(t, cl, old)
 	sent := gw.G.TailCacheStats()
-	if got := consumeN(t, gw.Addr, "remade", len(old), 30*time.Second); got[0].Value != "old 0" {
+	if got := consumeN(t, gw.Addr, "remade", len(old)); got[0].Value != "old 0" {
 		t.Fatalf("first record %v", got[0])
 	}
 	if st := gw.G.TailCacheStats(); st.Hits <= sent.Hits {
@@ -119,7 +119,7 @@ func testTailCacheTopicRemadeNatively(t *testing.T, opt gwOption) {
 	}
 	cli.run("", append([]string{"message", "send", "-p", "0", rb.stream, "remade"}, natives...)...)
 
-	got := consumeN(t, gw.Addr, "remade", len(natives), 30*time.Second)
+	got := consumeN(t, gw.Addr, "remade", len(natives))
 	for i, r := range got {
 		if r.Offset != int64(i) || r.Value != fmt.Sprintf("native %d", i) {
 			t.Errorf("record %d of the remade topic: %v", i, r)

@@ -146,7 +146,7 @@ func TestTLSMutual(t *testing.T) {
 	cl := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
 	createTopic(t, cl, "mtls-kgo", 2)
 	want := produceAll(t, cl, testRecords("mtls-kgo", 20))
-	got := consumeTLS(t, ts.ssl, "mtls-kgo", len(want), kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
+	got := consumeN(t, ts.ssl, "mtls-kgo", len(want), consumeWith(kgo.DialTLSConfig(kgoTLS(t, &ts, true))))
 	sameRecs(t, want, got)
 
 	bare := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, false)), kgo.RequestRetries(0))
@@ -191,7 +191,7 @@ func TestTLSKgo(t *testing.T) {
 			cl := newClient(t, c.addr, opts...)
 			createTopic(t, cl, topic, 3)
 			want := produceAll(t, cl, testRecords(topic, 100))
-			sameRecs(t, want, consumeTLS(t, c.addr, topic, len(want), opts...))
+			sameRecs(t, want, consumeN(t, c.addr, topic, len(want), consumeWith(opts...)))
 		})
 	}
 	// A SASL_SSL client that does not log in is served nothing.

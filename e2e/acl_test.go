@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,9 +57,7 @@ func withACLs(t testing.TB) gwOption {
 func javaSaslProps(t testing.TB, user, pass string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), user+".properties")
-	writeFile(t, p, fmt.Sprintf("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
-		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"%s\" password=\"%s\";\n",
-		user, javaEscape(pass)))
+	writeFile(t, p, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+jaasConfig(scramLogin, user, pass))
 	return p
 }
 

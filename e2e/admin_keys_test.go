@@ -58,11 +58,7 @@ func TestKadmDeleteRecords(t *testing.T) {
 	cl := newClient(t, gw.Addr)
 	adm := kadm.NewClient(cl)
 	createTopic(t, cl, "dr-kadm", 2)
-	var recs []*kgo.Record
-	for i := range 20 {
-		recs = append(recs, &kgo.Record{Topic: "dr-kadm", Partition: 0, Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	recs = append(recs, &kgo.Record{Topic: "dr-kadm", Partition: 1, Value: []byte("other")})
+	recs := append(valueRecords("dr-kadm", 20), &kgo.Record{Topic: "dr-kadm", Partition: 1, Value: []byte("other")})
 	pcl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	all := produceAll(t, pcl, recs)
 	ctx := adminCtx(t)
@@ -164,11 +160,7 @@ func TestKadmDescribeProducers(t *testing.T) {
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 	createTopic(t, cl, "dp-kadm", 1)
-	var recs []*kgo.Record
-	for i := range 7 {
-		recs = append(recs, &kgo.Record{Topic: "dp-kadm", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	produceAll(t, cl, valueRecords("dp-kadm", 7))
 	pid, epoch, err := cl.ProducerID(adminCtx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -225,11 +217,7 @@ func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
 	gw := spawnGateway(t, dir)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "dr-restart", 1)
-	var recs []*kgo.Record
-	for i := range 10 {
-		recs = append(recs, &kgo.Record{Topic: "dr-restart", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	produceAll(t, cl, valueRecords("dr-restart", 10))
 	adm := kadm.NewClient(cl)
 	var os kadm.Offsets
 	os.Add(kadm.Offset{Topic: "dr-restart", Partition: 0, At: -1}) // everything

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -65,22 +64,11 @@ func (cg *clusterGateways) probeWrites(t *testing.T, topic string, n *int) (map[
 // every acknowledged record is in the log exactly once, where it was
 // acknowledged, in order per partition, with no record failed.
 func TestClusterEtcdRestartUnderLoad(t *testing.T) {
-	cg := newClusterGateways(t)
-	for id := 1; id <= 2; id++ {
-		cg.start(id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	cg, ctx, cancel := newCluster(t, 2, 3*time.Minute)
 	defer cancel()
-	admin := newClient(t, cg.procs[1].Addr)
 	const topic = "cluster-etcd-restart"
-	createTopic(t, admin, topic, 12)
-	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
-		bs, err := cg.brokers(ctx, admin)
-		if err != nil || len(bs) != 2 {
-			return fmt.Errorf("brokers %v (%v), want 2", bs, err)
-		}
-		return nil
-	})
+	admin := cg.adminWithTopic(topic)
+	cg.waitBrokers(ctx, admin, 2)
 	// acceptedOnce: each partition accepted by exactly one gateway, the
 	// other answering NOT_LEADER_OR_FOLLOWER.
 	probes := 0

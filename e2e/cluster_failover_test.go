@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,34 +57,13 @@ func javaAcks(t *testing.T, p *javaProc) []ackedRecord {
 // appends the gateways logged show one writer per partition at a time.
 func TestClusterThreeGatewaysFailover(t *testing.T) {
 	needJava(t)
-	producerSrc, err := filepath.Abs("java/src/AckedProducer.java")
-	if err != nil {
-		t.Fatal(err)
-	}
-	memberSrc, err := filepath.Abs("java/src/GroupMember.java")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cg := newClusterGateways(t)
-	for id := 1; id <= 3; id++ {
-		cg.start(id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	producerSrc := javaSource(t, "java/src/AckedProducer.java")
+	memberSrc := javaSource(t, "java/src/GroupMember.java")
+	cg, ctx, cancel := newCluster(t, 3, 4*time.Minute)
 	defer cancel()
-	admin := newClient(t, cg.procs[1].Addr)
 	const topic = "cluster-orders"
-	createTopic(t, admin, topic, 12)
-
-	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
-		bs, err := cg.brokers(ctx, admin)
-		if err != nil {
-			return err
-		}
-		if len(bs) != 3 {
-			return fmt.Errorf("brokers %v, want 3", bs)
-		}
-		return nil
-	})
+	admin := cg.adminWithTopic(topic)
+	cg.waitBrokers(ctx, admin, 3)
 	leaders := map[int32]int{}
 	td, err := kadm.NewClient(admin).ListTopics(ctx, topic)
 	if err != nil {
@@ -117,7 +95,7 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	groupCtx, stopGroup := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
-		cl := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumerGroup("cluster-group"),
+		cl := cg.client(kgo.ConsumerGroup("cluster-group"),
 			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchMaxWait(500*time.Millisecond))
 		wg.Add(1)
@@ -135,9 +113,7 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	}
 
 	// The franz-go producer: idempotent (kgo's default), acks=all.
-	prod := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
-		kgo.RetryTimeout(time.Minute))
+	prod := cg.producer(topic)
 	var acked []ackedRecord
 	var ackMu sync.Mutex
 	seq := 0

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -16,21 +15,11 @@ import (
 // acknowledged record in the log exactly once, and the gateways' logged
 // appends show one writer per partition at a time.
 func TestClusterFrozenGatewayIsFenced(t *testing.T) {
-	cg := newClusterGateways(t)
-	for id := 1; id <= 2; id++ {
-		cg.start(id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cg, ctx, cancel := newCluster(t, 2, 2*time.Minute)
 	defer cancel()
-	admin := newClient(t, cg.procs[1].Addr)
 	const topic = "cluster-frozen"
-	createTopic(t, admin, topic, 12)
-	checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
-		if bs, err := cg.brokers(ctx, admin); err != nil || len(bs) != 2 {
-			return fmt.Errorf("brokers %v (%v), want 2", bs, err)
-		}
-		return nil
-	})
+	admin := cg.adminWithTopic(topic)
+	cg.waitBrokers(ctx, admin, 2)
 	prod := cg.startProducer(ctx, t, topic, "f")
 	// Gateway 2 writes its partitions before it is frozen (else the
 	// freeze would fence nothing).

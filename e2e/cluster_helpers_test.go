@@ -44,6 +44,53 @@ func newClusterGateways(t *testing.T) *clusterGateways {
 		id: fmt.Sprintf("e2e-%d", time.Now().UnixNano()), procs: map[int]*process{}}
 }
 
+// newCluster spawns gateways 1..n of a new cluster, and returns a context
+// that ends after timeout or when cancelled.
+func newCluster(t *testing.T, n int, timeout time.Duration) (*clusterGateways, context.Context, context.CancelFunc) {
+	t.Helper()
+	cg := newClusterGateways(t)
+	for id := 1; id <= n; id++ {
+		cg.start(id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return cg, ctx, cancel
+}
+
+// adminWithTopic is a franz-go client on gateway 1 (with opts) that has
+// created topic with 12 partitions.
+func (cg *clusterGateways) adminWithTopic(topic string, opts ...kgo.Opt) *kgo.Client {
+	cg.t.Helper()
+	admin := newClient(cg.t, cg.procs[1].Addr, opts...)
+	createTopic(cg.t, admin, topic, 12)
+	return admin
+}
+
+// waitBrokers waits until a Metadata request through admin lists n
+// brokers.
+func (cg *clusterGateways) waitBrokers(ctx context.Context, admin *kgo.Client, n int) {
+	cg.t.Helper()
+	checkFor(cg.t, 20*time.Second, 200*time.Millisecond, func() error {
+		if bs, err := cg.brokers(ctx, admin); err != nil || len(bs) != n {
+			return fmt.Errorf("brokers %v (%v), want %d", bs, err, n)
+		}
+		return nil
+	})
+}
+
+// client is a franz-go client of the cluster (opts added), seeded with
+// every live gateway.
+func (cg *clusterGateways) client(opts ...kgo.Opt) *kgo.Client {
+	return newClient(cg.t, cg.procs[1].Addr, append([]kgo.Opt{kgo.SeedBrokers(cg.seeds()...)}, opts...)...)
+}
+
+// producer is a franz-go producer (idempotent and acks=all: kgo's
+// defaults) of the cluster writing to topic's partitions in turn, retrying
+// a record for up to a minute; opts are added.
+func (cg *clusterGateways) producer(topic string, opts ...kgo.Opt) *kgo.Client {
+	return cg.client(append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.RecordRetries(1000), kgo.RetryTimeout(time.Minute)}, opts...)...)
+}
+
 // start spawns gateway id (again, after a kill).
 func (cg *clusterGateways) start(id int) *process {
 	cg.t.Helper()
@@ -92,8 +139,8 @@ func (cg *clusterGateways) brokers(ctx context.Context, cl *kgo.Client) ([]int32
 // records arrived (or a minute passed) and returns them in fetch order.
 func (cg *clusterGateways) readLog(ctx context.Context, t *testing.T, topic string, n int) []*kgo.Record {
 	t.Helper()
-	reader := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	reader := cg.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond))
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var recs []*kgo.Record
@@ -141,9 +188,7 @@ type steadyProducer struct {
 
 func (cg *clusterGateways) startProducer(ctx context.Context, t *testing.T, topic, prefix string) *steadyProducer {
 	p := &steadyProducer{
-		cl: newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.DefaultProduceTopic(topic),
-			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordRetries(1000),
-			kgo.RetryTimeout(time.Minute), kgo.ProduceRequestTimeout(5*time.Second)),
+		cl:   cg.producer(topic, kgo.ProduceRequestTimeout(5*time.Second)),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go func() {

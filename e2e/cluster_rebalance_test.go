@@ -16,21 +16,16 @@ import (
 // group settles with every partition assigned once, and records produced
 // afterwards are all consumed.
 func TestClusterCoordinatorMovesDuringRebalance(t *testing.T) {
-	cg := newClusterGateways(t)
-	for id := 1; id <= 3; id++ {
-		cg.start(id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cg, ctx, cancel := newCluster(t, 3, 2*time.Minute)
 	defer cancel()
-	admin := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...))
 	const topic, groupID = "cluster-rebalance", "cluster-moving-group"
-	createTopic(t, admin, topic, 12)
+	admin := cg.adminWithTopic(topic, kgo.SeedBrokers(cg.seeds()...))
 
 	var mu sync.Mutex
 	consumed := map[string]bool{}
 	owned := map[int]map[int32]bool{} // member -> partitions assigned now
 	member := func(i int) {
-		cl := newClient(t, cg.procs[1].Addr, kgo.SeedBrokers(cg.seeds()...), kgo.ConsumerGroup(groupID),
+		cl := cg.client(kgo.ConsumerGroup(groupID),
 			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchMaxWait(300*time.Millisecond), kgo.SessionTimeout(6*time.Second),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {

@@ -52,23 +52,31 @@ func TestBinaryMetricsAndPprof(t *testing.T) {
 	gw.Stop()
 }
 
+// httpGet GETs url (within 5 s) and returns the body of a 200 answer.
 func httpGet(url string) (string, error) {
+	code, body, err := httpStatus(url)
+	if err == nil && code != http.StatusOK {
+		return "", fmt.Errorf("%s: HTTP %d", url, code)
+	}
+	return body, err
+}
+
+// httpStatus GETs url (within 5 s): the status code and the body,
+// whatever the status.
+func httpStatus(url string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return "", fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(b), err
+	return resp.StatusCode, string(b), err
 }
 
 // Startup errors from the real binary: exit code 2 and a message naming

@@ -140,10 +140,7 @@ func TestCreateTopicsExistingWithConfigs(t *testing.T) {
 // The Java AdminClient (e2e/java/ConfigsAdmin.java).
 func TestConfigJavaAdmin(t *testing.T) {
 	gw := startGateway(t)
-	src, err := filepath.Abs("java/ConfigsAdmin.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/ConfigsAdmin.java")
 	out, errOut, err := javaRun(t, 120*time.Second, "", src, gw.Addr, "cfg-java")
 	if err != nil || strings.TrimSpace(out) != "OK" {
 		t.Fatalf("ConfigsAdmin: %v\nstdout: %s\nstderr: %s", err, out, tail(errOut, 60))

@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,10 +38,7 @@ func withConsumerSession(d time.Duration) gwOption {
 // released it). kafka-consumer-groups describes the group.
 func TestConsumerProtocolJava(t *testing.T) {
 	needJava(t)
-	src, err := filepath.Abs("java/src/GroupMember.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/src/GroupMember.java")
 	// A 25 s session: the static member's restart fits in it, and its
 	// place is freed soon after the last stop below.
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond), withConsumerSession(25*time.Second))
@@ -62,54 +58,23 @@ func TestConsumerProtocolJava(t *testing.T) {
 	spread := func(sizes []int, ms ...*javaMember) {
 		t.Helper()
 		checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
-			seen := map[int]string{}
-			var got []int
-			for _, m := range ms {
-				o := m.owned()
-				got = append(got, len(o))
-				for _, p := range o {
-					if who, dup := seen[p]; dup {
-						return fmt.Errorf("partition %d owned by %s and %s", p, who, m.name)
-					}
-					seen[p] = m.name
-				}
+			got, total, err := ownedApart(ms)
+			if err == nil && (!slices.Equal(got, sizes) || total != 12) {
+				err = fmt.Errorf("owned counts %v, want %v", got, sizes)
 			}
-			if !slices.Equal(got, sizes) || len(seen) != 12 {
-				return fmt.Errorf("owned counts %v, want %v", got, sizes)
-			}
-			return nil
+			return err
 		})
 	}
 	consumed := func() {
 		t.Helper()
-		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error {
-			n := map[string]int{}
-			for _, m := range all {
-				for _, v := range m.records() {
-					n[v]++
-				}
-			}
-			for _, v := range want {
-				if n[v] == 0 {
-					return fmt.Errorf("record %s not consumed (%d of %d)", v, len(n), len(want))
-				}
-			}
-			return nil
-		})
+		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error { return allConsumed(all, want) })
 	}
 
 	m1, m2, m3 := start("m1", "-"), start("m2", "-"), start("m3", "inst-3")
 	spread([]int{4, 4, 4}, m1, m2, m3)
 	consumed()
 
-	tool := func(args ...string) string {
-		out, errOut, err := javaRun(t, 2*time.Minute, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-			append([]string{"--bootstrap-server", gw.Addr}, args...)...)
-		if err != nil {
-			t.Fatalf("kafka-consumer-groups %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
-		}
-		return out
-	}
+	tool := consumerGroupsTool(t, gw.Addr)
 	// The committed offsets of a live consumer group, with lag 0.
 	checkFor(t, time.Minute, time.Second, func() error {
 		out := tool("--describe", "--group", group)
@@ -171,15 +136,12 @@ func TestConsumerProtocolJava(t *testing.T) {
 	for _, m := range []*javaMember{m1, m2, m3, m4} {
 		m.p.stop(t, time.Minute)
 	}
-	n := map[string]int{}
 	for _, m := range all {
 		if strings.Contains(m.p.out.String(), "COMMIT-FAILED") || strings.Contains(m.p.out.String(), "LOST") {
 			t.Errorf("%s:\n%s", m.name, tail(m.p.out.String(), 20))
 		}
-		for _, v := range m.records() {
-			n[v]++
-		}
 	}
+	n := recordCounts(all)
 	for _, v := range want {
 		if n[v] != 1 {
 			t.Errorf("record %s consumed %d times", v, n[v])

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -22,10 +21,7 @@ import (
 // consumed exactly once (members commit after each poll).
 func TestConsumerProtocolJavaOnlineMigration(t *testing.T) {
 	needJava(t)
-	src, err := filepath.Abs("java/src/GroupMember.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/src/GroupMember.java")
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
 	const topic, group = "kip848-migrate", "kip848-migrate-grp"
 	createTopic(t, newClient(t, gw.Addr), topic, 6)
@@ -39,41 +35,24 @@ func TestConsumerProtocolJavaOnlineMigration(t *testing.T) {
 	var want []string
 	consumed := func() {
 		t.Helper()
-		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error {
-			n := map[string]int{}
-			for _, m := range all {
-				for _, v := range m.records() {
-					n[v]++
-				}
-			}
-			for _, v := range want {
-				if n[v] == 0 {
-					return fmt.Errorf("record %s not consumed", v)
-				}
-			}
-			return nil
-		})
+		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error { return allConsumed(all, want) })
 	}
 	// covered waits until the members own the 6 partitions between them,
 	// each some, none twice.
 	covered := func(ms ...*javaMember) {
 		t.Helper()
 		checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
-			seen := map[int]string{}
-			for _, m := range ms {
-				o := m.owned()
-				if len(o) == 0 {
-					return fmt.Errorf("%s owns nothing", m.name)
-				}
-				for _, p := range o {
-					if who, dup := seen[p]; dup {
-						return fmt.Errorf("partition %d owned by %s and %s", p, who, m.name)
-					}
-					seen[p] = m.name
+			sizes, total, err := ownedApart(ms)
+			if err != nil {
+				return err
+			}
+			for i, n := range sizes {
+				if n == 0 {
+					return fmt.Errorf("%s owns nothing", ms[i].name)
 				}
 			}
-			if len(seen) != 6 {
-				return fmt.Errorf("%d of 6 partitions owned", len(seen))
+			if total != 6 {
+				return fmt.Errorf("%d of 6 partitions owned", total)
 			}
 			return nil
 		})
@@ -146,12 +125,7 @@ func TestConsumerProtocolJavaOnlineMigration(t *testing.T) {
 	consumed()
 	c3.p.stop(t, time.Minute)
 
-	n := map[string]int{}
-	for _, m := range all {
-		for _, v := range m.records() {
-			n[v]++
-		}
-	}
+	n := recordCounts(all)
 	for _, v := range want {
 		if n[v] != 1 {
 			t.Errorf("record %s consumed %d times", v, n[v])

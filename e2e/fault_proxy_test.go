@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,4 +137,37 @@ func (p *faultProxy) serve(client net.Conn) {
 			return
 		}
 	}
+}
+
+// proxiedGateway is a gateway binary on dir behind a faultProxy that it
+// advertises, so clients keep one address while the process behind it is
+// killed and replaced.
+type proxiedGateway struct {
+	t     *testing.T
+	proxy *faultProxy
+	dir   string
+	args  []string
+	cur   *process
+}
+
+// newProxiedGateway starts the gateway binary with args on dir behind a
+// proxy that cuts every cutEvery-th Produce (1<<62: never).
+func newProxiedGateway(t *testing.T, cutEvery int64, dir string, args ...string) *proxiedGateway {
+	t.Helper()
+	g := &proxiedGateway{t: t, proxy: newFaultProxy(t, cutEvery), dir: dir}
+	g.args = append(args, "--advertised-port="+strconv.Itoa(g.proxy.Port()))
+	g.start()
+	return g
+}
+
+func (g *proxiedGateway) start() {
+	g.cur = spawnGateway(g.t, g.dir, g.args...)
+	g.proxy.SetUpstream(g.cur.Addr)
+}
+
+// killAndRestart kills the gateway process (-9) and starts a new one on
+// the same data.
+func (g *proxiedGateway) killAndRestart() {
+	g.cur.Kill()
+	g.start()
 }

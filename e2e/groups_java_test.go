@@ -41,14 +41,7 @@ func TestGroupsJavaConsumerCommitResume(t *testing.T) {
 	}
 
 	// kafka-consumer-groups on the same group.
-	tool := func(args ...string) string {
-		out, errOut, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-			append([]string{"--bootstrap-server", gw.Addr}, args...)...)
-		if err != nil {
-			t.Fatalf("kafka-consumer-groups %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
-		}
-		return out
-	}
+	tool := consumerGroupsTool(t, gw.Addr)
 	if out := tool("--list"); !strings.Contains(out, group) {
 		t.Fatalf("--list:\n%s", out)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,13 +96,22 @@ func produceKgo(t *testing.T, addr string, records []*kgo.Record, during func())
 	}
 }
 
-func TestIdempotentKgoThroughFaultyProxy(t *testing.T) {
-	proxy := newFaultProxy(t, 7)
+// proxiedInProcess starts an in-process gateway behind a proxy that cuts
+// every cutEvery-th Produce (the gateway advertises the proxy) and creates
+// topic on it with parts partitions.
+func proxiedInProcess(t *testing.T, cutEvery int64, topic string, parts int32) *faultProxy {
+	t.Helper()
+	proxy := newFaultProxy(t, cutEvery)
 	gw := startGateway(t, func(h *handlers.Config, _ *loop.Config) { h.AdvertisedPort = int32(proxy.Port()) })
 	proxy.SetUpstream(gw.Addr)
-	const n, parts = 3000, 2
 	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "idem-kgo", parts)
+	createTopic(t, cl, topic, parts)
+	return proxy
+}
+
+func TestIdempotentKgoThroughFaultyProxy(t *testing.T) {
+	const n, parts = 3000, 2
+	proxy := proxiedInProcess(t, 7, "idem-kgo", parts)
 	produceKgo(t, proxy.Addr(), idemRecords("idem-kgo", n, parts), nil)
 	if proxy.cuts.Load() < 3 {
 		t.Fatalf("only %d connections cut over %d produce requests: the test did not exercise retries", proxy.cuts.Load(), proxy.produces.Load())
@@ -116,16 +124,12 @@ func TestIdempotentKgoThroughFaultyProxy(t *testing.T) {
 // middle of a faulty run: retries that reach the new process are still
 // recognised, from the message ids it finds in the store.
 func TestIdempotentKgoAcrossGatewayRestart(t *testing.T) {
-	proxy := newFaultProxy(t, 11)
-	dir := t.TempDir()
-	adv := "--advertised-port=" + strconv.Itoa(proxy.Port())
-	gw := spawnGateway(t, dir, adv)
-	proxy.SetUpstream(gw.Addr)
+	g := newProxiedGateway(t, 11, t.TempDir())
+	proxy := g.proxy
 	const n, parts = 3000, 2
-	cl := newClient(t, gw.Addr)
+	cl := newClient(t, g.cur.Addr)
 	createTopic(t, cl, "idem-restart", parts)
 	cl.Close()
-	var second *process
 	produceKgo(t, proxy.Addr(), idemRecords("idem-restart", n, parts), func() {
 		proxy.pauseOnCut.Store(true)
 		select {
@@ -135,25 +139,19 @@ func TestIdempotentKgoAcrossGatewayRestart(t *testing.T) {
 		}
 		// The cut request was stored but not acknowledged; its retry
 		// reaches only the new process.
-		gw.Kill()
-		second = spawnGateway(t, dir, adv)
-		proxy.SetUpstream(second.Addr)
+		g.killAndRestart()
 	})
 	t.Logf("%d produce requests, %d connections cut", proxy.produces.Load(), proxy.cuts.Load())
 	checkExactlyOnce(t, proxy.Addr(), "idem-restart", n, parts)
-	if !strings.Contains(second.Log(), "verdict=duplicate") {
+	if !strings.Contains(g.cur.Log(), "verdict=duplicate") {
 		t.Errorf("the restarted gateway saw no duplicate batch: the retry path after a restart was not exercised")
 	}
 }
 
 func TestIdempotentJavaThroughFaultyProxy(t *testing.T) {
 	run := javaIdem(t)
-	proxy := newFaultProxy(t, 5)
-	gw := startGateway(t, func(h *handlers.Config, _ *loop.Config) { h.AdvertisedPort = int32(proxy.Port()) })
-	proxy.SetUpstream(gw.Addr)
 	const n, parts = 3000, 2
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "idem-java", parts)
+	proxy := proxiedInProcess(t, 5, "idem-java", parts)
 	run(proxy.Addr(), "idem-java", n, parts)
 	if t.Failed() {
 		t.FailNow()
@@ -168,13 +166,10 @@ func TestIdempotentJavaThroughFaultyProxy(t *testing.T) {
 // The Java producer across a gateway restart right after a cut request.
 func TestIdempotentJavaAcrossGatewayRestart(t *testing.T) {
 	run := javaIdem(t)
-	proxy := newFaultProxy(t, 9)
-	dir := t.TempDir()
-	adv := "--advertised-port=" + strconv.Itoa(proxy.Port())
-	gw := spawnGateway(t, dir, adv)
-	proxy.SetUpstream(gw.Addr)
+	g := newProxiedGateway(t, 9, t.TempDir())
+	proxy := g.proxy
 	const n, parts = 20000, 2
-	cl := newClient(t, gw.Addr)
+	cl := newClient(t, g.cur.Addr)
 	createTopic(t, cl, "idem-java-restart", parts)
 	cl.Close()
 	proxy.pauseOnCut.Store(true)
@@ -183,12 +178,9 @@ func TestIdempotentJavaAcrossGatewayRestart(t *testing.T) {
 		defer close(done)
 		run(proxy.Addr(), "idem-java-restart", n, parts)
 	}()
-	var second *process
 	select {
 	case <-proxy.paused:
-		gw.Kill()
-		second = spawnGateway(t, dir, adv)
-		proxy.SetUpstream(second.Addr)
+		g.killAndRestart()
 	case <-done:
 		t.Fatal("the producer finished before any request was cut")
 	case <-time.After(60 * time.Second):
@@ -200,7 +192,7 @@ func TestIdempotentJavaAcrossGatewayRestart(t *testing.T) {
 	}
 	t.Logf("%d produce requests, %d connections cut", proxy.produces.Load(), proxy.cuts.Load())
 	checkExactlyOnce(t, proxy.Addr(), "idem-java-restart", n, parts)
-	if !strings.Contains(second.Log(), "verdict=duplicate") {
+	if !strings.Contains(g.cur.Log(), "verdict=duplicate") {
 		t.Errorf("the restarted gateway saw no duplicate batch: the retry path after a restart was not exercised")
 	}
 }

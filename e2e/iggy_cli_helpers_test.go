@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
@@ -41,6 +45,35 @@ func (c *iggyCLI) run(stdin string, args ...string) string {
 		c.t.Fatalf("iggy %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, tail(out, 40), tail(errOut, 40))
 	}
 	return out
+}
+
+// userSuffix is random hex that keeps the names of a test's Iggy users
+// apart from other tests' on the shared server.
+func userSuffix() string {
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	return hex.EncodeToString(rnd[:])
+}
+
+// createUser makes an Iggy user with the CLI's permission flags (perms,
+// such as "-g", "read_topics,poll_messages") and deletes it when the test
+// ends.
+func (c *iggyCLI) createUser(user, pass string, perms ...string) {
+	c.t.Helper()
+	c.run("", append(append([]string{"user", "create"}, perms...), user, pass)...)
+	c.t.Cleanup(func() { c.run("", "user", "delete", user) })
+}
+
+// rootGateway is a gateway binary on the test's own streams of the shared
+// real server, logged in as root, with a franz-go client on it; cli is the
+// iggy CLI on that server.
+func rootGateway(t *testing.T) (rb realBackend, cli *iggyCLI, root *process, rootCl *kgo.Client) {
+	t.Helper()
+	realServerTest(t)
+	rb = newRealBackend(t)
+	cli = newIggyCLI(t, rb.addr)
+	root = spawnGateway(t, t.TempDir(), rb.gatewayArgs()...)
+	return rb, cli, root, newClient(t, root.Addr)
 }
 
 // nativeHeader is one user header as stored: key (a String TLV for every

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/bridge"
 )
 
 // faultCycles is how many times each test kills its target.
@@ -183,15 +185,33 @@ func TestIggyKillNineUnderJavaLoad(t *testing.T) {
 	gw, srv := privateIggyGateway(t)
 	const n, parts = 60000, 2
 	createTopic(t, newClient(t, gw.Addr), "crash-java", parts)
+	killUnderJavaLoad(t, run, gw.Addr, "crash-java", n, parts, gw.Store, gw.Stream, func(cycle int) {
+		srv.Kill()
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // down for a moment, as a crash-looping server
+		if err := srv.Restart(context.Background()); err != nil {
+			t.Fatalf("cycle %d: %v", cycle, err)
+		}
+	})
+	checkExactlyOnce(t, gw.Addr, "crash-java", n, parts)
+}
+
+// killUnderJavaLoad runs the Java idempotent producer (run, from javaIdem)
+// of n records to topic's parts partitions through addr, and calls kill
+// faultCycles times, each once another 5000 records are in store (topic in
+// stream); it fails if the producer finishes before the last kill, and
+// returns when the producer has finished.
+func killUnderJavaLoad(t *testing.T, run func(addr, topic string, n, parts int), addr, topic string, n, parts int,
+	store bridge.Backend, stream string, kill func(cycle int)) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		run(gw.Addr, "crash-java", n, parts)
+		run(addr, topic, n, parts)
 	}()
 	stored := func() uint64 {
 		var sum uint64
 		for p := range int32(parts) {
-			if st, err := gw.Store.Partition(context.Background(), gw.Stream, "crash-java", p); err == nil {
+			if st, err := store.Partition(context.Background(), stream, topic, p); err == nil {
 				sum += st.Next
 			}
 		}
@@ -215,17 +235,12 @@ func TestIggyKillNineUnderJavaLoad(t *testing.T) {
 			t.Fatalf("the producer finished after %d of %d kills: raise n", cycle, faultCycles)
 		default:
 		}
-		srv.Kill()
-		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
-		if err := srv.Restart(context.Background()); err != nil {
-			t.Fatalf("cycle %d: %v", cycle, err)
-		}
+		kill(cycle)
 	}
 	<-done
 	if t.Failed() {
 		t.FailNow()
 	}
-	checkExactlyOnce(t, gw.Addr, "crash-java", n, parts)
 }
 
 // TestIggySigtermMidStream: the Iggy server is stopped cleanly and started

@@ -12,8 +12,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,26 +30,18 @@ import (
 )
 
 func TestIggyPermissionsRefusals(t *testing.T) {
-	realServerTest(t)
-	rb := newRealBackend(t)
-	cli := newIggyCLI(t, rb.addr)
-	iggyArgs := rb.gatewayArgs()
-
 	// A gateway logged in as root makes the streams, the gateway's state
 	// topics and a topic with three records.
-	root := spawnGateway(t, t.TempDir(), iggyArgs...)
-	rootCl := newClient(t, root.Addr)
+	rb, cli, root, rootCl := rootGateway(t)
 	createTopic(t, rootCl, "perm-t", 1)
 	want := produceAll(t, rootCl, testRecords("perm-t", 3))
 
 	// A user that may read and poll everything but send nothing and
 	// manage nothing.
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	user, pass := "kafka-ro-"+hex.EncodeToString(rnd[:]), "pw-"+hex.EncodeToString(rnd[:])
-	cli.run("", "user", "create", "-g", "read_streams,read_topics,poll_messages", user, pass)
-	t.Cleanup(func() { cli.run("", "user", "delete", user) })
-	ro := spawnGateway(t, t.TempDir(), append(iggyArgs, "--iggy-username="+user, "--iggy-password="+pass)...)
+	sfx := userSuffix()
+	user, pass := "kafka-ro-"+sfx, "pw-"+sfx
+	cli.createUser(user, pass, "-g", "read_streams,read_topics,poll_messages")
+	ro := spawnGateway(t, t.TempDir(), rb.gatewayArgs("--iggy-username="+user, "--iggy-password="+pass)...)
 
 	// Reading works.
 	sameRecs(t, want, consumeN(t, ro.Addr, "perm-t", len(want)))
@@ -87,15 +77,9 @@ func TestIggyPermissionsRefusals(t *testing.T) {
 }
 
 func TestIggyUserPermissions(t *testing.T) {
-	realServerTest(t)
 	kcat := needKcat(t)
-	rb := newRealBackend(t)
-	cli := newIggyCLI(t, rb.addr)
-	iggyArgs := rb.gatewayArgs()
-
 	// Root (no SASL) makes topics A and B with two records each.
-	root := spawnGateway(t, t.TempDir(), iggyArgs...)
-	rootCl := newClient(t, root.Addr)
+	rb, cli, _, rootCl := rootGateway(t)
 	createTopic(t, rootCl, "perm-a", 1)
 	createTopic(t, rootCl, "perm-b", 1)
 	wantA := produceAll(t, rootCl, testRecords("perm-a", 2))
@@ -119,17 +103,13 @@ func TestIggyUserPermissions(t *testing.T) {
 		ids[tp.Name] = tp.ID
 	}
 
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	sfx := hex.EncodeToString(rnd[:])
+	sfx := userSuffix()
 	sender, reader, pass := "kafka-snd-"+sfx, "kafka-ro-"+sfx, "pw-"+sfx
-	cli.run("", "user", "create", "-s", fmt.Sprintf("%d#%d:send_messages", st.ID, ids["perm-a"]), sender, pass)
-	t.Cleanup(func() { cli.run("", "user", "delete", sender) })
-	cli.run("", "user", "create", "-g", "read_streams,read_topics,poll_messages", reader, pass)
-	t.Cleanup(func() { cli.run("", "user", "delete", reader) })
+	cli.createUser(sender, pass, "-s", fmt.Sprintf("%d#%d:send_messages", st.ID, ids["perm-a"]))
+	cli.createUser(reader, pass, "-g", "read_streams,read_topics,poll_messages")
 
 	const ttl = time.Second
-	gw := spawnGateway(t, t.TempDir(), append(iggyArgs, "--sasl-mechanisms=PLAIN", fmt.Sprintf("--iggy-permissions-ttl=%v", ttl))...)
+	gw := spawnGateway(t, t.TempDir(), rb.gatewayArgs("--sasl-mechanisms=PLAIN", fmt.Sprintf("--iggy-permissions-ttl=%v", ttl))...)
 	as := func(user string, opts ...kgo.Opt) *kgo.Client {
 		return newClient(t, gw.Addr, append([]kgo.Opt{kgo.SASL(kgoMech(handlers.MechPlain, user, pass)),
 			kgo.DisableIdempotentWrite(), kgo.RecordRetries(2)}, opts...)...)
@@ -213,7 +193,7 @@ func TestIggyUserPermissions(t *testing.T) {
 	// A gateway whose own Iggy user may not read users cannot keep
 	// permissions fresh: it does not start (rather than refuse every
 	// PLAIN client a TTL later). The reader has no read_users.
-	cmd := exec.Command(gatewayBinary(t), append(iggyArgs, "--iggy-username="+reader, "--iggy-password="+pass,
+	cmd := exec.Command(gatewayBinary(t), rb.gatewayArgs("--iggy-username="+reader, "--iggy-password="+pass,
 		"--sasl-mechanisms=PLAIN", "--bind-addr=127.0.0.1:"+strconv.Itoa(freePort(t)))...)
 	cmd.Env = childEnv()
 	out, err := cmd.CombinedOutput()

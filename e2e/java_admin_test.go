@@ -22,10 +22,7 @@ import (
 func TestJavaAdminCreatePartitionsDeleteRecords(t *testing.T) {
 	needJava(t)
 	gw := startGateway(t)
-	src, err := filepath.Abs("java/src/AdminCheck.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/src/AdminCheck.java")
 	out, errOut, err := javaRun(t, 120*time.Second, "", src, gw.Addr, "java-admin")
 	if err != nil {
 		t.Fatalf("AdminCheck: %v\nstdout: %s\nstderr: %s", err, out, errOut)
@@ -58,11 +55,7 @@ func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "java-tools", 1)
-	var recs []*kgo.Record
-	for i := range 12 {
-		recs = append(recs, &kgo.Record{Topic: "java-tools", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	produceAll(t, cl, valueRecords("java-tools", 12))
 
 	_, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TopicCommand",
 		"--bootstrap-server", gw.Addr, "--alter", "--topic", "java-tools", "--partitions", "3")
@@ -103,11 +96,7 @@ func TestJavaToolsLogDirsDescribeProducersTransactions(t *testing.T) {
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "java-logdirs", 1)
-	var recs []*kgo.Record
-	for i := range 4 {
-		recs = append(recs, &kgo.Record{Topic: "java-logdirs", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	produceAll(t, cl, valueRecords("java-logdirs", 4))
 	pid, _, err := cl.ProducerID(context.Background())
 	if err != nil {
 		t.Fatal(err)

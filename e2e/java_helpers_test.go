@@ -52,17 +52,35 @@ func needCoreJar(t testing.TB) {
 	}
 }
 
+// javaSource is the absolute path of a Java source file the tests run in
+// source-file mode (path is relative to e2e/).
+func javaSource(t testing.TB, path string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
 // javaRun runs a Kafka tool class on the fetched classpath.
 func javaRun(t testing.TB, timeout time.Duration, stdin, class string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	java, jvm := jvmArgs(t, class)
+	return runCmd(t, timeout, stdin, java, append(jvm, args...)...)
+}
+
+// jvmArgs are the java path and the JVM's arguments up to class, on the
+// fetched classpath: start fast and stay small, for the tools and for a
+// Streams app or Connect worker alike.
+func jvmArgs(t testing.TB, class string) (java string, args []string) {
+	t.Helper()
 	java, cp := needJava(t)
-	jvm := []string{
-		// A short-lived tool: start fast, stay small.
+	return java, []string{
 		"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", cp, class,
 	}
-	return runCmd(t, timeout, stdin, java, append(jvm, args...)...)
 }
 
 // javaProc is a long-running JVM started by javaStart: a Streams app or a
@@ -81,12 +99,7 @@ type javaProc struct {
 // test failed.
 func javaStart(t testing.TB, name, class string, args ...string) *javaProc {
 	t.Helper()
-	java, cp := needJava(t)
-	jvm := []string{
-		"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-cp", cp, class,
-	}
+	java, jvm := jvmArgs(t, class)
 	cmd := exec.Command(java, append(jvm, args...)...)
 	cmd.Env = childEnv()
 	p := &javaProc{cmd: cmd, out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
@@ -209,6 +222,105 @@ func (m *javaMember) records() []string {
 		}
 	}
 	return out
+}
+
+// consumerGroupsTool returns Kafka's kafka-consumer-groups
+// (ConsumerGroupCommand) against addr: it returns the tool's output and
+// fails t when the tool fails.
+func consumerGroupsTool(t *testing.T, addr string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, errOut, err := javaRun(t, 2*time.Minute, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+			append([]string{"--bootstrap-server", addr}, args...)...)
+		if err != nil {
+			t.Fatalf("kafka-consumer-groups %v: %v\nstdout: %s\nstderr: %s", args, err, out, errOut)
+		}
+		return out
+	}
+}
+
+// recordCounts counts the REC lines of ms by value.
+func recordCounts(ms []*javaMember) map[string]int {
+	n := map[string]int{}
+	for _, m := range ms {
+		for _, v := range m.records() {
+			n[v]++
+		}
+	}
+	return n
+}
+
+// allConsumed is nil once ms between them printed a REC line for every
+// value of want.
+func allConsumed(ms []*javaMember, want []string) error {
+	n := recordCounts(ms)
+	for _, v := range want {
+		if n[v] == 0 {
+			return fmt.Errorf("record %s not consumed (%d of %d)", v, len(n), len(want))
+		}
+	}
+	return nil
+}
+
+// ownedApart returns how many partitions each of ms owns now and how many
+// they own between them, or an error naming a partition two of them own.
+func ownedApart(ms []*javaMember) (sizes []int, total int, err error) {
+	seen := map[int]string{}
+	for _, m := range ms {
+		o := m.owned()
+		sizes = append(sizes, len(o))
+		for _, p := range o {
+			if who, dup := seen[p]; dup {
+				return nil, 0, fmt.Errorf("partition %d owned by %s and %s", p, who, m.name)
+			}
+			seen[p] = m.name
+		}
+	}
+	return sizes, len(seen), nil
+}
+
+// Kafka's JAAS login modules for SASL clients.
+const (
+	scramLogin = "org.apache.kafka.common.security.scram.ScramLoginModule"
+	plainLogin = "org.apache.kafka.common.security.plain.PlainLoginModule"
+)
+
+// jaasConfig is the sasl.jaas.config line of a client properties file
+// logging in as user with module.
+func jaasConfig(module, user, pass string) string {
+	return fmt.Sprintf("sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n", module, user, javaEscape(pass))
+}
+
+// javaConsoleRoundTrip writes a client properties file of props, produces
+// 20 values "java <label> <i>" to topic through addr with Kafka's console
+// producer and fails t unless its console consumer reads them back in
+// order, both clients configured by that file.
+func javaConsoleRoundTrip(t *testing.T, addr, topic, label, props string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "client.properties")
+	writeFile(t, file, props)
+	const n = 20
+	var in strings.Builder
+	var want []string
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("java %s %d", label, i)
+		in.WriteString(v + "\n")
+		want = append(want, v)
+	}
+	_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
+		"--bootstrap-server", addr, "--topic", topic, "--producer.config", file)
+	if err != nil || strings.Contains(errOut, "ERROR") {
+		t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
+	}
+	out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
+		"--bootstrap-server", addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
+		"--timeout-ms", "30000", "--consumer.config", file)
+	if err != nil {
+		t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
+	}
+	if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
+		t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr: %s", got, strings.Join(want, "\n"), errOut)
+	}
 }
 
 // describeRow finds a --describe row for topic/partition with the given

@@ -81,6 +81,20 @@ func kcatConsumeLines(t *testing.T, kcat, addr, topic string) []string {
 	return strings.Split(out, "\n")
 }
 
+// checkKcatLines fails t unless lines (from kcatConsumeLines) are
+// key|headers|value of keys and values in order.
+func checkKcatLines(t *testing.T, lines, keys []string, headers string, values []string) {
+	t.Helper()
+	if len(lines) != len(keys) {
+		t.Fatalf("read %d records, want %d:\n%s", len(lines), len(keys), strings.Join(lines, "\n"))
+	}
+	for i, l := range lines {
+		if want := keys[i] + "|" + headers + "|" + values[i]; l != want {
+			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
+		}
+	}
+}
+
 // kcatProduce runs kcat -P with extra arguments and stdin.
 func kcatProduce(t *testing.T, kcat, addr, topic, stdin string, extra ...string) {
 	t.Helper()
@@ -158,4 +172,23 @@ func kcatHeaders(hs []kgo.RecordHeader) string {
 		parts = append(parts, h.Key+"="+string(h.Value))
 	}
 	return strings.Join(parts, ",")
+}
+
+// kcatRoundTrip produces ten keyed records to topic with args and reads
+// them back.
+func kcatRoundTrip(t *testing.T, kcat, topic string, args []string) {
+	t.Helper()
+	input, _, values := kcatInput(10)
+	_, errOut, err := runCmd(t, 60*time.Second, input, kcat, append(args, "-P", "-t", topic, "-K:")...)
+	if err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, errOut)
+	}
+	out, errOut, err := runCmd(t, 60*time.Second, "", kcat,
+		append(args, "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")...)
+	if err != nil {
+		t.Fatalf("kcat -C: %v\n%s", err, errOut)
+	}
+	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(values, "|") {
+		t.Fatalf("kcat consumed %q, want %q", got, values)
+	}
 }

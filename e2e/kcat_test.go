@@ -15,11 +15,7 @@ func TestKcatProduceConsume(t *testing.T) {
 	gw := startGateway(t)
 
 	input, keys, values := kcatInput(200)
-	_, errOut, err := runCmd(t, 60*time.Second, input, kcat,
-		"-b", gw.Addr, "-P", "-t", "orders", "-K:", "-H", "k=v", "-H", "trace=abc-123")
-	if err != nil {
-		t.Fatalf("kcat -P: %v\nstderr: %s", err, errOut)
-	}
+	kcatProduce(t, kcat, gw.Addr, "orders", input, "-K:", "-H", "k=v", "-H", "trace=abc-123")
 
 	m := kcatList(t, kcat, gw.Addr)
 	if len(m.Brokers) != 1 || m.Brokers[0].ID != 1 || m.Brokers[0].Name != gw.Addr {
@@ -38,16 +34,7 @@ func TestKcatProduceConsume(t *testing.T) {
 		t.Errorf("kcat -L does not list orders: %+v", m.Topics)
 	}
 
-	lines := kcatConsumeLines(t, kcat, gw.Addr, "orders")
-	if len(lines) != len(keys) {
-		t.Fatalf("read %d records, want %d:\n%s", len(lines), len(keys), strings.Join(lines, "\n"))
-	}
-	for i, l := range lines {
-		want := keys[i] + "|k=v,trace=abc-123|" + values[i]
-		if l != want {
-			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
-		}
-	}
+	checkKcatLines(t, kcatConsumeLines(t, kcat, gw.Addr, "orders"), keys, "k=v,trace=abc-123", values)
 }
 
 // kcat -z snappy: librdkafka's snappy framing decodes on Produce.
@@ -55,20 +42,8 @@ func TestKcatSnappy(t *testing.T) {
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	input, keys, values := kcatInput(300)
-	_, errOut, err := runCmd(t, 60*time.Second, input, kcat,
-		"-b", gw.Addr, "-P", "-t", "snappy-orders", "-K:", "-z", "snappy", "-H", "c=snappy")
-	if err != nil {
-		t.Fatalf("kcat -P -z snappy: %v\nstderr: %s", err, errOut)
-	}
-	lines := kcatConsumeLines(t, kcat, gw.Addr, "snappy-orders")
-	if len(lines) != len(keys) {
-		t.Fatalf("read %d records, want %d", len(lines), len(keys))
-	}
-	for i, l := range lines {
-		if want := keys[i] + "|c=snappy|" + values[i]; l != want {
-			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
-		}
-	}
+	kcatProduce(t, kcat, gw.Addr, "snappy-orders", input, "-K:", "-z", "snappy", "-H", "c=snappy")
+	checkKcatLines(t, kcatConsumeLines(t, kcat, gw.Addr, "snappy-orders"), keys, "c=snappy", values)
 }
 
 // An unknown topic is created on first use by default; kcat -L then lists

@@ -99,6 +99,15 @@ func testRecords(topic string, n int) []*kgo.Record {
 	return out
 }
 
+// valueRecords are n records for partition 0 of topic, valued v0, v1, ...
+func valueRecords(topic string, n int) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range out {
+		out[i] = &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	return out
+}
+
 // produceAll produces records synchronously and returns them as stored
 // (with the partition and offset the gateway acknowledged).
 func produceAll(t testing.TB, cl *kgo.Client, records []*kgo.Record) []rec {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -49,11 +47,9 @@ func TestSaslIggyPlain(t *testing.T) {
 	realServerTest(t)
 	rb := newRealBackend(t)
 	cli := newIggyCLI(t, rb.addr)
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	user, pass := "kafka-sasl-"+hex.EncodeToString(rnd[:]), "pw-"+hex.EncodeToString(rnd[:])
-	cli.run("", "user", "create", "-g", "manage_topics", user, pass) // manage_topics: create, send, poll (Iggy permissions apply)
-	t.Cleanup(func() { cli.run("", "user", "delete", user) })
+	sfx := userSuffix()
+	user, pass := "kafka-sasl-"+sfx, "pw-"+sfx
+	cli.createUser(user, pass, "-g", "manage_topics") // manage_topics: create, send, poll (Iggy permissions apply)
 
 	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+rb.addr, "--stream="+rb.stream,
 		"--iggy-state-stream="+rb.state, "--sasl-mechanisms=PLAIN")
@@ -62,7 +58,7 @@ func TestSaslIggyPlain(t *testing.T) {
 	produceAll(t, cl, testRecords("sasl-iggy", 5))
 
 	_, errWrong := kgoLoginErr(t, gw.Addr, handlers.MechPlain, user, "wrong-pw")
-	_, errUnknown := kgoLoginErr(t, gw.Addr, handlers.MechPlain, "nobody-"+hex.EncodeToString(rnd[:]), pass)
+	_, errUnknown := kgoLoginErr(t, gw.Addr, handlers.MechPlain, "nobody-"+sfx, pass)
 	if !errors.Is(errWrong, kerr.SaslAuthenticationFailed) || !errors.Is(errUnknown, kerr.SaslAuthenticationFailed) ||
 		errWrong.Error() != errUnknown.Error() {
 		t.Fatalf("refusals: wrong password %v; unknown user %v", errWrong, errUnknown)

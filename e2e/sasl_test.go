@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,20 +69,8 @@ func TestSaslKcat(t *testing.T) {
 				return []string{"-b", gw.Addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=" + mech,
 					"-X", "sasl.username=" + saslUser, "-X", "sasl.password=" + pass}
 			}
-			input, _, values := kcatInput(10)
-			_, errOut, err := runCmd(t, 60*time.Second, input, kcat, append(auth(saslPass), "-P", "-t", topic, "-K:")...)
-			if err != nil {
-				t.Fatalf("kcat -P: %v\n%s", err, errOut)
-			}
-			out, errOut, err := runCmd(t, 60*time.Second, "", kcat,
-				append(auth(saslPass), "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")...)
-			if err != nil {
-				t.Fatalf("kcat -C: %v\n%s", err, errOut)
-			}
-			if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(values, "|") {
-				t.Fatalf("kcat consumed %q, want %q", got, values)
-			}
-			_, errOut, err = runCmd(t, 30*time.Second, "", kcat, append(auth("wrong"), "-L", "-m", "5")...)
+			kcatRoundTrip(t, kcat, topic, auth(saslPass))
+			_, errOut, err := runCmd(t, 30*time.Second, "", kcat, append(auth("wrong"), "-L", "-m", "5")...)
 			if err == nil {
 				t.Fatalf("kcat -L with a wrong password succeeded")
 			}
@@ -102,36 +88,12 @@ func TestSaslJava(t *testing.T) {
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {
 		t.Run(mech, func(t *testing.T) {
-			module := "org.apache.kafka.common.security.scram.ScramLoginModule"
+			module := scramLogin
 			if mech == handlers.MechPlain {
-				module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+				module = plainLogin
 			}
-			props := filepath.Join(t.TempDir(), "client.properties")
-			writeFile(t, props, fmt.Sprintf("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=%s\n"+
-				"sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n", mech, module, saslUser, javaEscape(saslPass)))
-			topic := "sasl-java-" + strings.ToLower(mech)
-			const n = 20
-			var in strings.Builder
-			var want []string
-			for i := 0; i < n; i++ {
-				v := fmt.Sprintf("java sasl %d", i)
-				in.WriteString(v + "\n")
-				want = append(want, v)
-			}
-			_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-				"--bootstrap-server", gw.Addr, "--topic", topic, "--producer.config", props)
-			if err != nil || strings.Contains(errOut, "ERROR") {
-				t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
-			}
-			out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-				"--bootstrap-server", gw.Addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
-				"--timeout-ms", "30000", "--consumer.config", props)
-			if err != nil {
-				t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
-			}
-			if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
-				t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr: %s", got, strings.Join(want, "\n"), errOut)
-			}
+			javaConsoleRoundTrip(t, gw.Addr, "sasl-java-"+strings.ToLower(mech), "sasl",
+				"security.protocol=SASL_PLAINTEXT\nsasl.mechanism="+mech+"\n"+jaasConfig(module, saslUser, saslPass))
 		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -50,27 +49,21 @@ func needTmpfs(t *testing.T, size string) string {
 // healthz fetches the metrics listener's /healthz: status code and body.
 func healthz(t testing.TB, addr string) (int, string) {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + "/healthz")
+	code, body, err := httpStatus("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatalf("GET /healthz: %v", err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, body
 }
 
 // metricsText fetches /metrics.
 func metricsText(t testing.TB, addr string) string {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + "/metrics")
+	_, body, err := httpStatus("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return body
 }
 
 // answersAdmin checks that ApiVersions and a Metadata of topic answer

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +24,7 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	const app, in, out = "wc-app", "wc-lines", "wc-counts"
 	createTopic(t, cl, in, 2)
 	createTopic(t, cl, out, 2)
-	src, err := filepath.Abs("java/src/WordCount.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/src/WordCount.java")
 	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"}
 	want := map[string]int{}
 	produceLines := func(from, to int) {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,25 +77,6 @@ func kcatTLS(ts *tlsSetup, mech string, clientCert bool) []string {
 	}
 	return append([]string{"-b", ts.saslSSL, "-X", "security.protocol=sasl_ssl", "-X", "sasl.mechanisms=" + mech,
 		"-X", "sasl.username=" + saslUser, "-X", "sasl.password=" + saslPass}, args...)
-}
-
-// kcatRoundTrip produces ten keyed records to topic with args and reads
-// them back.
-func kcatRoundTrip(t *testing.T, kcat, topic string, args []string) {
-	t.Helper()
-	input, _, values := kcatInput(10)
-	_, errOut, err := runCmd(t, 60*time.Second, input, kcat, append(args, "-P", "-t", topic, "-K:")...)
-	if err != nil {
-		t.Fatalf("kcat -P: %v\n%s", err, errOut)
-	}
-	out, errOut, err := runCmd(t, 60*time.Second, "", kcat,
-		append(args, "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")...)
-	if err != nil {
-		t.Fatalf("kcat -C: %v\n%s", err, errOut)
-	}
-	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(values, "|") {
-		t.Fatalf("kcat consumed %q, want %q", got, values)
-	}
 }
 
 // kcat over security.protocol=ssl and sasl_ssl (PLAIN, SCRAM-SHA-256,
@@ -214,36 +194,11 @@ func TestTLSJava(t *testing.T) {
 	cases := []struct{ name, addr, props string }{
 		{"SSL", ts.ssl, "security.protocol=SSL\n" + trust},
 		{"SASL_SSL", ts.saslSSL, "security.protocol=SASL_SSL\n" + trust + "sasl.mechanism=SCRAM-SHA-256\n" +
-			fmt.Sprintf("sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"%s\" password=\"%s\";\n",
-				saslUser, javaEscape(saslPass))},
+			jaasConfig(scramLogin, saslUser, saslPass)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			props := filepath.Join(t.TempDir(), "client.properties")
-			writeFile(t, props, c.props)
-			topic := "tls-java-" + strings.ToLower(c.name)
-			const n = 20
-			var in strings.Builder
-			var want []string
-			for i := 0; i < n; i++ {
-				v := fmt.Sprintf("java tls %d", i)
-				in.WriteString(v + "\n")
-				want = append(want, v)
-			}
-			_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-				"--bootstrap-server", c.addr, "--topic", topic, "--producer.config", props)
-			if err != nil || strings.Contains(errOut, "ERROR") {
-				t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
-			}
-			out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-				"--bootstrap-server", c.addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
-				"--timeout-ms", "30000", "--consumer.config", props)
-			if err != nil {
-				t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
-			}
-			if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
-				t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr: %s", got, strings.Join(want, "\n"), errOut)
-			}
+			javaConsoleRoundTrip(t, c.addr, "tls-java-"+strings.ToLower(c.name), "tls", c.props)
 		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	iscram "github.com/iggy-kafka/gateway/internal/scram"
 	"github.com/iggy-kafka/gateway/loop"
 )
@@ -282,11 +283,15 @@ func TestACLSharedByGatewaysOnIggy(t *testing.T) {
 		Iterations: 4096, Password: "dave-secret"}}); err != nil {
 		t.Fatalf("AlterUserSCRAMs on gw1: %v", err)
 	}
-	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+	if err := await.Poll(15*time.Second, 250*time.Millisecond, func() error {
 		return kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a")
-	})
-	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 15*time.Second, err)
+	}
+	if err := await.Poll(15*time.Second, 250*time.Millisecond, func() error {
 		_, err := kgoLoginErr(t, gw2.Addr, handlers.MechScramSHA256, "dave", "dave-secret")
 		return err
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 15*time.Second, err)
+	}
 }

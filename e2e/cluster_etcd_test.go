@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // probeWrites sends one non-idempotent record to each of the 12
@@ -93,11 +95,13 @@ func TestClusterEtcdRestartUnderLoad(t *testing.T) {
 		}
 		return nil
 	}
-	checkFor(t, 20*time.Second, 200*time.Millisecond, acceptedOnce)
+	if err := await.Poll(20*time.Second, 200*time.Millisecond, acceptedOnce); err != nil {
+		t.Fatalf("still not so after %v: %v", 20*time.Second, err)
+	}
 
 	prod := cg.startProducer(ctx, t, topic, "e")
 	ackedNow := prod.ackedNow
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	await.Until(t, 30*time.Second, func() error {
 		if n := ackedNow(); n < 300 {
 			return fmt.Errorf("%d acknowledged before the outage", n)
 		}
@@ -131,7 +135,9 @@ func TestClusterEtcdRestartUnderLoad(t *testing.T) {
 		}
 		return nil
 	}
-	checkFor(t, 2*ttl, 50*time.Millisecond, refuseAll)
+	if err := await.Poll(2*ttl, 50*time.Millisecond, refuseAll); err != nil {
+		t.Fatalf("still not so after %v: %v", 2*ttl, err)
+	}
 	refusedAfter := time.Since(stopped)
 	ackedAtRefusal := ackedNow()
 
@@ -149,10 +155,12 @@ func TestClusterEtcdRestartUnderLoad(t *testing.T) {
 	}
 	cg.etcd.Restart(t)
 	restarted := time.Now()
-	checkFor(t, time.Minute, 100*time.Millisecond, acceptedOnce)
+	if err := await.Poll(time.Minute, 100*time.Millisecond, acceptedOnce); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
 	resumedAfter := time.Since(restarted)
 	// The producer's own records flow again.
-	checkFor(t, time.Minute, 100*time.Millisecond, func() error {
+	await.Until(t, time.Minute, func() error {
 		if n := ackedNow(); n < ackedAtRefusal+300 {
 			return fmt.Errorf("%d acknowledged, %d at the outage", n, ackedAtRefusal)
 		}

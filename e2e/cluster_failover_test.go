@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // javaAcks parses AckedProducer's ACK lines, failing t on a FAIL line (a
@@ -117,6 +119,8 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	var acked []ackedRecord
 	var ackMu sync.Mutex
 	seq := 0
+	// produceFor produces for d, whatever gets acknowledged meanwhile: the
+	// load runs for set times around the kill, restart and addition below.
 	produceFor := func(d time.Duration) {
 		end := time.Now().Add(d)
 		for time.Now().Before(end) {
@@ -141,7 +145,7 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	// The Java producer has records acknowledged and both Java members hold
 	// partitions before anything fails.
 	javaProd.waitOutput(t, "ACK ", 2*time.Minute)
-	checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+	await.Until(t, 2*time.Minute, func() error {
 		held := 0
 		for _, m := range javaGroup {
 			if len(m.owned()) == 0 {
@@ -203,7 +207,7 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	}
 
 	// Each group consumed every acknowledged record, at least once.
-	checkFor(t, time.Minute, 500*time.Millisecond, func() error {
+	await.Until(t, time.Minute, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, a := range all {
@@ -216,7 +220,7 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 	stopGroup()
 	wg.Wait()
 	javaConsumed := map[string]int{}
-	checkFor(t, time.Minute, 500*time.Millisecond, func() error {
+	if err := await.Poll(time.Minute, 500*time.Millisecond, func() error {
 		clear(javaConsumed)
 		for _, m := range javaGroup {
 			for _, v := range m.records() {
@@ -229,7 +233,9 @@ func TestClusterThreeGatewaysFailover(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
 	for _, m := range javaGroup {
 		m.p.stop(t, 30*time.Second)
 	}

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // A gateway frozen with SIGSTOP past its session TTL loses its partitions
@@ -24,21 +26,24 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 	// Gateway 2 writes its partitions before it is frozen (else the
 	// freeze would fence nothing).
 	frozen := cg.procs[2]
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	if err := await.Poll(30*time.Second, 100*time.Millisecond, func() error {
 		if n := appendsOf(frozen, topic); n < 20 {
 			return fmt.Errorf("gateway 2 appended %d batches", n)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 30*time.Second, err)
+	}
 	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	// Twice the TTL: etcd expires its lease and gateway 1 takes over.
+	// Frozen for twice the TTL (the freeze is what the test is about): etcd
+	// expires its lease and gateway 1 takes over.
 	time.Sleep(6 * time.Second)
 	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	if err := await.Poll(30*time.Second, 100*time.Millisecond, func() error {
 		if !strings.Contains(frozen.Log(), "the session lease expired") {
 			return fmt.Errorf("gateway 2 did not notice its lost session")
 		}
@@ -46,16 +51,20 @@ func TestClusterFrozenGatewayIsFenced(t *testing.T) {
 			return fmt.Errorf("gateway 2 did not register again")
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 30*time.Second, err)
+	}
 	// And it takes its partitions back: the producer's records reach it
 	// again.
 	before := appendsOf(frozen, topic)
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	if err := await.Poll(30*time.Second, 100*time.Millisecond, func() error {
 		if n := appendsOf(frozen, topic); n < before+20 {
 			return fmt.Errorf("gateway 2 appended %d batches since it registered again", n-before)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 30*time.Second, err)
+	}
 	prod.finish(ctx, t)
 	acked := prod.values()
 	if len(acked) < 500 {

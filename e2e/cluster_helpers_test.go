@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/cluster/clustertest"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // clusterGateways spawns gateway binaries 1..n in one cluster over one
@@ -69,7 +70,7 @@ func (cg *clusterGateways) adminWithTopic(topic string, opts ...kgo.Opt) *kgo.Cl
 // brokers.
 func (cg *clusterGateways) waitBrokers(ctx context.Context, admin *kgo.Client, n int) {
 	cg.t.Helper()
-	checkFor(cg.t, 20*time.Second, 200*time.Millisecond, func() error {
+	await.Until(cg.t, 20*time.Second, func() error {
 		if bs, err := cg.brokers(ctx, admin); err != nil || len(bs) != n {
 			return fmt.Errorf("brokers %v (%v), want %d", bs, err, n)
 		}
@@ -210,7 +211,7 @@ func (cg *clusterGateways) startProducer(ctx context.Context, t *testing.T, topi
 				p.acked = append(p.acked, ackedRecord{value: v, partition: r.Partition, offset: r.Offset})
 				p.ackTimes = append(p.ackTimes, time.Now())
 			})
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the pace of the load, not a wait
 		}
 	}()
 	return p

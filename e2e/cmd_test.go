@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // The binary serves Prometheus metrics and pprof on the addresses asked
@@ -27,7 +29,7 @@ func TestBinaryMetricsAndPprof(t *testing.T) {
 	consumeN(t, gw.Addr, "metered", len(want))
 
 	produced := regexp.MustCompile(`(?m)^iggy_kafka_requests_total\{api="Produce",outcome="ok"\} (\d+)`)
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		body, err := httpGet("http://" + metricsAddr + "/metrics")
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -57,7 +58,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 	// covering all 12 partitions.
 	spread := func(sizes []int, ms ...*javaMember) {
 		t.Helper()
-		checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		await.Until(t, 2*time.Minute, func() error {
 			got, total, err := ownedApart(ms)
 			if err == nil && (!slices.Equal(got, sizes) || total != 12) {
 				err = fmt.Errorf("owned counts %v, want %v", got, sizes)
@@ -67,7 +68,9 @@ func TestConsumerProtocolJava(t *testing.T) {
 	}
 	consumed := func() {
 		t.Helper()
-		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error { return allConsumed(all, want) })
+		if err := await.Poll(2*time.Minute, 300*time.Millisecond, func() error { return allConsumed(all, want) }); err != nil {
+			t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+		}
 	}
 
 	m1, m2, m3 := start("m1", "-"), start("m2", "-"), start("m3", "inst-3")
@@ -76,7 +79,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 
 	tool := consumerGroupsTool(t, gw.Addr)
 	// The committed offsets of a live consumer group, with lag 0.
-	checkFor(t, time.Minute, time.Second, func() error {
+	if err := await.Poll(time.Minute, time.Second, func() error {
 		out := tool("--describe", "--group", group)
 		for p := range 12 {
 			if !describeRow(out, topic, strconv.Itoa(p), "20", "20", "0") {
@@ -84,7 +87,9 @@ func TestConsumerProtocolJava(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
 	if out := tool("--describe", "--group", group, "--members"); !strings.Contains(out, "m1") || !strings.Contains(out, "m3") {
 		t.Fatalf("--describe --members:\n%s", out)
 	}
@@ -116,7 +121,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 	m3.p.stop(t, time.Minute)
 	want = append(want, produceTagged(t, gw.Addr, topic, "d", 12, 10)...)
 	m3 = start("m3-again", "inst-3")
-	checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+	await.Until(t, 2*time.Minute, func() error {
 		if got := m3.owned(); !slices.Equal(got, mine) {
 			return fmt.Errorf("restarted static member owns %v, had %v", got, mine)
 		}
@@ -153,12 +158,14 @@ func TestConsumerProtocolJava(t *testing.T) {
 
 	// The static member's place is kept until its session ends (as on
 	// Kafka); then the group is Empty: offsets reset, group deleted.
-	checkFor(t, time.Minute, time.Second, func() error {
+	if err := await.Poll(time.Minute, time.Second, func() error {
 		if out := tool("--describe", "--group", group, "--state"); !strings.Contains(out, "Empty") {
 			return fmt.Errorf("--describe --state after every member stopped:\n%s", out)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
 	if out := tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"); !strings.Contains(out, topic) {
 		t.Fatalf("--reset-offsets:\n%s", out)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // kgoMember is a franz-go group member that records what it consumed.
@@ -113,30 +115,30 @@ func TestConsumerProtocolFranzGo(t *testing.T) {
 			return nil
 		}
 	}
-	checkFor(t, time.Minute, 200*time.Millisecond, spread([]int{4, 4, 4}))
-	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll(ms, want))
+	await.Until(t, time.Minute, spread([]int{4, 4, 4}))
+	await.Until(t, time.Minute, consumedAll(ms, want))
 
 	ms[1].stop()
-	checkFor(t, time.Minute, 200*time.Millisecond, spread([]int{6, 6}))
+	await.Until(t, time.Minute, spread([]int{6, 6}))
 	more := produceTagged(t, gw.Addr, topic, "b", 12, 10)
-	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{ms[0], ms[2]}, more))
+	await.Until(t, time.Minute, consumedAll([]*kgoMember{ms[0], ms[2]}, more))
 
 	// CreatePartitions reaches the assignment without a rejoin: 16
 	// partitions, 8 each, and records on the new ones are consumed.
 	if rs, err := kadm.NewClient(admin).CreatePartitions(adminCtx(t), 4, topic); err != nil || rs[topic].Err != nil {
 		t.Fatalf("CreatePartitions: %v %+v", err, rs)
 	}
-	checkFor(t, time.Minute, 200*time.Millisecond, spread([]int{8, 8}))
+	await.Until(t, time.Minute, spread([]int{8, 8}))
 	grown := produceTagged(t, gw.Addr, topic, "c", 16, 5)
-	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{ms[0], ms[2]}, grown))
+	await.Until(t, time.Minute, consumedAll([]*kgoMember{ms[0], ms[2]}, grown))
 
 	// Regex: a topic created later that matches is assigned without a rejoin.
 	createTopic(t, admin, "kip848-rx-1", 2)
 	rx := startKgoMember(t, gw.Addr, kgo.ConsumerGroup("kip848-rx-grp"), kgo.ConsumeRegex(), kgo.ConsumeTopics("^kip848-rx-.*"),
 		kgo.MetadataMinAge(500*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 	first := produceTagged(t, gw.Addr, "kip848-rx-1", "rx1", 2, 5)
-	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{rx}, first))
+	await.Until(t, time.Minute, consumedAll([]*kgoMember{rx}, first))
 	createTopic(t, admin, "kip848-rx-2", 3)
 	second := produceTagged(t, gw.Addr, "kip848-rx-2", "rx2", 3, 5)
-	checkFor(t, time.Minute, 200*time.Millisecond, consumedAll([]*kgoMember{rx}, second))
+	await.Until(t, time.Minute, consumedAll([]*kgoMember{rx}, second))
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // Online migration (Kafka 4's BIDIRECTIONAL policy): a classic group of
@@ -35,13 +37,15 @@ func TestConsumerProtocolJavaOnlineMigration(t *testing.T) {
 	var want []string
 	consumed := func() {
 		t.Helper()
-		checkFor(t, 2*time.Minute, 300*time.Millisecond, func() error { return allConsumed(all, want) })
+		if err := await.Poll(2*time.Minute, 300*time.Millisecond, func() error { return allConsumed(all, want) }); err != nil {
+			t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+		}
 	}
 	// covered waits until the members own the 6 partitions between them,
 	// each some, none twice.
 	covered := func(ms ...*javaMember) {
 		t.Helper()
-		checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		await.Until(t, 2*time.Minute, func() error {
 			sizes, total, err := ownedApart(ms)
 			if err != nil {
 				return err

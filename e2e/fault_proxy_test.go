@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // faultProxy sits between Kafka clients and the gateway. Every Nth Produce
@@ -86,18 +89,16 @@ func (p *faultProxy) serve(client net.Conn) {
 	// While the gateway restarts, hold the client and keep dialling, as a
 	// slow broker would look.
 	var server net.Conn
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var err error
-		if up := p.upstream.Load(); up != nil {
-			if server, err = net.DialTimeout("tcp", *up, 2*time.Second); err == nil {
-				break
-			}
+	if err := await.Poll(20*time.Second, 20*time.Millisecond, func() (err error) {
+		up := p.upstream.Load()
+		if up == nil {
+			return errors.New("no upstream")
 		}
-		if time.Now().After(deadline) {
-			_ = client.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		server, err = net.DialTimeout("tcp", *up, 2*time.Second)
+		return err
+	}); err != nil {
+		_ = client.Close()
+		return
 	}
 	p.track(server)
 	go func() {
@@ -128,6 +129,8 @@ func (p *faultProxy) serve(client net.Conn) {
 			_ = client.Close()
 			if p.pauseOnCut.CompareAndSwap(true, false) {
 				p.upstream.Store(nil)
+				// The proxy cannot see the gateway store the request: it
+				// gives it a moment before cutting the gateway's side.
 				time.Sleep(300 * time.Millisecond)
 				_ = server.Close()
 				p.paused <- struct{}{}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // The Java console consumer (classic protocol, auto commit) commits what it
@@ -73,21 +75,25 @@ func TestGroupsJavaConsumerCommitResume(t *testing.T) {
 			live.PollFetches(ctx)
 		}
 	}()
-	checkFor(t, 60*time.Second, time.Second, func() error {
+	if err := await.Poll(60*time.Second, time.Second, func() error {
 		out := tool("--describe", "--group", "grp-live", "--members")
 		// The HOST column is the member's peer address, as on Kafka.
 		if !strings.Contains(out, "live-client") || !strings.Contains(out, "/127.0.0.1") {
 			return fmt.Errorf("--members:\n%s", out)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 60*time.Second, err)
+	}
 	// The first rebalance of a group waits out the initial delay (3s).
-	checkFor(t, 60*time.Second, time.Second, func() error {
+	if err := await.Poll(60*time.Second, time.Second, func() error {
 		if out := tool("--describe", "--group", "grp-live", "--state"); !strings.Contains(out, "Stable") {
 			return fmt.Errorf("--state of a live group:\n%s", out)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 60*time.Second, err)
+	}
 
 	out = tool("--delete", "--group", group)
 	if !strings.Contains(out, "deleted") && !strings.Contains(out, "Deletion") {

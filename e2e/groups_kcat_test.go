@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // kcatMember is a `kcat -G` consumer printing "<partition> <offset>" lines.
@@ -98,13 +100,13 @@ func TestGroupsKcatSplit(t *testing.T) {
 		}
 		return nil
 	}
-	checkFor(t, 60*time.Second, 200*time.Millisecond, func() error { return split(0, 0) })
+	await.Until(t, 60*time.Second, func() error { return split(0, 0) })
 
 	// b stops: a takes every partition.
 	b.stop()
 	_, skipA := a.partitionsSince(0)
 	produceParts(t, gw.Addr, topic, parts, 3)
-	checkFor(t, 60*time.Second, 200*time.Millisecond, func() error {
+	await.Until(t, 60*time.Second, func() error {
 		pa, _ := a.partitionsSince(skipA)
 		if len(pa) != parts {
 			return fmt.Errorf("a alone read %v", pa)
@@ -114,7 +116,7 @@ func TestGroupsKcatSplit(t *testing.T) {
 
 	// b comes back: they split again.
 	b = startKcatMember(t, kcat, gw.Addr, group, topic)
-	checkFor(t, 60*time.Second, 500*time.Millisecond, func() error {
+	if err := await.Poll(60*time.Second, 500*time.Millisecond, func() error {
 		// Wait until the group is Stable with two members before the
 		// next round of records.
 		d, err := gw.describeMembers(group)
@@ -122,11 +124,13 @@ func TestGroupsKcatSplit(t *testing.T) {
 			return fmt.Errorf("members %d, %v", d, err)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 60*time.Second, err)
+	}
 	_, skipA = a.partitionsSince(0)
 	_, skipB := b.partitionsSince(0)
 	produceParts(t, gw.Addr, topic, parts, 3)
-	checkFor(t, 60*time.Second, 200*time.Millisecond, func() error { return split(skipA, skipB) })
+	await.Until(t, 60*time.Second, func() error { return split(skipA, skipB) })
 }
 
 // describeMembers counts the members of a Stable group, straight from the

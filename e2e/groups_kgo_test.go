@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func TestGroupsFranzGoCommitResume(t *testing.T) {
@@ -71,7 +73,7 @@ func TestGroupsFranzGoSplit(t *testing.T) {
 	a, b := member("a"), member("b")
 	go poll(ctx, a)
 	go poll(ctx, b)
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	await.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(assigned["a"]) != 2 || len(assigned["b"]) != 2 {

@@ -162,7 +162,7 @@ func TestHostileInput(t *testing.T) {
 		req := validRequest(3)
 		for _, b := range frameOf(req, 1, 77) {
 			w.write([]byte{b})
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the trickle is the point
 		}
 		w.response(req, 77)
 	})

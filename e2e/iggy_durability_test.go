@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge/iggy"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // TestBinaryReportsWeakIggyTopics: a topic made on the real Iggy server
@@ -50,7 +51,7 @@ func TestBinaryReportsWeakIggyTopics(t *testing.T) {
 	// Explicit flags (after the suite's backend ones, so they win): this
 	// test is about the real server whatever backend the suite runs on.
 	p := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+rb.addr, "--stream="+rb.stream, "--iggy-state-stream="+rb.state)
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		if !strings.Contains(p.Log(), "made-natively") {
 			return errors.New("no warning naming the weak topic yet")
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // faultCycles is how many times each test kills its target.
@@ -91,7 +92,7 @@ func (lp *loadProducer) run() {
 func (lp *loadProducer) waitAcked(n int64, timeout time.Duration) {
 	lp.t.Helper()
 	target := lp.nacked.Load() + n
-	checkFor(lp.t, timeout, 10*time.Millisecond, func() error {
+	await.Until(lp.t, timeout, func() error {
 		if got := lp.nacked.Load(); got < target {
 			return fmt.Errorf("%d of %d records acknowledged", got, target)
 		}
@@ -219,7 +220,7 @@ func killUnderJavaLoad(t *testing.T, run func(addr, topic string, n, parts int),
 	}
 	for cycle := range faultCycles {
 		from := stored()
-		checkFor(t, 90*time.Second, 10*time.Millisecond, func() error {
+		await.Until(t, 90*time.Second, func() error {
 			select {
 			case <-done:
 				return nil
@@ -298,7 +299,7 @@ func TestIggySigtermMidStream(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("producer saw %d errors of %d records, first: %v", len(errs), sent, errs[0])
 	}
-	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 60*time.Second, func() error {
 		cmu.Lock()
 		defer cmu.Unlock()
 		if fetchErr != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 func TestIggyPermissionsRefusals(t *testing.T) {
@@ -173,17 +174,16 @@ func TestIggyUserPermissions(t *testing.T) {
 	cli.run("", "user", "permissions", sender)
 	changed := time.Now()
 	bound := ttl + 10*time.Second // 10 s: the gateway's --iggy-call-timeout
-	for {
+	if err := await.Poll(bound, ttl/4, func() error {
 		errR, errS := produce(reader, "perm-a"), produce(sender, "perm-a")
 		if errR == nil && errors.Is(errS, kerr.TopicAuthorizationFailed) {
-			t.Logf("permission change applied after %v", time.Since(changed))
-			break
+			return nil
 		}
-		if time.Since(changed) > bound {
-			t.Fatalf("after %v: reader %v (want success), sender %v (want TOPIC_AUTHORIZATION_FAILED)", bound, errR, errS)
-		}
-		time.Sleep(ttl / 4)
+		return fmt.Errorf("reader %v (want success), sender %v (want TOPIC_AUTHORIZATION_FAILED)", errR, errS)
+	}); err != nil {
+		t.Fatalf("after %v: %v", bound, err)
 	}
+	t.Logf("permission change applied after %v", time.Since(changed))
 	// Nothing refused was written: perm-b holds root's two records, perm-a
 	// root's two, the sender's two (franz-go, kcat) and the reader's.
 	if n := endOffset(t, rootCl, "perm-b"); n != 2 {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // javaLib is where e2e/java/fetch.sh puts the Kafka jars.
@@ -131,17 +133,17 @@ func javaStart(t testing.TB, name, class string, args ...string) *javaProc {
 // first or after timeout.
 func (p *javaProc) waitOutput(t testing.TB, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(p.out.String(), want) {
+	await.Until(t, timeout, func() error {
+		if strings.Contains(p.out.String(), want) {
+			return nil
+		}
 		select {
 		case <-p.done:
 			t.Fatalf("exited before printing %q:\nstdout: %s\nstderr: %s", want, tail(p.out.String(), 40), tail(p.err.String(), 80))
-		case <-time.After(200 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q not printed within %v", want, timeout)
-		}
-	}
+		return fmt.Errorf("%q not printed", want)
+	})
 }
 
 // stop closes the process's stdin (the programs shut down cleanly on that)

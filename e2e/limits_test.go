@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -124,7 +125,7 @@ func TestPerAddrConnectionCap(t *testing.T) {
 	produceAll(t, cl, testRecords("peraddr", 5))
 
 	held[0].c.Close()
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	await.Until(t, 5*time.Second, func() error {
 		w, err := dialWireFrom(t, "127.0.0.1", gw.Addr)
 		if err != nil {
 			return err

@@ -126,8 +126,9 @@ func TestNonReaderRSSBounded(t *testing.T) {
 	}
 
 	// Sample RSS until the stall timeout has closed the connections and a
-	// little longer. Stop at once when over the bound: a gateway without
-	// the cap grows by GiBs a second on a shared machine.
+	// little longer (a measurement over a set time, not a wait for a
+	// condition). Stop at once when over the bound: a gateway without the
+	// cap grows by GiBs a second on a shared machine.
 	peak := base
 	deadline := time.Now().Add(stallSecs*time.Second + 2*time.Second)
 	for time.Now().Before(deadline) {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 var buildDir string // holds the gateway binary built by gatewayBinary
@@ -129,20 +131,23 @@ func (p *process) exited() bool {
 	}
 }
 
+// waitListening reports whether the process accepts connections within
+// timeout; it gives up early when the process exits.
 func (p *process) waitListening(timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	listening := false
+	_ = await.Poll(timeout, 20*time.Millisecond, func() error {
 		if p.exited() {
-			return false
+			return nil // stop waiting: it never will listen
 		}
 		c, err := net.DialTimeout("tcp", p.Addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return true
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+		c.Close()
+		listening = true
+		return nil
+	})
+	return listening
 }
 
 // Stop sends SIGTERM and waits (up to 40s) for a clean exit; it fails the
@@ -240,21 +245,4 @@ func runCmd(t testing.TB, timeout time.Duration, stdin string, name string, args
 		err = fmt.Errorf("%s timed out after %v: %w", name, timeout, err)
 	}
 	return out.String(), errOut.String(), err
-}
-
-// checkFor polls fn every `every` until it returns nil, failing t with the
-// last error after timeout. Tests use it instead of sleeping.
-func checkFor(t testing.TB, timeout, every time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
-		time.Sleep(every)
-	}
 }

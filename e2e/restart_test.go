@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // SIGTERM the gateway binary, start it again on the same data dir: every
@@ -69,7 +71,7 @@ func TestKillNineKeepsAcknowledged(t *testing.T) {
 	if slow {
 		target = 1000
 	}
-	checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+	await.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(acked) < target {

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // e2eRetentionCheck is the embedded store's sweeper period in the
@@ -68,7 +70,7 @@ func TestRetentionTimeKgo(t *testing.T) {
 		}
 	}
 
-	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 15*time.Second, func() error {
 		lo, err := adm.ListStartOffsets(ctx, topic)
 		if err != nil {
 			return err
@@ -155,7 +157,7 @@ func TestRetentionIggyServer(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, r.Error())
 	}
 	var start int64
-	checkFor(t, 40*time.Second, 200*time.Millisecond, func() error {
+	await.Until(t, 40*time.Second, func() error {
 		lo, err := adm.ListStartOffsets(ctx, topic)
 		if err != nil {
 			return err

@@ -217,14 +217,14 @@ func TestSaslSessionLifetime(t *testing.T) {
 	w := dialWire(t, gw.Addr)
 	login(w, 1)
 	w.metadataOK(3)
-	time.Sleep(life + 300*time.Millisecond)
+	time.Sleep(life + 300*time.Millisecond) // past the session's end: the expiry is what is tested
 	w.write(frameOf(kmsg.NewPtrMetadataRequest(), 9, 4))
 	w.expectClosed("Metadata after the session expired")
 
 	w = dialWire(t, gw.Addr)
 	login(w, 1)
-	time.Sleep(life * 2 / 3)
-	login(w, 3) // re-authentication
+	time.Sleep(life * 2 / 3) // into the session, then across its end
+	login(w, 3)              // re-authentication
 	time.Sleep(life * 2 / 3)
 	w.metadataOK(5) // past the first session's end, within the second's
 
@@ -239,6 +239,7 @@ func TestSaslSessionLifetime(t *testing.T) {
 	before := strings.Count(gw.Log.String(), "principal=User:alice")
 	cl := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, saslUser, saslPass)))
 	createTopic(t, cl, "sasl-reauth", 1)
+	// Produce for three lifetimes (a load over a set time, not a wait).
 	deadline := time.Now().Add(3 * life)
 	n := 0
 	for time.Now().Before(deadline) {

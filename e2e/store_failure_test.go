@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
@@ -171,7 +172,7 @@ func TestDiskFullAnswersStorageError(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 15*time.Second, func() error {
 		if code, body := healthz(t, metricsAddr); code != http.StatusOK {
 			return fmt.Errorf("/healthz %d %q", code, body)
 		}
@@ -278,7 +279,7 @@ func TestIggyHungAnswers(t *testing.T) {
 	if err := syscall.Kill(srv.PID(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
+	await.Until(t, 20*time.Second, func() error { _, err := produce(); return err })
 	if code, body := healthz(t, metricsAddr); code != http.StatusOK {
 		t.Fatalf("/healthz with Iggy back: %d %q", code, body)
 	}
@@ -293,7 +294,7 @@ func TestIggyHungAnswers(t *testing.T) {
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
+	await.Until(t, 30*time.Second, func() error { _, err := produce(); return err })
 
 	// SIGTERM while the server hangs and a produce waits on it: the drain
 	// timeout (1s, shorter than the call timeout) bounds the exit.
@@ -303,6 +304,8 @@ func TestIggyHungAnswers(t *testing.T) {
 	defer func() { _ = syscall.Kill(srv.PID(), syscall.SIGCONT) }()
 	inflight := make(chan error, 1)
 	go func() { _, err := produce(); inflight <- err }()
+	// A moment for the produce to reach the gateway and wait on the hung
+	// server (nothing outside shows that it does).
 	time.Sleep(200 * time.Millisecond)
 	stopWithin(t, gw, drain+3*time.Second)
 	<-inflight

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // A Kafka Streams word count (e2e/java/src/WordCount.java: at_least_once,
@@ -60,7 +62,9 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	produceLines(0, 200)
 	wc := javaStart(t, "WordCount", src, gw.Addr, app, in, out, t.TempDir())
 	wc.waitOutput(t, "RUNNING", 3*time.Minute)
-	checkFor(t, 2*time.Minute, time.Second, countsMatch)
+	if err := await.Poll(2*time.Minute, time.Second, countsMatch); err != nil {
+		t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+	}
 
 	// Streams purges what it consumed from its repartition topic through
 	// DeleteRecords, but only on a commit that had something to commit and
@@ -70,7 +74,7 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	// purge while idle, so each wait below feeds it one more line.
 	repart := app + "-words-repartition"
 	next := 200
-	checkFor(t, time.Minute, time.Second, func() error {
+	if err := await.Poll(time.Minute, time.Second, func() error {
 		produceLines(next, next+1)
 		next++
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -85,8 +89,12 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 			return fmt.Errorf("log starts of %s: %v, want some records purged", repart, starts)
 		}
 		return nil
-	})
-	checkFor(t, 2*time.Minute, time.Second, countsMatch)
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
+	if err := await.Poll(2*time.Minute, time.Second, countsMatch); err != nil {
+		t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+	}
 	wc.stop(t, time.Minute)
 
 	// The internal topics Streams created through CreateTopics: the
@@ -104,6 +112,8 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	produceLines(next, next+100)
 	wc = javaStart(t, "WordCount (restarted)", src, gw.Addr, app, in, out, t.TempDir())
 	wc.waitOutput(t, "RUNNING", 3*time.Minute)
-	checkFor(t, 2*time.Minute, time.Second, countsMatch)
+	if err := await.Poll(2*time.Minute, time.Second, countsMatch); err != nil {
+		t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+	}
 	wc.stop(t, time.Minute)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -57,7 +58,7 @@ func TestTailCacheRealClients(t *testing.T) {
 	if res, err := adm.DeleteTopics(ctx, "tail"); err != nil || res.Error() != nil {
 		t.Fatalf("delete: %v %v", err, res.Error())
 	}
-	checkFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		res, err := adm.CreateTopics(ctx, 3, 1, nil, "tail")
 		if err != nil {
 			return err

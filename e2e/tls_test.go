@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/internal/tlsfiles"
 	"github.com/iggy-kafka/gateway/loop"
@@ -246,7 +247,7 @@ func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		got, err := cn()
 		if err != nil || got != "reloaded" {
 			return fmt.Errorf("CN %q, %v", got, err)

@@ -74,6 +74,7 @@ func kgoProduceErr(t *testing.T, addr, user, pass, topic string) error {
 }
 
 func TestACLToolsAndEnforcement(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t, withACLs(t), withAutoCreate(false))
 	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
@@ -170,6 +171,7 @@ func TestACLToolsAndEnforcement(t *testing.T) {
 // kafka-configs adds a SCRAM user (AlterUserScramCredentials), the user
 // logs in with it, --describe lists it, and --delete-config removes it.
 func TestSCRAMKafkaConfigs(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	needCoreJar(t)
 	gw := startGateway(t, withACLs(t))
@@ -219,6 +221,7 @@ func TestSCRAMKafkaConfigs(t *testing.T) {
 // through it are enforced and survive a restart (the store's security
 // log).
 func TestACLBinaryRestart(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	users := filepath.Join(t.TempDir(), "users")
 	for _, u := range [][2]string{{"admin", aclAdminPass}, {"alice", aclAlicePass}} {
@@ -262,6 +265,7 @@ func TestACLBinaryRestart(t *testing.T) {
 // SCRAM user made through one are in force on the other within about a
 // second (each re-reads the log at most once a second).
 func TestACLSharedByGatewaysOnIggy(t *testing.T) {
+	t.Parallel()
 	if !realIggyBackend() {
 		t.Skipf("needs two gateways on one Iggy server: %s=iggy-server", backendEnv)
 	}

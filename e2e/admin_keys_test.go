@@ -16,6 +16,7 @@ import (
 // franz-go's kadm grows a topic; the count is refused when it would not
 // grow; Metadata shows the new partitions at once and they take records.
 func TestKadmCreatePartitions(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	adm := kadm.NewClient(cl)
@@ -54,6 +55,7 @@ func TestKadmCreatePartitions(t *testing.T) {
 // resets to it (auto.offset.reset=earliest), -1 is the high watermark, and
 // an offset past it is OFFSET_OUT_OF_RANGE.
 func TestKadmDeleteRecords(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	adm := kadm.NewClient(cl)
@@ -126,6 +128,7 @@ func TestKadmDeleteRecords(t *testing.T) {
 
 // DescribeAllLogDirs: one broker, one dir, every partition with a size.
 func TestKadmDescribeLogDirs(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	adm := kadm.NewClient(cl)
@@ -156,6 +159,7 @@ func TestKadmDescribeLogDirs(t *testing.T) {
 // DescribeProducers lists the idempotent producer franz-go used, with its
 // last sequence.
 func TestKadmDescribeProducers(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
@@ -178,6 +182,7 @@ func TestKadmDescribeProducers(t *testing.T) {
 
 // No quotas and no transactions: empty answers, not errors.
 func TestKadmQuotasTransactions(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	adm := kadm.NewClient(cl)
@@ -213,6 +218,7 @@ func TestKadmQuotasTransactions(t *testing.T) {
 // records continue the offsets, and a consumer from the start begins at
 // the log start.
 func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))

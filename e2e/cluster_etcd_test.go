@@ -66,6 +66,7 @@ func (cg *clusterGateways) probeWrites(t *testing.T, topic string, n *int) (map[
 // every acknowledged record is in the log exactly once, where it was
 // acknowledged, in order per partition, with no record failed.
 func TestClusterEtcdRestartUnderLoad(t *testing.T) {
+	// Serial: restarts etcd on the same ports and times the refusals against the 3 s session TTL.
 	cg, ctx, cancel := newCluster(t, 2, 3*time.Minute)
 	defer cancel()
 	const topic = "cluster-etcd-restart"

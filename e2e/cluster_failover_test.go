@@ -58,6 +58,7 @@ func javaAcks(t *testing.T, p *javaProc) []ackedRecord {
 // duplicates are counted and logged, as Kafka allows them); and the
 // appends the gateways logged show one writer per partition at a time.
 func TestClusterThreeGatewaysFailover(t *testing.T) {
+	// Serial: counts what is acknowledged in set times, against 3 s session leases.
 	needJava(t)
 	producerSrc := javaSource(t, "java/src/AckedProducer.java")
 	memberSrc := javaSource(t, "java/src/GroupMember.java")

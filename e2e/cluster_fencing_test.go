@@ -17,6 +17,7 @@ import (
 // acknowledged record in the log exactly once, and the gateways' logged
 // appends show one writer per partition at a time.
 func TestClusterFrozenGatewayIsFenced(t *testing.T) {
+	// Serial: a 6 s freeze against 3 s session leases, and counts what is acknowledged meanwhile.
 	cg, ctx, cancel := newCluster(t, 2, 2*time.Minute)
 	defer cancel()
 	const topic = "cluster-frozen"

@@ -18,6 +18,7 @@ import (
 // group settles with every partition assigned once, and records produced
 // afterwards are all consumed.
 func TestClusterCoordinatorMovesDuringRebalance(t *testing.T) {
+	t.Parallel()
 	cg, ctx, cancel := newCluster(t, 3, 2*time.Minute)
 	defer cancel()
 	const topic, groupID = "cluster-rebalance", "cluster-moving-group"

@@ -114,6 +114,7 @@ func writerFaults(byPart map[int32][]clusterAppend) (faults []string, handovers 
 // The writer check itself: a clean handover passes; an old leader still
 // appending after the new one began, or two writers under one epoch, fail.
 func TestClusterWriterCheck(t *testing.T) {
+	t.Parallel()
 	a := func(w string, epoch, offset, n int64) clusterAppend {
 		return clusterAppend{writer: w, epoch: epoch, offset: offset, records: n}
 	}

@@ -20,6 +20,7 @@ import (
 // The binary serves Prometheus metrics and pprof on the addresses asked
 // for, and the request counters move with client traffic.
 func TestBinaryMetricsAndPprof(t *testing.T) {
+	t.Parallel()
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	gw := spawnGateway(t, t.TempDir(), "--metrics-addr="+metricsAddr, "--pprof-addr="+pprofAddr)
@@ -84,6 +85,7 @@ func httpStatus(url string) (int, string, error) {
 // Startup errors from the real binary: exit code 2 and a message naming
 // the variable or flag.
 func TestBinaryRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	cases := []struct {
 		env  []string
@@ -109,6 +111,7 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 // An Iggy server that cannot be reached at startup is fatal (exit 1) with a
 // message naming the address and the user: never a silent fallback.
 func TestBinaryIggyUnreachableIsFatal(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))) // nothing listens there
 	cmd := exec.Command(bin, "--backend=iggy", "--iggy-addr="+addr, "--iggy-username=kafka-gw",

@@ -18,6 +18,7 @@ import (
 // incrementally and by replacement; broker configs read-only. On Iggy the
 // retention configs must also be the Iggy topic's own.
 func TestConfigKadm(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	adm := kadm.NewClient(newClient(t, gw.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -120,6 +121,7 @@ func kmsgStr(s string) *string { return &s }
 // TOPIC_ALREADY_EXISTS, as Kafka 4.1.1 does, not INVALID_CONFIG:
 // "create if missing" callers (Kafka Connect) depend on it.
 func TestCreateTopicsExistingWithConfigs(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	adm := kadm.NewClient(newClient(t, gw.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -139,6 +141,7 @@ func TestCreateTopicsExistingWithConfigs(t *testing.T) {
 
 // The Java AdminClient (e2e/java/ConfigsAdmin.java).
 func TestConfigJavaAdmin(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	src := javaSource(t, "java/ConfigsAdmin.java")
 	out, errOut, err := javaRun(t, 120*time.Second, "", src, gw.Addr, "cfg-java")
@@ -149,6 +152,7 @@ func TestConfigJavaAdmin(t *testing.T) {
 
 // kafka-topics and kafka-configs, the commands a new user reaches for.
 func TestConfigKafkaTools(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	// kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar,
 	// which e2e/java/pom.xml fetches since the configs tests came.

@@ -187,6 +187,7 @@ func appendLines(t testing.TB, path string, from, to int) {
 // through the gateway: no line lost, repeats only as at-least-once
 // replays.
 func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
+	t.Parallel()
 	needJar(t, "connect-file-*.jar")
 	needJar(t, "connect-runtime-*.jar")
 	gw := startGateway(t)

@@ -38,6 +38,7 @@ func withConsumerSession(d time.Duration) gwOption {
 // poll, and the coordinator hands a partition on only after its owner
 // released it). kafka-consumer-groups describes the group.
 func TestConsumerProtocolJava(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	src := javaSource(t, "java/src/GroupMember.java")
 	// A 25 s session: the static member's restart fits in it, and its

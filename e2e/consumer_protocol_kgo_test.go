@@ -58,6 +58,7 @@ func (m *kgoMember) stop() {
 // subscription (SubscribedTopicRegex) picks up a matching topic created
 // while the member runs, without a rejoin.
 func TestConsumerProtocolFranzGo(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
 	const topic, group = "kip848-kgo", "kip848-kgo-grp"
 	admin := newClient(t, gw.Addr)

@@ -22,6 +22,7 @@ import (
 // over every step, partitions never have two owners, and every record is
 // consumed exactly once (members commit after each poll).
 func TestConsumerProtocolJavaOnlineMigration(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	src := javaSource(t, "java/src/GroupMember.java")
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))

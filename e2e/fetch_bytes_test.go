@@ -69,6 +69,7 @@ func batchesIn(t *testing.T, b []byte) []int32 {
 // Checked at the oldest and the newest Fetch version served, on whichever
 // backend the pass runs (embedded, iggytest, the real Iggy server).
 func TestFetchBytesLimits(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	const parts, n, size = 3, 20, 4000
 	req := fetchBytesTopic(t, gw.Addr, "fetch-bytes", parts, n, size)
@@ -141,6 +142,7 @@ func TestFetchBytesLimits(t *testing.T) {
 // A consumer with a 1-byte fetch budget still makes progress: every
 // response carries one record (KIP-74), and it reads all of them.
 func TestFetchBytesTinyBudgetConsumes(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	const parts, n = 3, 10
 	fetchBytesTopic(t, gw.Addr, "fetch-tiny", parts, n, 3000)

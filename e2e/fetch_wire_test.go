@@ -12,6 +12,7 @@ import (
 // sees the end of the partition. Kafka brokers always send an empty set.
 // kcat itself fetches at v11; every non-flexible version is checked.
 func TestFetchEmptyPartitionRecordsNotNull(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	createTopic(t, cl, "quiet", 1)

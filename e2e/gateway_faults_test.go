@@ -12,6 +12,7 @@ import (
 // TestGatewayKillNineOnIggyUnderKgoLoad kills the gateway 5 times under
 // the franz-go load; the Iggy server keeps running.
 func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	g := newProxiedGateway(t, 1<<62, t.TempDir(), realBackendFor(t).gatewayArgs()...)
 	const parts = 3
@@ -32,6 +33,7 @@ func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
 
 // TestGatewayKillNineOnIggyUnderJavaLoad: the same with the Java producer.
 func TestGatewayKillNineOnIggyUnderJavaLoad(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	run := javaIdem(t)
 	g := newProxiedGateway(t, 1<<62, t.TempDir(), realBackendFor(t).gatewayArgs()...)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestGroupConfigsKafkaTools(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
 		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
@@ -105,6 +106,7 @@ func TestGroupConfigsKafkaTools(t *testing.T) {
 
 // Group configs survive a restart of the gateway binary (kill -9).
 func TestGroupConfigsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()

@@ -16,6 +16,7 @@ import (
 // The Java console consumer (classic protocol, auto commit) commits what it
 // consumed and the next run of the group resumes there.
 func TestGroupsJavaConsumerCommitResume(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
 	const topic, group = "g-java", "grp-java"

@@ -79,6 +79,7 @@ func (m *kcatMember) partitionsSince(skip int) (map[int32]bool, int) {
 }
 
 func TestGroupsKcatSplit(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	const topic, group, parts = "g-kcat", "grp-kcat", 4

@@ -20,6 +20,7 @@ import (
 )
 
 func TestGroupsFranzGoCommitResume(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	for _, bal := range []struct {
 		name string
@@ -44,6 +45,7 @@ func TestGroupsFranzGoCommitResume(t *testing.T) {
 
 // Two franz-go members of one group split the partitions between them.
 func TestGroupsFranzGoSplit(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	const topic, group = "g-split", "grp-split"
 	createTopic(t, newClient(t, gw.Addr), topic, 4)
@@ -91,6 +93,7 @@ func TestGroupsFranzGoSplit(t *testing.T) {
 // Committed offsets survive a restart of the gateway binary; membership
 // does not, and the member rejoins.
 func TestGroupsFranzGoAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := spawnGateway(t, dir, "--auto-create-topics=true")
 	const topic, group = "g-restart", "grp-restart"

@@ -44,6 +44,7 @@ func validRequest(key int16) kmsg.Request {
 // connection still gets ApiVersions answered, and records stored before the
 // cases read back unchanged at the end.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	createTopic(t, cl, "survivor", 1)

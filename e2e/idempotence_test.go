@@ -110,6 +110,7 @@ func proxiedInProcess(t *testing.T, cutEvery int64, topic string, parts int32) *
 }
 
 func TestIdempotentKgoThroughFaultyProxy(t *testing.T) {
+	t.Parallel()
 	const n, parts = 3000, 2
 	proxy := proxiedInProcess(t, 7, "idem-kgo", parts)
 	produceKgo(t, proxy.Addr(), idemRecords("idem-kgo", n, parts), nil)
@@ -124,6 +125,7 @@ func TestIdempotentKgoThroughFaultyProxy(t *testing.T) {
 // middle of a faulty run: retries that reach the new process are still
 // recognised, from the message ids it finds in the store.
 func TestIdempotentKgoAcrossGatewayRestart(t *testing.T) {
+	// Serial: the proxy gives the gateway 300 ms to store the cut request before the kill.
 	g := newProxiedGateway(t, 11, t.TempDir())
 	proxy := g.proxy
 	const n, parts = 3000, 2
@@ -149,6 +151,7 @@ func TestIdempotentKgoAcrossGatewayRestart(t *testing.T) {
 }
 
 func TestIdempotentJavaThroughFaultyProxy(t *testing.T) {
+	t.Parallel()
 	run := javaIdem(t)
 	const n, parts = 3000, 2
 	proxy := proxiedInProcess(t, 5, "idem-java", parts)
@@ -165,6 +168,7 @@ func TestIdempotentJavaThroughFaultyProxy(t *testing.T) {
 
 // The Java producer across a gateway restart right after a cut request.
 func TestIdempotentJavaAcrossGatewayRestart(t *testing.T) {
+	// Serial: the proxy gives the gateway 300 ms to store the cut request before the kill.
 	run := javaIdem(t)
 	g := newProxiedGateway(t, 9, t.TempDir())
 	proxy := g.proxy

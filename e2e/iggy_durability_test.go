@@ -20,6 +20,7 @@ import (
 // --iggy-weak-topics=refuse the gateway does not start. Topics the gateway
 // creates itself carry the settings of --fsync.
 func TestBinaryReportsWeakIggyTopics(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	rb := realBackendFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -158,6 +158,7 @@ func checkAckedOnceInOrder(t *testing.T, addr, topic string, acked []rec, parts 
 // TestIggyKillNineUnderKgoLoad kills the Iggy server 5 times under an
 // acks=all idempotent franz-go load through the gateway.
 func TestIggyKillNineUnderKgoLoad(t *testing.T) {
+	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	gw, srv := privateIggyGateway(t)
 	const parts = 4
 	createTopic(t, newClient(t, gw.Addr), "crash", parts)
@@ -182,6 +183,7 @@ func TestIggyKillNineUnderKgoLoad(t *testing.T) {
 // idempotent producer (acks=all), which must finish without an error and
 // leave every record stored exactly once, in order.
 func TestIggyKillNineUnderJavaLoad(t *testing.T) {
+	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	run := javaIdem(t)
 	gw, srv := privateIggyGateway(t)
 	const n, parts = 60000, 2
@@ -248,6 +250,7 @@ func killUnderJavaLoad(t *testing.T, run func(addr, topic string, n, parts int),
 // again while a producer and a consumer run; neither sees an error, and the
 // consumer reads every record once, in order.
 func TestIggySigtermMidStream(t *testing.T) {
+	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	gw, srv := privateIggyGateway(t)
 	const parts = 2
 	createTopic(t, newClient(t, gw.Addr), "stream", parts)

@@ -28,6 +28,7 @@ type wantOffset struct {
 }
 
 func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	rb := realBackendFor(t)
 	const topic, group, other = "orders", "grp-fresh", "grp-other"

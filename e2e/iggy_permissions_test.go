@@ -31,6 +31,7 @@ import (
 )
 
 func TestIggyPermissionsRefusals(t *testing.T) {
+	t.Parallel()
 	// A gateway logged in as root makes the streams, the gateway's state
 	// topics and a topic with three records.
 	rb, cli, root, rootCl := rootGateway(t)
@@ -78,6 +79,7 @@ func TestIggyPermissionsRefusals(t *testing.T) {
 }
 
 func TestIggyUserPermissions(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	// Root (no SASL) makes topics A and B with two records each.
 	rb, cli, _, rootCl := rootGateway(t)

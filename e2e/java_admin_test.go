@@ -20,6 +20,7 @@ import (
 // (both empty) and describeProducers, then a consumer with
 // auto.offset.reset=earliest starting at the new log start.
 func TestJavaAdminCreatePartitionsDeleteRecords(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
 	src := javaSource(t, "java/src/AdminCheck.java")
@@ -51,6 +52,7 @@ func TestJavaAdminCreatePartitionsDeleteRecords(t *testing.T) {
 // Kafka's own tools: kafka-topics --alter --partitions (TopicCommand) and
 // kafka-delete-records (DeleteRecordsCommand).
 func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -92,6 +94,7 @@ func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
 // Kafka's kafka-log-dirs --describe (LogDirsCommand) and kafka-transactions
 // describe-producers / list (TransactionsCommand).
 func TestJavaToolsLogDirsDescribeProducersTransactions(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))

@@ -12,6 +12,7 @@ import (
 // The Java console producer with its defaults (enable.idempotence=true,
 // acks=all) and then the Java console consumer from the beginning.
 func TestJavaConsoleRoundTrip(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
 

@@ -11,6 +11,7 @@ import (
 // The user story: list, produce keyed records with headers, read every one
 // back in order, identical.
 func TestKcatProduceConsume(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 
@@ -39,6 +40,7 @@ func TestKcatProduceConsume(t *testing.T) {
 
 // kcat -z snappy: librdkafka's snappy framing decodes on Produce.
 func TestKcatSnappy(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	input, keys, values := kcatInput(300)
@@ -49,6 +51,7 @@ func TestKcatSnappy(t *testing.T) {
 // An unknown topic is created on first use by default; kcat -L then lists
 // it with the default partition count.
 func TestKcatAutoCreate(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	_, errOut, err := runCmd(t, 60*time.Second, "a:1\nb:2\n", kcat, "-b", gw.Addr, "-P", "-t", "fresh-topic", "-K:")
@@ -67,6 +70,7 @@ func TestKcatAutoCreate(t *testing.T) {
 // With auto-create off (--auto-create-topics=false), kcat's produce to an
 // unknown topic fails and the topic is never made.
 func TestKcatAutoCreateOff(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t, withAutoCreate(false))
 	_, errOut, err := runCmd(t, 60*time.Second, "a:1\n", kcat, "-b", gw.Addr, "-P", "-t", "not-there", "-K:",
@@ -85,6 +89,7 @@ func TestKcatAutoCreateOff(t *testing.T) {
 
 // kcat as a consumer of what franz-go produced, partition by partition.
 func TestKcatReadsKgoRecords(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)

@@ -14,6 +14,7 @@ import (
 // partitioning over three partitions. Every record reads back exactly, at
 // the partition and offset its produce promise reported.
 func TestKgoDefaultsRoundTrip(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	createTopic(t, cl, "kgo-orders", 3)
@@ -33,6 +34,7 @@ func TestKgoDefaultsRoundTrip(t *testing.T) {
 // One test per codec franz-go can produce; the gateway decompresses on
 // Produce and serves plain batches on Fetch.
 func TestKgoCompression(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	codecs := []struct {
 		name  string
@@ -63,6 +65,7 @@ func TestKgoCompression(t *testing.T) {
 // With --auto-create-topics=false, producing to an unknown topic is refused
 // with UNKNOWN_TOPIC_OR_PARTITION and no topic appears.
 func TestKgoAutoCreateOff(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withAutoCreate(false))
 	cl := newClient(t, gw.Addr, kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(1),
 		kgo.RecordDeliveryTimeout(10*time.Second))

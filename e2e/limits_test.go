@@ -29,6 +29,7 @@ func withConnLimits(max, perAddr int, frameTimeout time.Duration) gwOption {
 // the refusals are logged once, and a franz-go client on another address
 // creates a topic, produces and consumes while they are open.
 func TestSlowlorisOtherClientsStillConnect(t *testing.T) {
+	// Serial: timed against an 8 s frame timeout that a loaded neighbour would eat into.
 	const (
 		maxConns = 24
 		perAddr  = 8
@@ -100,6 +101,7 @@ func TestSlowlorisOtherClientsStillConnect(t *testing.T) {
 // The per-address cap: connections beyond it from 127.0.0.1 are refused
 // while 127.0.0.2 still connects, and a closed connection frees its slot.
 func TestPerAddrConnectionCap(t *testing.T) {
+	t.Parallel()
 	const perAddr = 4
 	gw := startGateway(t, withConnLimits(64, perAddr, 0))
 	var held []*wire

@@ -26,6 +26,7 @@ import (
 // partition natively (poll to a file, send from it) into a topic it
 // created, and franz-go reads the copy as the original records.
 func TestNativeReadsKafkaRecords(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw, rb := realGateway(t)
 	cli := newIggyCLI(t, rb.addr)

@@ -30,6 +30,7 @@ import (
 // is read by the gateway's rules: kafka.key is the key, kafka.h.* the
 // headers, anything else ignored.
 func TestNativeSendReadByKafka(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw, rb := realGateway(t)
 	cli := newIggyCLI(t, rb.addr)

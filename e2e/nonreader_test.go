@@ -27,6 +27,7 @@ import (
 // read, and the gateway keeps serving other clients. Runs on whichever
 // backend the pass uses.
 func TestNonReaderRSSBounded(t *testing.T) {
+	// Serial: measures the gateway binary's RSS.
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to read the gateway's RSS")
 	}

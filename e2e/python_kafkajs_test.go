@@ -144,6 +144,7 @@ func checkAfterClient(t *testing.T, gw *gateway, topic, group string, configs ma
 // confluent-kafka-python 1.7.0 (Debian's python3-confluent-kafka, on
 // Debian's librdkafka): e2e/python/confluent_check.py.
 func TestConfluentKafkaPython(t *testing.T) {
+	t.Parallel()
 	py := needPython(t, "confluent_kafka", "python3-confluent-kafka")
 	gw := startGateway(t)
 	runClientCheck(t, py, "python/confluent_check.py", gw.Addr, "py-confluent", "py-confluent-group", []string{
@@ -163,6 +164,7 @@ func TestConfluentKafkaPython(t *testing.T) {
 // kafka-python 2.0.2 (Debian's python3-kafka):
 // e2e/python/kafka_python_check.py.
 func TestKafkaPython(t *testing.T) {
+	t.Parallel()
 	py := needPython(t, "kafka", "python3-kafka")
 	gw := startGateway(t)
 	runClientCheck(t, py, "python/kafka_python_check.py", gw.Addr, "py-kafka", "py-kafka-group", []string{
@@ -182,6 +184,7 @@ func TestKafkaPython(t *testing.T) {
 
 // kafkajs 2.2.4 (npm, e2e/js/package-lock.json): e2e/js/kafkajs_check.js.
 func TestKafkajs(t *testing.T) {
+	t.Parallel()
 	node := needKafkajs(t)
 	gw := startGateway(t)
 	runClientCheck(t, node, filepath.Join(kafkajsDir, "kafkajs_check.js"), gw.Addr, "js-kafkajs", "js-kafkajs-group", []string{

@@ -15,6 +15,7 @@ import (
 // SIGTERM the gateway binary, start it again on the same data dir: every
 // acknowledged record is still there, and the topic keeps its partitions.
 func TestRestartKeepsRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
 	cl := newClient(t, gw.Addr)
@@ -39,6 +40,7 @@ func TestRestartKeepsRecords(t *testing.T) {
 // "stored" before the kill is there after a restart, at its offset (with
 // the default --fsync=always an ack means the write was synced).
 func TestKillNineKeepsAcknowledged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
 	cl := newClient(t, gw.Addr,

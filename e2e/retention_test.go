@@ -46,6 +46,7 @@ func retentionTopic(t *testing.T, gw *gateway, topic string, timeout time.Durati
 // The kept records carry timestamps minutes ahead, so they cannot expire
 // while the test runs, however slow the machine.
 func TestRetentionTimeKgo(t *testing.T) {
+	t.Parallel()
 	if iggyBackend() {
 		t.Skip("Iggy applies message_expiry itself, per sealed segment: TestRetentionIggyServer")
 	}
@@ -140,6 +141,7 @@ func TestRetentionTimeKgo(t *testing.T) {
 // (a commit of 0: no Iggy consumer offset, which would hold the segments)
 // resets to it, a partition consumer at 0 too.
 func TestRetentionIggyServer(t *testing.T) {
+	t.Parallel()
 	gw, _ := privateIggyGateway(t, "IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL=1s")
 	const topic = "ret-iggy"
 	cl, adm, ctx := retentionTopic(t, gw, topic, 90*time.Second, "retention.ms", "2000", "segment.bytes", "1048576")
@@ -211,6 +213,7 @@ func TestRetentionIggyServer(t *testing.T) {
 // 10 s max wait) answers OFFSET_OUT_OF_RANGE as soon as the sweep moved
 // the start, not at its deadline: the store's OnTrim hook wakes it.
 func TestRetentionWakesParkedFetch(t *testing.T) {
+	// Serial: times the parked fetch (answered within 7 s).
 	if iggyBackend() {
 		t.Skip("the embedded store's sweeper; Iggy's cleaner runs on its own")
 	}

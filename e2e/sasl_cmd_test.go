@@ -20,6 +20,7 @@ import (
 // with SCRAM-SHA-512 and produces; a client that does not log in is
 // refused.
 func TestSaslBinaryUsersFile(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	users := filepath.Join(t.TempDir(), "users")
 	if out, errOut, err := runCmd(t, 30*time.Second, "hunter2\n", bin, "sasl-user", "add", "--file", users, "carol"); err != nil {
@@ -44,6 +45,7 @@ func TestSaslBinaryUsersFile(t *testing.T) {
 // a user created with the iggy CLI logs in through franz-go and produces; a
 // wrong password and an unknown user get the same refusal.
 func TestSaslIggyPlain(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	rb := newRealBackend(t)
 	cli := newIggyCLI(t, rb.addr)

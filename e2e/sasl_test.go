@@ -17,6 +17,7 @@ import (
 // and consumes; a wrong password and an unknown user are refused with the
 // same error and message, neither sooner than the failure delay.
 func TestSaslKgo(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {
 		t.Run(mech, func(t *testing.T) {
@@ -48,6 +49,7 @@ func TestSaslKgo(t *testing.T) {
 // A client that does not log in gets nothing: its first request after
 // ApiVersions closes the connection.
 func TestSaslKgoWithoutLogin(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	cl := newClient(t, gw.Addr, kgo.RequestRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -60,6 +62,7 @@ func TestSaslKgoWithoutLogin(t *testing.T) {
 // kcat (librdkafka) with security.protocol=SASL_PLAINTEXT and each
 // mechanism produces and consumes; a wrong password fails.
 func TestSaslKcat(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {
@@ -84,6 +87,7 @@ func TestSaslKcat(t *testing.T) {
 // The Java console producer and consumer log in with a JAAS config
 // (sasl.jaas.config) for each mechanism.
 func TestSaslJava(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {

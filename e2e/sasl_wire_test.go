@@ -18,6 +18,7 @@ import (
 // other key closes the connection; an unknown mechanism is refused with
 // the list; SaslAuthenticate before SaslHandshake is ILLEGAL_SASL_STATE.
 func TestSaslWireBeforeAuth(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	apiVersionsOK(t, gw.Addr)
 
@@ -54,6 +55,7 @@ func TestSaslWireBeforeAuth(t *testing.T) {
 // the server's SCRAM signature verifies; afterwards Kafka requests work.
 // A bare PLAIN token with a wrong password closes the connection.
 func TestSaslWireRawV0(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 
 	w := dialWire(t, gw.Addr)
@@ -98,6 +100,7 @@ func TestSaslWireRawV0(t *testing.T) {
 // on its next request, and the gateway keeps serving others. Repeated
 // failures from one address are answered later and later, up to the cap.
 func TestSaslWireHostile(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	refused := func(what string, w *wire, a *kmsg.SASLAuthenticateResponse) {
 		t.Helper()
@@ -166,6 +169,7 @@ func TestSaslWireHostile(t *testing.T) {
 // FailDelay, capped at MaxFailDelay), an unknown user exactly like a wrong
 // password.
 func TestSaslFailuresSlowed(t *testing.T) {
+	// Serial: times each refusal against its delay.
 	gw := startGateway(t, withSasl(t))
 	var took []time.Duration
 	for i, user := range []string{saslUser, "nobody", saslUser, "nobody"} {
@@ -201,6 +205,7 @@ func TestSaslFailuresSlowed(t *testing.T) {
 // re-authentication extends it; franz-go re-authenticates on its own and
 // keeps producing past several lifetimes.
 func TestSaslSessionLifetime(t *testing.T) {
+	// Serial: sleeps across 1.5 s session lifetimes that a stalled neighbour would stretch.
 	const life = 1500 * time.Millisecond
 	gw := startGateway(t, withSasl(t, func(sc *handlers.SaslConfig) { sc.SessionLifetime = life }))
 

@@ -17,6 +17,7 @@ import (
 // (it used to do 5,000 synced writes); the partition then takes records as
 // usual.
 func TestRepeatedPartitionProduce(t *testing.T) {
+	// Serial: times the answer (within 2 s).
 	gw := startGateway(t)
 	w := dialWire(t, gw.Addr)
 	if r := w.roundTrip(createTopicsReq("rep"), 4, 1).(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 {
@@ -51,6 +52,7 @@ func TestRepeatedPartitionProduce(t *testing.T) {
 // CreateTopics of the second is INVALID_TOPIC_EXCEPTION naming the first,
 // and a franz-go producer cannot auto-create it either.
 func TestTopicNameCollision(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	createTopic(t, cl, "coll.a", 1)
@@ -90,6 +92,7 @@ func TestTopicNameCollision(t *testing.T) {
 // LEADER_NOT_AVAILABLE, and a franz-go producer to a topic past the cap
 // still gets through once the rate allows.
 func TestAutoCreateCapMetadata(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	w := dialWire(t, gw.Addr)
 	req := kmsg.NewPtrMetadataRequest()

@@ -93,6 +93,7 @@ func answersAdmin(t testing.TB, cl *kgo.Client, topic string, limit time.Duratio
 // TestDiskFullAnswersStorageError fills the embedded store's disk (a 16 MiB
 // tmpfs) with acks=all produces.
 func TestDiskFullAnswersStorageError(t *testing.T) {
+	// Serial: times the refusals (within a second) on a tmpfs it mounts.
 	if iggyBackend() {
 		t.Skipf("embedded store only; this pass is %s=%s", backendEnv, os.Getenv(backendEnv))
 	}
@@ -225,6 +226,7 @@ func missingAcks(acked map[int64]int, seen map[int64]bool) int {
 // TestIggyHungAnswers runs the gateway on a private real Iggy server that
 // is stopped (SIGSTOP) mid-run, resumed, and then killed.
 func TestIggyHungAnswers(t *testing.T) {
+	// Serial: times the answers against the call timeout, and restarts its Iggy server on the same port.
 	realServerTest(t)
 	srv := iggyreal.StartPrivate(t)
 	// Long enough for the login at startup on a loaded machine (2s was

@@ -20,6 +20,7 @@ import (
 // state dir, it restores the counts from the changelog and counts the
 // next lines on top of them.
 func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
+	t.Parallel()
 	needJar(t, "kafka-streams-*.jar")
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)

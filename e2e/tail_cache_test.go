@@ -21,6 +21,7 @@ import (
 // them, and the cache counts the hits. A topic deleted and made again
 // under the same name answers with its own records only. On every backend.
 func TestTailCacheRealClients(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
@@ -84,6 +85,7 @@ func TestTailCacheRealClients(t *testing.T) {
 // records, never the cached ones of the old, on both fetch paths. Real
 // Iggy server only.
 func TestTailCacheTopicRemadeNatively(t *testing.T) {
+	t.Parallel()
 	for _, concurrency := range []int{1, 8} {
 		t.Run(fmt.Sprintf("fetch-concurrency-%d", concurrency), func(t *testing.T) {
 			testTailCacheTopicRemadeNatively(t, func(hc *handlers.Config, _ *loop.Config) { hc.FetchConcurrency = concurrency })

@@ -27,6 +27,7 @@ import (
 )
 
 func TestTLSClientCertACL(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	kcat := needKcat(t)
 	var ts tlsSetup

@@ -84,6 +84,7 @@ func kcatTLS(ts *tlsSetup, mech string, clientCert bool) []string {
 // SCRAM-SHA-512): every request after bootstrap goes to the address
 // Metadata advertised for the TLS listener, so a wrong answer fails here.
 func TestTLSKcat(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	var ts tlsSetup
 	startGateway(t, withSasl(t), withTLS(t, false, &ts))
@@ -115,6 +116,7 @@ func TestTLSKcat(t *testing.T) {
 // mTLS: kcat and franz-go with a client certificate are served on the SSL
 // listener; without one they are refused.
 func TestTLSMutual(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	var ts tlsSetup
 	gw := startGateway(t, withTLS(t, true, &ts))
@@ -150,6 +152,7 @@ func kgoTLS(t testing.TB, ts *tlsSetup, clientCert bool) *tls.Config {
 // franz-go over TLS (kgo.DialTLSConfig): SSL, and SASL_SSL with sasl/plain
 // and sasl/scram.
 func TestTLSKgo(t *testing.T) {
+	t.Parallel()
 	var ts tlsSetup
 	startGateway(t, withSasl(t), withTLS(t, false, &ts))
 	cases := []struct {
@@ -188,6 +191,7 @@ func TestTLSKgo(t *testing.T) {
 // (SCRAM-SHA-256), trusting the test CA through a PEM truststore
 // (ssl.truststore.type=PEM, KIP-651), hostname verification on.
 func TestTLSJava(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	var ts tlsSetup
 	startGateway(t, withSasl(t), withTLS(t, false, &ts))
@@ -208,6 +212,7 @@ func TestTLSJava(t *testing.T) {
 // --tls-key-file serves kcat, and SIGHUP makes new handshakes use the
 // rewritten files while an open connection keeps working.
 func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	files := testcert.Write(t, "localhost")
 	plainPort, sslPort := freePort(t), freePort(t)

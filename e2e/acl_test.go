@@ -77,8 +77,7 @@ func TestACLToolsAndEnforcement(t *testing.T) {
 	t.Parallel()
 	needJava(t)
 	gw := startGateway(t, withACLs(t), withAutoCreate(false))
-	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
-	createTopic(t, admin, "acl-a", 1)
+	admin := clientWithTopic(t, gw.Addr, "acl-a", 1, kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
 	createTopic(t, admin, "acl-b", 1)
 	adminProps := javaSaslProps(t, "admin", aclAdminPass)
 	acls := func(args ...string) (string, error) {
@@ -236,8 +235,7 @@ func TestACLBinaryRestart(t *testing.T) {
 	if !strings.Contains(gw.Log(), "authorization on") {
 		t.Errorf("the startup log does not say authorization is on:\n%s", tail(gw.Log(), 20))
 	}
-	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
-	createTopic(t, admin, "aclbin-a", 1)
+	admin := clientWithTopic(t, gw.Addr, "aclbin-a", 1, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
 	createTopic(t, admin, "aclbin-b", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -271,8 +269,7 @@ func TestACLSharedByGatewaysOnIggy(t *testing.T) {
 	}
 	gw1 := startGateway(t, withACLs(t))
 	gw2 := startGateway(t, withACLs(t))
-	admin := newClient(t, gw1.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
-	createTopic(t, admin, "shared-a", 1)
+	admin := clientWithTopic(t, gw1.Addr, "shared-a", 1, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
 	if err := kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("alice on gw2 before the ACL: %v", err)
 	}

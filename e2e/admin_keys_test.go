@@ -221,8 +221,7 @@ func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
-	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	createTopic(t, cl, "dr-restart", 1)
+	cl := clientWithTopic(t, gw.Addr, "dr-restart", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceAll(t, cl, valueRecords("dr-restart", 10))
 	adm := kadm.NewClient(cl)
 	var os kadm.Offsets

@@ -69,6 +69,18 @@ func dropStreams(t testing.TB, rb realBackend) {
 	}
 }
 
+// dialIggy is a plain client (one connection) of the Iggy server at
+// addr, closed when the test ends.
+func dialIggy(ctx context.Context, t testing.TB, addr string) *iggy.Client {
+	t.Helper()
+	c, err := iggy.Dial(ctx, iggy.Options{Addr: addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // testStreams maps a test to its real-backend streams, so every gateway of
 // one test (restarts included) uses the same ones.
 var (

@@ -24,8 +24,7 @@ func TestBinaryMetricsAndPprof(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	gw := spawnGateway(t, t.TempDir(), "--metrics-addr="+metricsAddr, "--pprof-addr="+pprofAddr)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "metered", 1)
+	cl := clientWithTopic(t, gw.Addr, "metered", 1)
 	want := produceAll(t, cl, testRecords("metered", 50))
 	consumeN(t, gw.Addr, "metered", len(want))
 

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,11 +153,7 @@ func TestConfigJavaAdmin(t *testing.T) {
 func TestConfigKafkaTools(t *testing.T) {
 	t.Parallel()
 	needJava(t)
-	// kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar,
-	// which e2e/java/pom.xml fetches since the configs tests came.
-	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
-	}
+	needCoreJar(t) // kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar
 	gw := startGateway(t)
 	tool := func(class string, args ...string) string {
 		t.Helper()

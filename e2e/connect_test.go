@@ -338,9 +338,7 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	// source re-reads lines 150-199 into the topic (at most 50 extra
 	// records there), and the sink re-reads the topic from its committed
 	// offset 150, so the sink file holds at most 100 repeats.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel2()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx2, topic)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(adminCtx(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 	// place is freed soon after the last stop below.
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond), withConsumerSession(25*time.Second))
 	const topic, group = "kip848-java", "kip848-java-grp"
-	createTopic(t, newClient(t, gw.Addr), topic, 12)
+	clientWithTopic(t, gw.Addr, topic, 12)
 	var want []string
 	want = append(want, produceTagged(t, gw.Addr, topic, "a", 12, 20)...)
 

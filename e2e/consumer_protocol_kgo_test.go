@@ -61,8 +61,7 @@ func TestConsumerProtocolFranzGo(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
 	const topic, group = "kip848-kgo", "kip848-kgo-grp"
-	admin := newClient(t, gw.Addr)
-	createTopic(t, admin, topic, 12)
+	admin := clientWithTopic(t, gw.Addr, topic, 12)
 	want := produceTagged(t, gw.Addr, topic, "a", 12, 20)
 	opts := []kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic)}
 	ms := []*kgoMember{startKgoMember(t, gw.Addr, opts...), startKgoMember(t, gw.Addr, opts...), startKgoMember(t, gw.Addr, opts...)}

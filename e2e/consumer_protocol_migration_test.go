@@ -27,7 +27,7 @@ func TestConsumerProtocolJavaOnlineMigration(t *testing.T) {
 	src := javaSource(t, "java/src/GroupMember.java")
 	gw := startGateway(t, withConsumerHeartbeat(300*time.Millisecond))
 	const topic, group = "kip848-migrate", "kip848-migrate-grp"
-	createTopic(t, newClient(t, gw.Addr), topic, 6)
+	clientWithTopic(t, gw.Addr, topic, 6)
 	var all []*javaMember
 	start := func(name string, extra ...string) *javaMember {
 		args := append([]string{gw.Addr, group, topic, "-", "client.id=" + name}, extra...)

@@ -174,3 +174,11 @@ func (g *proxiedGateway) killAndRestart() {
 	g.cur.Kill()
 	g.start()
 }
+
+// createTopic creates topic with parts partitions straight on the gateway.
+func (g *proxiedGateway) createTopic(topic string, parts int32) {
+	g.t.Helper()
+	cl := newClient(g.t, g.cur.Addr)
+	createTopic(g.t, cl, topic, parts)
+	cl.Close()
+}

@@ -16,17 +16,14 @@ func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
 	realServerTest(t)
 	g := newProxiedGateway(t, 1<<62, t.TempDir(), realBackendFor(t).gatewayArgs()...)
 	const parts = 3
-	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash", parts)
+	clientWithTopic(t, g.proxy.Addr(), "gw-crash", parts)
 	lp := startLoadProducer(t, g.proxy.Addr(), "gw-crash", parts)
 	for range faultCycles {
 		lp.waitAcked(2000, 90*time.Second)
 		g.killAndRestart()
 	}
 	lp.waitAcked(2000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
-	}
+	acked := lp.finish()
 	checkAckedOnceInOrder(t, g.proxy.Addr(), "gw-crash", acked, parts)
 	g.cur.Stop()
 }
@@ -39,7 +36,7 @@ func TestGatewayKillNineOnIggyUnderJavaLoad(t *testing.T) {
 	g := newProxiedGateway(t, 1<<62, t.TempDir(), realBackendFor(t).gatewayArgs()...)
 	rb := realBackendFor(t)
 	const n, parts = 60000, 2
-	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash-java", parts)
+	clientWithTopic(t, g.proxy.Addr(), "gw-crash-java", parts)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, StateStream: rb.state, Logger: slog.New(slog.DiscardHandler)})

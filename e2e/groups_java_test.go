@@ -20,7 +20,7 @@ func TestGroupsJavaConsumerCommitResume(t *testing.T) {
 	needJava(t)
 	gw := startGateway(t)
 	const topic, group = "g-java", "grp-java"
-	createTopic(t, newClient(t, gw.Addr), topic, 1)
+	clientWithTopic(t, gw.Addr, topic, 1)
 	produceParts(t, gw.Addr, topic, 1, 30)
 	run := func(n int, extra ...string) []string {
 		args := append([]string{"--bootstrap-server", gw.Addr, "--topic", topic, "--group", group,

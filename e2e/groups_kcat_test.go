@@ -83,7 +83,7 @@ func TestGroupsKcatSplit(t *testing.T) {
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	const topic, group, parts = "g-kcat", "grp-kcat", 4
-	createTopic(t, newClient(t, gw.Addr), topic, parts)
+	clientWithTopic(t, gw.Addr, topic, parts)
 	produceParts(t, gw.Addr, topic, parts, 5)
 
 	a := startKcatMember(t, kcat, gw.Addr, group, topic)

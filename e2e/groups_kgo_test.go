@@ -28,8 +28,7 @@ func TestGroupsFranzGoCommitResume(t *testing.T) {
 	}{{"range", kgo.RangeBalancer()}, {"cooperative-sticky", kgo.CooperativeStickyBalancer()}} {
 		t.Run(bal.name, func(t *testing.T) {
 			topic, group := "g-kgo-"+bal.name, "grp-kgo-"+bal.name
-			cl := newClient(t, gw.Addr)
-			createTopic(t, cl, topic, 3)
+			clientWithTopic(t, gw.Addr, topic, 3)
 			produceParts(t, gw.Addr, topic, 3, 10)
 			first, n := groupConsume(t, gw.Addr, group, topic, 30, map[int32]int64{0: 4, 1: 5, 2: 6}, kgo.Balancers(bal.b))
 			if n != 30 || first[0] != 0 || first[1] != 0 || first[2] != 0 {
@@ -48,7 +47,7 @@ func TestGroupsFranzGoSplit(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
 	const topic, group = "g-split", "grp-split"
-	createTopic(t, newClient(t, gw.Addr), topic, 4)
+	clientWithTopic(t, gw.Addr, topic, 4)
 	var mu sync.Mutex
 	assigned := map[string][]int32{}
 	member := func(name string) *kgo.Client {
@@ -97,7 +96,7 @@ func TestGroupsFranzGoAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	p := spawnGateway(t, dir, "--auto-create-topics=true")
 	const topic, group = "g-restart", "grp-restart"
-	createTopic(t, newClient(t, p.Addr), topic, 2)
+	clientWithTopic(t, p.Addr, topic, 2)
 	produceParts(t, p.Addr, topic, 2, 10)
 	groupConsume(t, p.Addr, group, topic, 20, map[int32]int64{0: 3, 1: 7}, kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	p.Stop()

@@ -46,8 +46,7 @@ func validRequest(key int16) kmsg.Request {
 func TestHostileInput(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "survivor", 1)
+	cl := clientWithTopic(t, gw.Addr, "survivor", 1)
 	want := produceAll(t, cl, testRecords("survivor", 20))
 	cl.Close()
 

@@ -104,8 +104,7 @@ func proxiedInProcess(t *testing.T, cutEvery int64, topic string, parts int32) *
 	proxy := newFaultProxy(t, cutEvery)
 	gw := startGateway(t, func(h *handlers.Config, _ *loop.Config) { h.AdvertisedPort = int32(proxy.Port()) })
 	proxy.SetUpstream(gw.Addr)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, topic, parts)
+	clientWithTopic(t, gw.Addr, topic, parts)
 	return proxy
 }
 
@@ -129,9 +128,7 @@ func TestIdempotentKgoAcrossGatewayRestart(t *testing.T) {
 	g := newProxiedGateway(t, 11, t.TempDir())
 	proxy := g.proxy
 	const n, parts = 3000, 2
-	cl := newClient(t, g.cur.Addr)
-	createTopic(t, cl, "idem-restart", parts)
-	cl.Close()
+	g.createTopic("idem-restart", parts)
 	produceKgo(t, proxy.Addr(), idemRecords("idem-restart", n, parts), func() {
 		proxy.pauseOnCut.Store(true)
 		select {
@@ -173,9 +170,7 @@ func TestIdempotentJavaAcrossGatewayRestart(t *testing.T) {
 	g := newProxiedGateway(t, 9, t.TempDir())
 	proxy := g.proxy
 	const n, parts = 20000, 2
-	cl := newClient(t, g.cur.Addr)
-	createTopic(t, cl, "idem-java-restart", parts)
-	cl.Close()
+	g.createTopic("idem-java-restart", parts)
 	proxy.pauseOnCut.Store(true)
 	done := make(chan struct{})
 	go func() {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -25,11 +24,7 @@ func TestBinaryReportsWeakIggyTopics(t *testing.T) {
 	rb := realBackendFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := iggy.Dial(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialIggy(ctx, t, rb.addr)
 	if _, err := c.CreateStream(ctx, rb.stream); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +54,7 @@ func TestBinaryReportsWeakIggyTopics(t *testing.T) {
 		return nil
 	})
 	// A topic the gateway creates keeps the default --fsync=always.
-	createTopic(t, newClient(t, p.Addr), "made-by-gateway", 1)
+	clientWithTopic(t, p.Addr, "made-by-gateway", 1)
 	produceParts(t, p.Addr, "made-by-gateway", 1, 3)
 	tp, ok, err := c.GetTopic(ctx, iggy.Name(rb.stream), iggy.Name("made-by-gateway"))
 	if err != nil || !ok {

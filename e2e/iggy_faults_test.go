@@ -101,13 +101,18 @@ func (lp *loadProducer) waitAcked(n int64, timeout time.Duration) {
 }
 
 // finish stops producing, waits for every outstanding record to be
-// acknowledged or failed, and returns the acknowledged ones.
-func (lp *loadProducer) finish() (acked []rec, sent int, errs []error) {
+// acknowledged or failed, fails t if any failed, and returns the
+// acknowledged ones.
+func (lp *loadProducer) finish() []rec {
+	lp.t.Helper()
 	close(lp.stop)
 	lp.wg.Wait()
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
-	return append([]rec(nil), lp.acked...), lp.sent, lp.errs
+	if len(lp.errs) > 0 {
+		lp.t.Fatalf("%d of %d records failed, first: %v", len(lp.errs), lp.sent, lp.errs[0])
+	}
+	return append([]rec(nil), lp.acked...)
 }
 
 // checkAckedOnceInOrder reads the whole topic and fails unless every
@@ -161,7 +166,7 @@ func TestIggyKillNineUnderKgoLoad(t *testing.T) {
 	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	gw, srv := privateIggyGateway(t)
 	const parts = 4
-	createTopic(t, newClient(t, gw.Addr), "crash", parts)
+	clientWithTopic(t, gw.Addr, "crash", parts)
 	lp := startLoadProducer(t, gw.Addr, "crash", parts)
 	for cycle := range faultCycles {
 		lp.waitAcked(2000, 90*time.Second)
@@ -172,10 +177,7 @@ func TestIggyKillNineUnderKgoLoad(t *testing.T) {
 		}
 	}
 	lp.waitAcked(2000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
-	}
+	acked := lp.finish()
 	checkAckedOnceInOrder(t, gw.Addr, "crash", acked, parts)
 }
 
@@ -187,7 +189,7 @@ func TestIggyKillNineUnderJavaLoad(t *testing.T) {
 	run := javaIdem(t)
 	gw, srv := privateIggyGateway(t)
 	const n, parts = 60000, 2
-	createTopic(t, newClient(t, gw.Addr), "crash-java", parts)
+	clientWithTopic(t, gw.Addr, "crash-java", parts)
 	killUnderJavaLoad(t, run, gw.Addr, "crash-java", n, parts, gw.Store, gw.Stream, func(cycle int) {
 		srv.Kill()
 		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // down for a moment, as a crash-looping server
@@ -253,7 +255,7 @@ func TestIggySigtermMidStream(t *testing.T) {
 	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	gw, srv := privateIggyGateway(t)
 	const parts = 2
-	createTopic(t, newClient(t, gw.Addr), "stream", parts)
+	clientWithTopic(t, gw.Addr, "stream", parts)
 	lp := startLoadProducer(t, gw.Addr, "stream", parts)
 
 	cons := newClient(t, gw.Addr, kgo.ConsumeTopics("stream"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -298,10 +300,7 @@ func TestIggySigtermMidStream(t *testing.T) {
 		}
 	}
 	lp.waitAcked(3000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("producer saw %d errors of %d records, first: %v", len(errs), sent, errs[0])
-	}
+	acked := lp.finish()
 	await.Until(t, 60*time.Second, func() error {
 		cmu.Lock()
 		defer cmu.Unlock()

@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -33,7 +32,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	rb := realBackendFor(t)
 	const topic, group, other = "orders", "grp-fresh", "grp-other"
 	gw := startRealGateway(t, rb)
-	createTopic(t, newClient(t, gw.Addr), topic, 3)
+	clientWithTopic(t, gw.Addr, topic, 3)
 	produceParts(t, gw.Addr, topic, 3, 10)
 
 	// A live franz-go member consumes everything, then commits with its
@@ -118,11 +117,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	}
 
 	// Natively: Iggy's consumer offsets hold N-1; a commit of 0 has none.
-	ic, err := iggy.Dial(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ic.Close()
+	ic := dialIggy(ctx, t, rb.addr)
 	for p, w := range want {
 		pp := uint32(p)
 		co, ok, err := ic.GetConsumerOffset(ctx, &iggy.OffsetRef{Consumer: iggy.PlainConsumer(iggy.Name(iggy.GroupConsumerName(group))),

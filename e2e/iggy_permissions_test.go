@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -92,11 +91,7 @@ func TestIggyUserPermissions(t *testing.T) {
 	// name.
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	ic, err := iggy.Dial(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ic.Close()
+	ic := dialIggy(ctx, t, rb.addr)
 	st, ok, err := ic.GetStream(ctx, iggy.Name(rb.stream))
 	if err != nil || !ok {
 		t.Fatalf("stream %s: ok=%v err=%v", rb.stream, ok, err)

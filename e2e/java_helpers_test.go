@@ -47,6 +47,8 @@ func needJar(t testing.TB, glob string) {
 	}
 }
 
+// needCoreJar skips t (fails it under IGGY_KAFKA_E2E_REQUIRED=1) unless
+// Kafka's core jar, which holds kafka-configs, was fetched.
 func needCoreJar(t testing.TB) {
 	t.Helper()
 	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {

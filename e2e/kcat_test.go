@@ -92,8 +92,7 @@ func TestKcatReadsKgoRecords(t *testing.T) {
 	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "mixed", 2)
+	cl := clientWithTopic(t, gw.Addr, "mixed", 2)
 	want := produceAll(t, cl, testRecords("mixed", 100))
 	out, errOut, err := runCmd(t, 30*time.Second, "", kcat,
 		"-b", gw.Addr, "-C", "-t", "mixed", "-o", "beginning", "-e", "-q", "-f", "%p|%o|%k|%h|%s\n")

@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func adminCtx(t *testing.T) context.Context {
+// adminCtx is a context for an admin request: 30 s, cancelled when the test
+// ends.
+func adminCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -37,9 +39,7 @@ func partitionsOf(t *testing.T, addr string, topic string) int {
 // endOffset is partition 0's high watermark.
 func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	offs, err := kadm.NewClient(cl).ListEndOffsets(adminCtx(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +54,7 @@ func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
 // ("" when absent or null).
 func topicConfig(t testing.TB, cl *kgo.Client, topic, key string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(adminCtx(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,15 @@ func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32) {
 	}
 }
 
+// clientWithTopic is newClient(t, addr, opts...) after it created topic with
+// parts partitions.
+func clientWithTopic(t testing.TB, addr, topic string, parts int32, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl := newClient(t, addr, opts...)
+	createTopic(t, cl, topic, parts)
+	return cl
+}
+
 // rec is a record as a test compares it.
 type rec struct {
 	Partition int32

@@ -16,8 +16,7 @@ import (
 func TestKgoDefaultsRoundTrip(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "kgo-orders", 3)
+	cl := clientWithTopic(t, gw.Addr, "kgo-orders", 3)
 
 	want := produceAll(t, cl, testRecords("kgo-orders", 600))
 	parts := map[int32]bool{}

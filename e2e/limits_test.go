@@ -122,8 +122,7 @@ func TestPerAddrConnectionCap(t *testing.T) {
 	if err != nil || !w2.served() {
 		t.Fatalf("127.0.0.2 refused while 127.0.0.1 was at its cap (%v)", err)
 	}
-	cl := newClient(t, gw.Addr, kgoDialFrom("127.0.0.3"))
-	createTopic(t, cl, "peraddr", 1)
+	cl := clientWithTopic(t, gw.Addr, "peraddr", 1, kgoDialFrom("127.0.0.3"))
 	produceAll(t, cl, testRecords("peraddr", 5))
 
 	held[0].c.Close()

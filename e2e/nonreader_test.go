@@ -53,8 +53,7 @@ func TestNonReaderRSSBounded(t *testing.T) {
 
 	// 4 MiB stored, so every Fetch from offset 0 finds a full 1 MiB.
 	// Uncompressed, so each Fetch answer is as large as the test needs.
-	cl := newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(512<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	createTopic(t, cl, "nonreader", 1)
+	cl := clientWithTopic(t, p.Addr, "nonreader", 1, kgo.ProducerBatchMaxBytes(512<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	var recs []*kgo.Record
 	for i := 0; i < 256; i++ {
 		recs = append(recs, &kgo.Record{Topic: "nonreader", Value: bytes.Repeat([]byte{byte(i)}, recordSize)})

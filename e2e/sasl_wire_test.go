@@ -242,8 +242,7 @@ func TestSaslSessionLifetime(t *testing.T) {
 	}
 
 	before := strings.Count(gw.Log.String(), "principal=User:alice")
-	cl := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, saslUser, saslPass)))
-	createTopic(t, cl, "sasl-reauth", 1)
+	cl := clientWithTopic(t, gw.Addr, "sasl-reauth", 1, kgo.SASL(kgoMech(handlers.MechScramSHA256, saslUser, saslPass)))
 	// Produce for three lifetimes (a load over a set time, not a wait).
 	deadline := time.Now().Add(3 * life)
 	n := 0

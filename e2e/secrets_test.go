@@ -113,8 +113,7 @@ func TestBinaryPasswordFile(t *testing.T) {
 
 	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+srv.Addr(),
 		"--iggy-username=gw-user", "--iggy-password-file="+good)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "pwfile", 1)
+	cl := clientWithTopic(t, gw.Addr, "pwfile", 1)
 	want := produceAll(t, cl, testRecords("pwfile", 5))
 	sameRecs(t, want, consumeN(t, gw.Addr, "pwfile", len(want), within(20*time.Second)))
 	cl.Close()

@@ -54,8 +54,7 @@ func TestRepeatedPartitionProduce(t *testing.T) {
 func TestTopicNameCollision(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "coll.a", 1)
+	cl := clientWithTopic(t, gw.Addr, "coll.a", 1)
 
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()

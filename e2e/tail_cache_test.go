@@ -24,8 +24,7 @@ func TestTailCacheRealClients(t *testing.T) {
 	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
-	createTopic(t, cl, "tail", 3)
+	cl := clientWithTopic(t, gw.Addr, "tail", 3, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
 	want := produceAll(t, cl, testRecords("tail", 300))
 	gz := newClient(t, gw.Addr, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic("tail"))
 	want = append(want, produceAll(t, gz, testRecords("tail", 100))...)
@@ -96,8 +95,7 @@ func TestTailCacheTopicRemadeNatively(t *testing.T) {
 func testTailCacheTopicRemadeNatively(t *testing.T, opt gwOption) {
 	gw, rb := realGateway(t, opt)
 	cli := newIggyCLI(t, rb.addr)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "remade", 1)
+	cl := clientWithTopic(t, gw.Addr, "remade", 1)
 	old := make([]*kgo.Record, 5)
 	for i := range old {
 		old[i] = &kgo.Record{Topic: "remade", Value: fmt.Appendf(nil, "old %d", i)}

@@ -126,8 +126,7 @@ func TestTLSMutual(t *testing.T) {
 		t.Fatalf("kcat without a client certificate was served:\n%s", errOut)
 	}
 
-	cl := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
-	createTopic(t, cl, "mtls-kgo", 2)
+	cl := clientWithTopic(t, ts.ssl, "mtls-kgo", 2, kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
 	want := produceAll(t, cl, testRecords("mtls-kgo", 20))
 	got := consumeN(t, ts.ssl, "mtls-kgo", len(want), consumeWith(kgo.DialTLSConfig(kgoTLS(t, &ts, true))))
 	sameRecs(t, want, got)
@@ -172,8 +171,7 @@ func TestTLSKgo(t *testing.T) {
 				opts = append(opts, kgo.SASL(c.mech))
 			}
 			topic := "tls-kgo-" + c.name
-			cl := newClient(t, c.addr, opts...)
-			createTopic(t, cl, topic, 3)
+			cl := clientWithTopic(t, c.addr, topic, 3, opts...)
 			want := produceAll(t, cl, testRecords(topic, 100))
 			sameRecs(t, want, consumeN(t, c.addr, topic, len(want), consumeWith(opts...)))
 		})
@@ -232,8 +230,7 @@ func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
 	}
-	open := newClient(t, ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, false)))
-	createTopic(t, open, "tls-reload", 1)
+	open := clientWithTopic(t, ssl, "tls-reload", 1, kgo.DialTLSConfig(kgoTLS(t, &ts, false)))
 	produceAll(t, open, testRecords("tls-reload", 5))
 
 	cert, key := testcert.Issue(t, files, "server2", pkix.Name{CommonName: "reloaded"}, true)

@@ -18,9 +18,8 @@ import (
 func TestKadmCreatePartitions(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
+	cl := clientWithTopic(t, gw.Addr, "cp-kadm", 2)
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "cp-kadm", 2)
 	ctx := adminCtx(t)
 
 	if rs, err := adm.ValidateCreatePartitions(ctx, 3, "cp-kadm"); err != nil || rs["cp-kadm"].Err != nil {
@@ -57,9 +56,8 @@ func TestKadmCreatePartitions(t *testing.T) {
 func TestKadmDeleteRecords(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
+	cl := clientWithTopic(t, gw.Addr, "dr-kadm", 2)
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "dr-kadm", 2)
 	recs := append(valueRecords("dr-kadm", 20), &kgo.Record{Topic: "dr-kadm", Partition: 1, Value: []byte("other")})
 	pcl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	all := produceAll(t, pcl, recs)
@@ -130,9 +128,8 @@ func TestKadmDeleteRecords(t *testing.T) {
 func TestKadmDescribeLogDirs(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
+	cl := clientWithTopic(t, gw.Addr, "ld-kadm", 2)
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "ld-kadm", 2)
 	produceAll(t, newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner())),
 		[]*kgo.Record{{Topic: "ld-kadm", Partition: 1, Value: make([]byte, 2000)}})
 	all, err := adm.DescribeAllLogDirs(adminCtx(t), nil)
@@ -161,9 +158,8 @@ func TestKadmDescribeLogDirs(t *testing.T) {
 func TestKadmDescribeProducers(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := clientWithTopic(t, gw.Addr, "dp-kadm", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "dp-kadm", 1)
 	produceAll(t, cl, valueRecords("dp-kadm", 7))
 	pid, epoch, err := cl.ProducerID(adminCtx(t))
 	if err != nil {

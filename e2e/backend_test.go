@@ -233,35 +233,19 @@ func iggytestArgs(t testing.TB, dataDir string) []string {
 }
 
 // realGateway is an in-process gateway on the shared real server, on the
-// test's own streams.
-func realGateway(t *testing.T, opts ...gwOption) (*gateway, realBackend) {
+// test's own streams, and the iggy CLI on that server.
+func realGateway(t *testing.T, opts ...gwOption) (*gateway, realBackend, *iggyCLI) {
 	t.Helper()
 	realServerTest(t)
 	rb := newRealBackend(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startGatewayOn(t, st, rb.stream, logBuf, opts...), rb
+	return startRealGateway(t, rb, opts...), rb, newIggyCLI(t, rb.addr)
 }
 
 // startRealGateway is an in-process gateway on the real server, on rb's
 // streams; each call is a fresh gateway (a new Store: nothing in memory).
-func startRealGateway(t *testing.T, rb realBackend) *gateway {
+func startRealGateway(t *testing.T, rb realBackend, opts ...gwOption) *gateway {
 	t.Helper()
-	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
-	if err != nil {
-		t.Fatalf("iggy.Open: %v", err)
-	}
-	return startGatewayOn(t, st, rb.stream, logBuf)
+	return gatewayOnIggy(t, iggy.Options{Addr: rb.addr, StateStream: rb.state}, rb.stream, opts...)
 }
 
 // privateIggyGateway runs an in-process gateway on a real Iggy server of
@@ -271,14 +255,21 @@ func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server
 	t.Helper()
 	realServerTest(t)
 	srv := iggyreal.StartPrivate(t, env...)
+	return gatewayOnIggy(t, iggy.Options{Addr: srv.Addr(), ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond}, "kafka"), srv
+}
+
+// gatewayOnIggy runs an in-process gateway on an Iggy store opened with o
+// (its logger set here), its Kafka topics in stream.
+func gatewayOnIggy(t *testing.T, o iggy.Options, stream string, opts ...gwOption) *gateway {
+	t.Helper()
 	logBuf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	o.Logger = log.With("component", "iggy")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: srv.Addr(), Logger: log.With("component", "iggy"),
-		ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond})
+	st, err := iggy.Open(ctx, o)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("iggy.Open: %v", err)
 	}
-	return startGatewayOn(t, st, "kafka", logBuf), srv
+	return startGatewayOn(t, st, stream, logBuf, opts...)
 }

@@ -123,8 +123,7 @@ func TestCreateTopicsExistingWithConfigs(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t)
 	adm := kadm.NewClient(newClient(t, gw.Addr))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := adminCtx(t)
 	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "exists-cfg"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}

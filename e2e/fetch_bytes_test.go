@@ -65,8 +65,8 @@ func batchesIn(t *testing.T, b []byte) []int32 {
 	return counts
 }
 
-// Issue 10 part 3: max_bytes and partition_max_bytes bound the whole
-// Fetch response, the first partition included; KIP-74 lets only the
+// max_bytes and partition_max_bytes bound the whole Fetch response, the
+// first partition included; KIP-74 lets only the
 // first batch of the first partition with data go over. The gateway
 // builds the batches it returns, so "the first batch" is one record.
 // Checked at the oldest and the newest Fetch version served, on whichever

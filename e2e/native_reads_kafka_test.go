@@ -28,8 +28,7 @@ import (
 func TestNativeReadsKafkaRecords(t *testing.T) {
 	t.Parallel()
 	kcat := needKcat(t)
-	gw, rb := realGateway(t)
-	cli := newIggyCLI(t, rb.addr)
+	gw, rb, cli := realGateway(t)
 	// Uncompressed, as kcat sends by default: a compressed batch's first
 	// message also carries kafka.codec (docs/MAPPING.md), which the
 	// header checks below do not expect.

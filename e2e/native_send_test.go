@@ -32,8 +32,7 @@ import (
 func TestNativeSendReadByKafka(t *testing.T) {
 	t.Parallel()
 	kcat := needKcat(t)
-	gw, rb := realGateway(t)
-	cli := newIggyCLI(t, rb.addr)
+	gw, rb, cli := realGateway(t)
 
 	// The gateway makes its Kafka stream on the first CreateTopic; here the
 	// CLI makes it unless something already did (`stream get` exits 0 and

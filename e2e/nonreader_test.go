@@ -18,10 +18,8 @@ import (
 	"github.com/iggy-kafka/gateway/internal/procfs"
 )
 
-// Issue 10 part 2: clients that send thousands of Fetches and never read
-// the answers. Each Fetch alone would return 1 MiB; before the write cap the
-// gateway queued every answer in gnet's outbound buffer (3.8 GiB from one
-// connection in 2 s). Now the gateway binary's RSS stays under a bound
+// Clients that send thousands of Fetches and never read the answers, each
+// Fetch alone worth 1 MiB: the gateway binary's RSS stays under a bound
 // computed from its flags (docs/CONFIG.md "Limits"), the stalled
 // connections are closed once the write-stall timeout passes with nothing
 // read, and the gateway keeps serving other clients. Runs on whichever

@@ -93,8 +93,7 @@ func TestTailCacheTopicRemadeNatively(t *testing.T) {
 }
 
 func testTailCacheTopicRemadeNatively(t *testing.T, opt gwOption) {
-	gw, rb := realGateway(t, opt)
-	cli := newIggyCLI(t, rb.addr)
+	gw, rb, cli := realGateway(t, opt)
 	cl := clientWithTopic(t, gw.Addr, "remade", 1)
 	old := make([]*kgo.Record, 5)
 	for i := range old {

@@ -4,12 +4,18 @@ package e2e
 // manage ACLs (kafka-acls) and SCRAM users (kafka-configs), and a
 // principal allowed to write one topic but not another gets
 // TOPIC_AUTHORIZATION_FAILED on the other through franz-go, kcat and the
-// Java producer.
+// Java producer. Under mTLS (docs/SECURITY.md, "Listeners and TLS") a
+// client certificate's subject is the principal on an SSL listener, so an
+// ACL naming it decides what that client may do; another certificate
+// signed by the same CA is another principal and gets nothing.
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +26,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	iscram "github.com/iggy-kafka/gateway/internal/scram"
+	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -58,17 +66,8 @@ func withACLs(t testing.TB) gwOption {
 func javaSaslProps(t testing.TB, user, pass string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), user+".properties")
-	writeFile(t, p, fmt.Sprintf("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+
-		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"%s\" password=\"%s\";\n",
-		user, javaEscape(pass)))
+	writeFile(t, p, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"+jaasConfig(scramLogin, user, pass))
 	return p
-}
-
-func needCoreJar(t testing.TB) {
-	t.Helper()
-	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
-	}
 }
 
 // kgoProduceErr produces one record to topic as user and returns the
@@ -83,10 +82,10 @@ func kgoProduceErr(t *testing.T, addr, user, pass, topic string) error {
 }
 
 func TestACLToolsAndEnforcement(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t, withACLs(t), withAutoCreate(false))
-	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
-	createTopic(t, admin, "acl-a", 1)
+	admin := clientWithTopic(t, gw.Addr, "acl-a", 1, kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
 	createTopic(t, admin, "acl-b", 1)
 	adminProps := javaSaslProps(t, "admin", aclAdminPass)
 	acls := func(args ...string) (string, error) {
@@ -176,25 +175,10 @@ func TestACLToolsAndEnforcement(t *testing.T) {
 	}
 }
 
-// endOffset is partition 0's high watermark.
-func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := offs.Lookup(topic, 0)
-	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s: %v %v", topic, ok, o.Err)
-	}
-	return o.Offset
-}
-
 // kafka-configs adds a SCRAM user (AlterUserScramCredentials), the user
 // logs in with it, --describe lists it, and --delete-config removes it.
 func TestSCRAMKafkaConfigs(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	needCoreJar(t)
 	gw := startGateway(t, withACLs(t))
@@ -244,6 +228,7 @@ func TestSCRAMKafkaConfigs(t *testing.T) {
 // through it are enforced and survive a restart (the store's security
 // log).
 func TestACLBinaryRestart(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	users := filepath.Join(t.TempDir(), "users")
 	for _, u := range [][2]string{{"admin", aclAdminPass}, {"alice", aclAlicePass}} {
@@ -258,8 +243,7 @@ func TestACLBinaryRestart(t *testing.T) {
 	if !strings.Contains(gw.Log(), "authorization on") {
 		t.Errorf("the startup log does not say authorization is on:\n%s", tail(gw.Log(), 20))
 	}
-	admin := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
-	createTopic(t, admin, "aclbin-a", 1)
+	admin := clientWithTopic(t, gw.Addr, "aclbin-a", 1, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
 	createTopic(t, admin, "aclbin-b", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -287,13 +271,13 @@ func TestACLBinaryRestart(t *testing.T) {
 // SCRAM user made through one are in force on the other within about a
 // second (each re-reads the log at most once a second).
 func TestACLSharedByGatewaysOnIggy(t *testing.T) {
+	t.Parallel()
 	if !realIggyBackend() {
 		t.Skipf("needs two gateways on one Iggy server: %s=iggy-server", backendEnv)
 	}
 	gw1 := startGateway(t, withACLs(t))
 	gw2 := startGateway(t, withACLs(t))
-	admin := newClient(t, gw1.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
-	createTopic(t, admin, "shared-a", 1)
+	admin := clientWithTopic(t, gw1.Addr, "shared-a", 1, kgo.SASL(kgoMech(handlers.MechScramSHA256, "admin", aclAdminPass)))
 	if err := kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("alice on gw2 before the ACL: %v", err)
 	}
@@ -308,11 +292,121 @@ func TestACLSharedByGatewaysOnIggy(t *testing.T) {
 		Iterations: 4096, Password: "dave-secret"}}); err != nil {
 		t.Fatalf("AlterUserSCRAMs on gw1: %v", err)
 	}
-	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+	if err := await.Poll(15*time.Second, 250*time.Millisecond, func() error {
 		return kgoProduceErr(t, gw2.Addr, "alice", aclAlicePass, "shared-a")
-	})
-	checkFor(t, 15*time.Second, 250*time.Millisecond, func() error {
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 15*time.Second, err)
+	}
+	if err := await.Poll(15*time.Second, 250*time.Millisecond, func() error {
 		_, err := kgoLoginErr(t, gw2.Addr, handlers.MechScramSHA256, "dave", "dave-secret")
 		return err
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 15*time.Second, err)
+	}
+}
+
+func TestTLSClientCertACL(t *testing.T) {
+	t.Parallel()
+	needJava(t)
+	kcat := needKcat(t)
+	var ts tlsSetup
+	startGateway(t, withACLs(t), withTLS(t, true, &ts), withAutoCreate(false))
+	const topicA, topicB = "mtls-acl-a", "mtls-acl-b"
+	principal := "User:" + testcert.ClientSubject
+
+	// The admin logs in with SCRAM over SASL_SSL (a client certificate is
+	// required there too; the SASL login is the principal).
+	admin := newClient(t, ts.saslSSL, kgo.DialTLSConfig(kgoTLS(t, &ts, true)),
+		kgo.SASL(kgoMech(handlers.MechScramSHA512, "admin", aclAdminPass)))
+	createTopic(t, admin, topicA, 1)
+	createTopic(t, admin, topicB, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(admin).CreateACLs(ctx, kadm.NewACLs().Allow(principal).Topics(topicA).
+		Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("CreateACLs for %s: %v %+v", principal, err, res)
+	}
+
+	produce := func(cfg *tls.Config, topic string) error {
+		t.Helper()
+		cl := newClient(t, ts.ssl, kgo.DialTLSConfig(cfg), kgo.RecordRetries(2), kgo.MaxBufferedRecords(10))
+		pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
+	}
+	// franz-go with the client certificate.
+	if err := produce(kgoTLS(t, &ts, true), topicA); err != nil {
+		t.Fatalf("franz-go as %s to %s: %v", principal, topicA, err)
+	}
+	if err := produce(kgoTLS(t, &ts, true), topicB); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("franz-go as %s to %s: %v, want TOPIC_AUTHORIZATION_FAILED", principal, topicB, err)
+	}
+	// Another certificate from the same CA is another principal.
+	otherCert, otherKey := testcert.Issue(t, ts.files, "other", pkix.Name{CommonName: "someone-else"}, false)
+	other := kgoTLS(t, &ts, false)
+	pair, err := tls.LoadX509KeyPair(otherCert, otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Certificates = []tls.Certificate{pair}
+	if err := produce(other, topicA); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("franz-go as CN=someone-else to %s: %v, want TOPIC_AUTHORIZATION_FAILED", topicA, err)
+	}
+
+	// kcat (librdkafka) with the client certificate.
+	args := kcatTLS(&ts, "", true)
+	if _, errOut, err := runCmd(t, 60*time.Second, "k1:v1\n", kcat, append(args, "-P", "-t", topicA, "-K:")...); err != nil {
+		t.Fatalf("kcat -P %s: %v\n%s", topicA, err, errOut)
+	}
+	_, errOut, _ := runCmd(t, 60*time.Second, "k1:v1\n", kcat, append(args, "-P", "-t", topicB, "-K:")...)
+	if !strings.Contains(strings.ToLower(errOut), "topic authorization failed") {
+		t.Fatalf("kcat -P %s: want a topic authorization failure, got:\n%s", topicB, errOut)
+	}
+
+	// The Java producer with a PEM keystore (KIP-651).
+	{
+		props := filepath.Join(t.TempDir(), "mtls.properties")
+		writeFile(t, props, fmt.Sprintf("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=%s\n"+
+			"ssl.keystore.type=PEM\nssl.keystore.location=%s\n", ts.files.CA, pemKeystore(t, ts.files)))
+		javaProduce := func(topic string) (string, error) {
+			_, errOut, err := javaRun(t, 90*time.Second, "java-v\n", "org.apache.kafka.tools.ConsoleProducer",
+				"--bootstrap-server", ts.ssl, "--topic", topic, "--producer.config", props,
+				"--producer-property", "max.block.ms=15000", "--producer-property", "delivery.timeout.ms=20000",
+				"--producer-property", "request.timeout.ms=10000")
+			return errOut, err
+		}
+		if errOut, err := javaProduce(topicA); err != nil || strings.Contains(errOut, "ERROR") {
+			t.Fatalf("Java producer to %s: %v\n%s", topicA, err, tail(errOut, 30))
+		}
+		if errOut, _ := javaProduce(topicB); !strings.Contains(errOut, "TopicAuthorizationException") &&
+			!strings.Contains(errOut, "Not authorized to access topics") {
+			t.Fatalf("Java producer to %s: want TopicAuthorizationException, got:\n%s", topicB, tail(errOut, 30))
+		}
+	}
+
+	// Exactly the allowed writes landed.
+	if n := endOffset(t, admin, topicA); n != 3 {
+		t.Fatalf("%s ends at %d, want 3 (franz-go, kcat, Java)", topicA, n)
+	}
+	if n := endOffset(t, admin, topicB); n != 0 {
+		t.Fatalf("%s ends at %d, want 0", topicB, n)
+	}
+}
+
+// pemKeystore writes the client certificate and its key into one PEM
+// file, the form Java's ssl.keystore.type=PEM reads from a location.
+func pemKeystore(t testing.TB, f testcert.Files) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "client-keystore.pem")
+	key, err := os.ReadFile(f.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := os.ReadFile(f.ClientCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p, string(key)+string(cert))
+	return p
 }

@@ -13,36 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func adminCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// partitionsOf reads a topic's partition count from Metadata, on a fresh
-// client (franz-go answers a Metadata request from its own recent
-// metadata, which may predate the change under test).
-func partitionsOf(t *testing.T, addr string, topic string) int {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, addr))
-	td, err := adm.ListTopics(adminCtx(t), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, ok := td[topic]
-	if !ok || d.Err != nil {
-		t.Fatalf("metadata of %s: %+v", topic, d)
-	}
-	return len(d.Partitions)
-}
-
 // franz-go's kadm grows a topic; the count is refused when it would not
 // grow; Metadata shows the new partitions at once and they take records.
 func TestKadmCreatePartitions(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
+	cl := clientWithTopic(t, gw.Addr, "cp-kadm", 2)
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "cp-kadm", 2)
 	ctx := adminCtx(t)
 
 	if rs, err := adm.ValidateCreatePartitions(ctx, 3, "cp-kadm"); err != nil || rs["cp-kadm"].Err != nil {
@@ -69,7 +46,7 @@ func TestKadmCreatePartitions(t *testing.T) {
 	}
 	pcl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	want := produceAll(t, pcl, recs)
-	sameRecs(t, want, consumeN(t, gw.Addr, "cp-kadm", 5, 30*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "cp-kadm", 5))
 }
 
 // DeleteRecords through kadm: the low watermark moves, ListOffsets
@@ -77,15 +54,11 @@ func TestKadmCreatePartitions(t *testing.T) {
 // resets to it (auto.offset.reset=earliest), -1 is the high watermark, and
 // an offset past it is OFFSET_OUT_OF_RANGE.
 func TestKadmDeleteRecords(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
+	cl := clientWithTopic(t, gw.Addr, "dr-kadm", 2)
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "dr-kadm", 2)
-	var recs []*kgo.Record
-	for i := range 20 {
-		recs = append(recs, &kgo.Record{Topic: "dr-kadm", Partition: 0, Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	recs = append(recs, &kgo.Record{Topic: "dr-kadm", Partition: 1, Value: []byte("other")})
+	recs := append(valueRecords("dr-kadm", 20), &kgo.Record{Topic: "dr-kadm", Partition: 1, Value: []byte("other")})
 	pcl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	all := produceAll(t, pcl, recs)
 	ctx := adminCtx(t)
@@ -116,7 +89,7 @@ func TestKadmDeleteRecords(t *testing.T) {
 			want = append(want, r)
 		}
 	}
-	sameRecs(t, want, consumeN(t, gw.Addr, "dr-kadm", len(want), 30*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "dr-kadm", len(want)))
 
 	// A consumer asking for offset 3 is out of range and resets to the start.
 	ccl := newClient(t, gw.Addr,
@@ -153,10 +126,10 @@ func TestKadmDeleteRecords(t *testing.T) {
 
 // DescribeAllLogDirs: one broker, one dir, every partition with a size.
 func TestKadmDescribeLogDirs(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
+	cl := clientWithTopic(t, gw.Addr, "ld-kadm", 2)
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "ld-kadm", 2)
 	produceAll(t, newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner())),
 		[]*kgo.Record{{Topic: "ld-kadm", Partition: 1, Value: make([]byte, 2000)}})
 	all, err := adm.DescribeAllLogDirs(adminCtx(t), nil)
@@ -183,15 +156,11 @@ func TestKadmDescribeLogDirs(t *testing.T) {
 // DescribeProducers lists the idempotent producer franz-go used, with its
 // last sequence.
 func TestKadmDescribeProducers(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := clientWithTopic(t, gw.Addr, "dp-kadm", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
-	createTopic(t, cl, "dp-kadm", 1)
-	var recs []*kgo.Record
-	for i := range 7 {
-		recs = append(recs, &kgo.Record{Topic: "dp-kadm", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	produceAll(t, cl, valueRecords("dp-kadm", 7))
 	pid, epoch, err := cl.ProducerID(adminCtx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +178,7 @@ func TestKadmDescribeProducers(t *testing.T) {
 
 // No quotas and no transactions: empty answers, not errors.
 func TestKadmQuotasTransactions(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	adm := kadm.NewClient(cl)
@@ -244,15 +214,11 @@ func TestKadmQuotasTransactions(t *testing.T) {
 // records continue the offsets, and a consumer from the start begins at
 // the log start.
 func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
-	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	createTopic(t, cl, "dr-restart", 1)
-	var recs []*kgo.Record
-	for i := range 10 {
-		recs = append(recs, &kgo.Record{Topic: "dr-restart", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	cl := clientWithTopic(t, gw.Addr, "dr-restart", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceAll(t, cl, valueRecords("dr-restart", 10))
 	adm := kadm.NewClient(cl)
 	var os kadm.Offsets
 	os.Add(kadm.Offset{Topic: "dr-restart", Partition: 0, At: -1}) // everything
@@ -283,6 +249,6 @@ func TestDeleteRecordsCreatePartitionsSurviveRestart(t *testing.T) {
 	if more[0].Offset != 10 {
 		t.Fatalf("a record after delete-all and restart got offset %d, want 10", more[0].Offset)
 	}
-	sameRecs(t, more, consumeN(t, gw2.Addr, "dr-restart", 1, 30*time.Second))
+	sameRecs(t, more, consumeN(t, gw2.Addr, "dr-restart", 1))
 	gw2.Stop()
 }

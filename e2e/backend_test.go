@@ -36,14 +36,14 @@ type realBackend struct {
 	addr, stream, state string
 }
 
-// newRealBackend picks the shared real server and names the test's streams;
-// they are deleted when the test ends.
 // gatewayArgs are the flags of a gateway binary on rb: the server, the
 // Kafka stream and the state stream; extra are appended.
 func (rb realBackend) gatewayArgs(extra ...string) []string {
 	return append([]string{"--backend=iggy", "--iggy-addr=" + rb.addr, "--stream=" + rb.stream, "--iggy-state-stream=" + rb.state}, extra...)
 }
 
+// newRealBackend picks the shared real server and names the test's streams;
+// they are deleted when the test ends.
 func newRealBackend(t testing.TB) realBackend {
 	t.Helper()
 	rb := realBackend{addr: iggyreal.Shared(t), stream: iggyreal.Stream(t)}
@@ -67,6 +67,18 @@ func dropStreams(t testing.TB, rb realBackend) {
 			t.Logf("cleanup: deleting stream %s: %v", s, err)
 		}
 	}
+}
+
+// dialIggy is a plain client (one connection) of the Iggy server at
+// addr, closed when the test ends.
+func dialIggy(ctx context.Context, t testing.TB, addr string) *iggy.Client {
+	t.Helper()
+	c, err := iggy.Dial(ctx, iggy.Options{Addr: addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // testStreams maps a test to its real-backend streams, so every gateway of
@@ -218,4 +230,46 @@ func iggytestArgs(t testing.TB, dataDir string) []string {
 		_ = inner.Close()
 	})
 	return []string{"--backend=iggy", "--iggy-addr=" + srv.Addr()}
+}
+
+// realGateway is an in-process gateway on the shared real server, on the
+// test's own streams, and the iggy CLI on that server.
+func realGateway(t *testing.T, opts ...gwOption) (*gateway, realBackend, *iggyCLI) {
+	t.Helper()
+	realServerTest(t)
+	rb := newRealBackend(t)
+	return startRealGateway(t, rb, opts...), rb, newIggyCLI(t, rb.addr)
+}
+
+// startRealGateway is an in-process gateway on the real server, on rb's
+// streams; each call is a fresh gateway (a new Store: nothing in memory).
+func startRealGateway(t *testing.T, rb realBackend, opts ...gwOption) *gateway {
+	t.Helper()
+	return gatewayOnIggy(t, iggy.Options{Addr: rb.addr, StateStream: rb.state}, rb.stream, opts...)
+}
+
+// privateIggyGateway runs an in-process gateway on a real Iggy server of
+// the test's own (which the test may kill), started with the server
+// settings env (iggyreal.Options.Env).
+func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server) {
+	t.Helper()
+	realServerTest(t)
+	srv := iggyreal.StartPrivate(t, env...)
+	return gatewayOnIggy(t, iggy.Options{Addr: srv.Addr(), ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond}, "kafka"), srv
+}
+
+// gatewayOnIggy runs an in-process gateway on an Iggy store opened with o
+// (its logger set here), its Kafka topics in stream.
+func gatewayOnIggy(t *testing.T, o iggy.Options, stream string, opts ...gwOption) *gateway {
+	t.Helper()
+	logBuf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	o.Logger = log.With("component", "iggy")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := iggy.Open(ctx, o)
+	if err != nil {
+		t.Fatalf("iggy.Open: %v", err)
+	}
+	return startGatewayOn(t, st, stream, logBuf, opts...)
 }

@@ -13,21 +13,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // The binary serves Prometheus metrics and pprof on the addresses asked
 // for, and the request counters move with client traffic.
 func TestBinaryMetricsAndPprof(t *testing.T) {
+	t.Parallel()
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	gw := spawnGateway(t, t.TempDir(), "--metrics-addr="+metricsAddr, "--pprof-addr="+pprofAddr)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "metered", 1)
+	cl := clientWithTopic(t, gw.Addr, "metered", 1)
 	want := produceAll(t, cl, testRecords("metered", 50))
-	consumeN(t, gw.Addr, "metered", len(want), 30*time.Second)
+	consumeN(t, gw.Addr, "metered", len(want))
 
 	produced := regexp.MustCompile(`(?m)^iggy_kafka_requests_total\{api="Produce",outcome="ok"\} (\d+)`)
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		body, err := httpGet("http://" + metricsAddr + "/metrics")
 		if err != nil {
 			return err
@@ -52,28 +54,37 @@ func TestBinaryMetricsAndPprof(t *testing.T) {
 	gw.Stop()
 }
 
+// httpGet GETs url (within 5 s) and returns the body of a 200 answer.
 func httpGet(url string) (string, error) {
+	code, body, err := httpStatus(url)
+	if err == nil && code != http.StatusOK {
+		return "", fmt.Errorf("%s: HTTP %d", url, code)
+	}
+	return body, err
+}
+
+// httpStatus GETs url (within 5 s): the status code and the body,
+// whatever the status.
+func httpStatus(url string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return "", fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return string(b), err
+	return resp.StatusCode, string(b), err
 }
 
 // Startup errors from the real binary: exit code 2 and a message naming
 // the variable or flag.
 func TestBinaryRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	cases := []struct {
 		env  []string
@@ -99,6 +110,7 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 // An Iggy server that cannot be reached at startup is fatal (exit 1) with a
 // message naming the address and the user: never a silent fallback.
 func TestBinaryIggyUnreachableIsFatal(t *testing.T) {
+	t.Parallel()
 	bin := gatewayBinary(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))) // nothing listens there
 	cmd := exec.Command(bin, "--backend=iggy", "--iggy-addr="+addr, "--iggy-username=kafka-gw",

@@ -19,6 +19,7 @@ import (
 )
 
 func TestCompressedFetchRealClients(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	admin := newClient(t, gw.Addr)
 	const topic = "compressed-fetch"

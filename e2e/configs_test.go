@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 // incrementally and by replacement; broker configs read-only. On Iggy the
 // retention configs must also be the Iggy topic's own.
 func TestConfigKadm(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	adm := kadm.NewClient(newClient(t, gw.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -120,10 +120,10 @@ func kmsgStr(s string) *string { return &s }
 // TOPIC_ALREADY_EXISTS, as Kafka 4.1.1 does, not INVALID_CONFIG:
 // "create if missing" callers (Kafka Connect) depend on it.
 func TestCreateTopicsExistingWithConfigs(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	adm := kadm.NewClient(newClient(t, gw.Addr))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := adminCtx(t)
 	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "exists-cfg"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
@@ -139,11 +139,9 @@ func TestCreateTopicsExistingWithConfigs(t *testing.T) {
 
 // The Java AdminClient (e2e/java/ConfigsAdmin.java).
 func TestConfigJavaAdmin(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	src, err := filepath.Abs("java/ConfigsAdmin.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/ConfigsAdmin.java")
 	out, errOut, err := javaRun(t, 120*time.Second, "", src, gw.Addr, "cfg-java")
 	if err != nil || strings.TrimSpace(out) != "OK" {
 		t.Fatalf("ConfigsAdmin: %v\nstdout: %s\nstderr: %s", err, out, tail(errOut, 60))
@@ -152,12 +150,9 @@ func TestConfigJavaAdmin(t *testing.T) {
 
 // kafka-topics and kafka-configs, the commands a new user reaches for.
 func TestConfigKafkaTools(t *testing.T) {
+	t.Parallel()
 	needJava(t)
-	// kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar,
-	// which e2e/java/pom.xml fetches since the configs tests came.
-	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
-	}
+	needCoreJar(t) // kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar
 	gw := startGateway(t)
 	tool := func(class string, args ...string) string {
 		t.Helper()

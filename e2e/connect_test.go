@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // connectWorker writes a distributed worker's properties for the gateway at
@@ -185,6 +187,7 @@ func appendLines(t testing.TB, path string, from, to int) {
 // through the gateway: no line lost, repeats only as at-least-once
 // replays.
 func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
+	t.Parallel()
 	needJar(t, "connect-file-*.jar")
 	needJar(t, "connect-runtime-*.jar")
 	gw := startGateway(t)
@@ -198,22 +201,26 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	props, rest := connectWorker(t, gw.Addr, "connect-e2e")
 	const class = "org.apache.kafka.connect.cli.ConnectDistributed"
 	w := javaStart(t, "connect worker", class, props)
-	checkFor(t, 3*time.Minute, time.Second, func() error {
+	if err := await.Poll(3*time.Minute, time.Second, func() error {
 		code, b, err := restCall("GET", rest+"/connectors", nil)
 		if err == nil && code != 200 {
 			err = fmt.Errorf("HTTP %d %s", code, b)
 		}
 		return err
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 3*time.Minute, err)
+	}
 	post := func(name string, cfg map[string]string) {
 		t.Helper()
-		checkFor(t, time.Minute, time.Second, func() error {
+		if err := await.Poll(time.Minute, time.Second, func() error {
 			code, b, err := restCall("PUT", rest+"/connectors/"+name+"/config", cfg)
 			if err == nil && code != 200 && code != 201 {
 				err = fmt.Errorf("PUT %s: HTTP %d %s", name, code, b)
 			}
 			return err
-		})
+		}); err != nil {
+			t.Fatalf("still not so after %v: %v", time.Minute, err)
+		}
 	}
 	post("file-source", map[string]string{
 		"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
@@ -228,7 +235,9 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 		"topics":          topic,
 	})
 	for _, name := range []string{"file-source", "file-sink"} {
-		checkFor(t, 2*time.Minute, time.Second, func() error { return connectorRunning(rest, name) })
+		if err := await.Poll(2*time.Minute, time.Second, func() error { return connectorRunning(rest, name) }); err != nil {
+			t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+		}
 	}
 	// The worker created its internal topics compacted (it refuses to run
 	// on topics that are not).
@@ -240,14 +249,16 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	if n := partitionsOf(t, gw.Addr, "connect-e2e-offsets"); n != 3 {
 		t.Fatalf("connect-e2e-offsets has %d partitions, want offset.storage.partitions=3", n)
 	}
-	checkFor(t, 2*time.Minute, time.Second, func() error {
+	if err := await.Poll(2*time.Minute, time.Second, func() error {
 		lines := sinkLines(sinkFile)
 		if len(lines) < 150 {
 			return fmt.Errorf("%d of 150 lines in the sink", len(lines))
 		}
 		_, err := checkAtLeastOnce(lines, 150)
 		return err
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
+	}
 	if n := len(sinkLines(sinkFile)); n != 150 {
 		t.Fatalf("%d lines in the sink before any failure, want exactly 150", n)
 	}
@@ -258,7 +269,7 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, time.Minute, time.Second, func() error {
+	if err := await.Poll(time.Minute, time.Second, func() error {
 		offs, err := latestValues(t, gw.Addr, "connect-e2e-offsets")
 		if err != nil {
 			return err
@@ -270,8 +281,10 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("source offsets %v, want %s", offs, want)
-	})
-	checkFor(t, time.Minute, time.Second, func() error {
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
+	if err := await.Poll(time.Minute, time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		offs, err := kadm.NewClient(cl).FetchOffsets(ctx, "connect-file-sink")
@@ -282,11 +295,13 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 			return fmt.Errorf("sink group offset %+v, want 150", o)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", time.Minute, err)
+	}
 	appendLines(t, srcFile, 150, 200)
 	// Kill as soon as these reached the sink, most likely before either
 	// connector committed them: they may come again after the restart.
-	checkFor(t, time.Minute, 100*time.Millisecond, func() error {
+	await.Until(t, time.Minute, func() error {
 		if lines := sinkLines(sinkFile); len(lines) < 200 {
 			return fmt.Errorf("%d of 200 lines in the sink", len(lines))
 		}
@@ -297,15 +312,19 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	appendLines(t, srcFile, 200, 300)
 	w = javaStart(t, "connect worker (restarted)", class, props)
 	for _, name := range []string{"file-source", "file-sink"} {
-		checkFor(t, 3*time.Minute, time.Second, func() error { return connectorRunning(rest, name) })
+		if err := await.Poll(3*time.Minute, time.Second, func() error { return connectorRunning(rest, name) }); err != nil {
+			t.Fatalf("still not so after %v: %v", 3*time.Minute, err)
+		}
 	}
 	var dups int
-	checkFor(t, 3*time.Minute, time.Second, func() error {
+	if err := await.Poll(3*time.Minute, time.Second, func() error {
 		lines := sinkLines(sinkFile)
 		var err error
 		dups, err = checkAtLeastOnce(lines, 300)
 		return err
-	})
+	}); err != nil {
+		t.Fatalf("still not so after %v: %v", 3*time.Minute, err)
+	}
 	// Only lines after the last committed offsets may repeat: the first
 	// 150 lines of the sink are lines 0-149, and none of those comes again.
 	lines := sinkLines(sinkFile)
@@ -319,9 +338,7 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	// source re-reads lines 150-199 into the topic (at most 50 extra
 	// records there), and the sink re-reads the topic from its committed
 	// offset 150, so the sink file holds at most 100 repeats.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel2()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx2, topic)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(adminCtx(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

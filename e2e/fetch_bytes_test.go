@@ -1,5 +1,8 @@
 package e2e
 
+// The record sets of Fetch responses: never null, and within max_bytes and
+// partition_max_bytes (KIP-74), with raw requests and real consumers.
+
 import (
 	"bytes"
 	"context"
@@ -62,13 +65,14 @@ func batchesIn(t *testing.T, b []byte) []int32 {
 	return counts
 }
 
-// Issue 10 part 3: max_bytes and partition_max_bytes bound the whole
-// Fetch response, the first partition included; KIP-74 lets only the
+// max_bytes and partition_max_bytes bound the whole Fetch response, the
+// first partition included; KIP-74 lets only the
 // first batch of the first partition with data go over. The gateway
 // builds the batches it returns, so "the first batch" is one record.
 // Checked at the oldest and the newest Fetch version served, on whichever
 // backend the pass runs (embedded, iggytest, the real Iggy server).
 func TestFetchBytesLimits(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	const parts, n, size = 3, 20, 4000
 	req := fetchBytesTopic(t, gw.Addr, "fetch-bytes", parts, n, size)
@@ -141,6 +145,7 @@ func TestFetchBytesLimits(t *testing.T) {
 // A consumer with a 1-byte fetch budget still makes progress: every
 // response carries one record (KIP-74), and it reads all of them.
 func TestFetchBytesTinyBudgetConsumes(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	const parts, n = 3, 10
 	fetchBytesTopic(t, gw.Addr, "fetch-tiny", parts, n, 3000)
@@ -167,5 +172,46 @@ func TestFetchBytesTinyBudgetConsumes(t *testing.T) {
 			seen[r.Partition] = r.Offset + 1
 			got++
 		})
+	}
+}
+
+// A Fetch partition with nothing to return must carry an empty record set,
+// not a null one: librdkafka (kcat) reads a size of -1 as "invalid
+// MessageSetSize", backs off and retries forever, so `kcat -C -e` never
+// sees the end of the partition. Kafka brokers always send an empty set.
+// kcat itself fetches at v11; every non-flexible version is checked.
+func TestFetchEmptyPartitionRecordsNotNull(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t)
+	cl := clientWithTopic(t, gw.Addr, "quiet", 1)
+	produceAll(t, cl, testRecords("quiet", 3))
+
+	for _, v := range []int16{4, 7, 11, 12} {
+		for _, offset := range []int64{3, 0} { // at the end, and with data
+			w := dialWire(t, gw.Addr)
+			req := kmsg.NewPtrFetchRequest()
+			req.MaxWaitMillis = 0
+			req.MinBytes = 1
+			req.MaxBytes = 1 << 20
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "quiet"
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition = 0
+			rp.FetchOffset = offset
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := w.roundTrip(req, v, 1).(*kmsg.FetchResponse)
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("v%d: answer %+v", v, resp.Topics)
+			}
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.HighWatermark != 3 {
+				t.Fatalf("v%d offset %d: error %d, high watermark %d", v, offset, p.ErrorCode, p.HighWatermark)
+			}
+			if p.RecordBatches == nil {
+				t.Errorf("Fetch v%d at offset %d: null record set, want an empty one", v, offset)
+			}
+		}
 	}
 }

@@ -66,6 +66,7 @@ func onceEach(t *testing.T, who string, want, got []string) {
 }
 
 func TestFetchSessionsRealClients(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	prod := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	topics := make([]string, fsTopics)

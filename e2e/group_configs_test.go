@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +15,9 @@ import (
 )
 
 func TestGroupConfigsKafkaTools(t *testing.T) {
+	t.Parallel()
 	needJava(t)
-	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
-	}
+	needCoreJar(t)
 	gw := startGateway(t)
 	const configs = "kafka.admin.ConfigCommand"
 	tool := func(args ...string) (string, error) {
@@ -61,8 +59,7 @@ func TestGroupConfigsKafkaTools(t *testing.T) {
 
 	// A consumer-protocol member of the group is told the group's
 	// interval; once the config is deleted, the default.
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "cfg-group-topic", 2)
+	cl := clientWithTopic(t, gw.Addr, "cfg-group-topic", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	beat := func(epoch int32) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -105,6 +102,7 @@ func TestGroupConfigsKafkaTools(t *testing.T) {
 
 // Group configs survive a restart of the gateway binary (kill -9).
 func TestGroupConfigsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()

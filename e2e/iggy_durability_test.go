@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge/iggy"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // TestBinaryReportsWeakIggyTopics: a topic made on the real Iggy server
@@ -19,15 +19,12 @@ import (
 // --iggy-weak-topics=refuse the gateway does not start. Topics the gateway
 // creates itself carry the settings of --fsync.
 func TestBinaryReportsWeakIggyTopics(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	rb := realBackendFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := iggy.Dial(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialIggy(ctx, t, rb.addr)
 	if _, err := c.CreateStream(ctx, rb.stream); err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +47,14 @@ func TestBinaryReportsWeakIggyTopics(t *testing.T) {
 	// Explicit flags (after the suite's backend ones, so they win): this
 	// test is about the real server whatever backend the suite runs on.
 	p := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+rb.addr, "--stream="+rb.stream, "--iggy-state-stream="+rb.state)
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		if !strings.Contains(p.Log(), "made-natively") {
 			return errors.New("no warning naming the weak topic yet")
 		}
 		return nil
 	})
 	// A topic the gateway creates keeps the default --fsync=always.
-	createTopic(t, newClient(t, p.Addr), "made-by-gateway", 1)
+	clientWithTopic(t, p.Addr, "made-by-gateway", 1)
 	produceParts(t, p.Addr, "made-by-gateway", 1, 3)
 	tp, ok, err := c.GetTopic(ctx, iggy.Name(rb.stream), iggy.Name("made-by-gateway"))
 	if err != nil || !ok {

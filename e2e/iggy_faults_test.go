@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -20,31 +19,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/iggy-kafka/gateway/bridge/iggy"
-	"github.com/iggy-kafka/gateway/internal/iggyreal"
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // faultCycles is how many times each test kills its target.
 const faultCycles = 5
-
-// privateIggyGateway runs an in-process gateway on a real Iggy server of
-// the test's own (which the test may kill), started with the server
-// settings env (iggyreal.Options.Env).
-func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server) {
-	t.Helper()
-	realServerTest(t)
-	srv := iggyreal.StartPrivate(t, env...)
-	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: srv.Addr(), Logger: log.With("component", "iggy"),
-		ReconnectMin: 20 * time.Millisecond, ReconnectMax: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startGatewayOn(t, st, "kafka", logBuf), srv
-}
 
 // loadProducer produces record i of a run to partition i%parts with value
 // "v-<i>" until stopped, with franz-go's defaults: acks=all, idempotent,
@@ -112,7 +92,7 @@ func (lp *loadProducer) run() {
 func (lp *loadProducer) waitAcked(n int64, timeout time.Duration) {
 	lp.t.Helper()
 	target := lp.nacked.Load() + n
-	checkFor(lp.t, timeout, 10*time.Millisecond, func() error {
+	await.Until(lp.t, timeout, func() error {
 		if got := lp.nacked.Load(); got < target {
 			return fmt.Errorf("%d of %d records acknowledged", got, target)
 		}
@@ -121,13 +101,18 @@ func (lp *loadProducer) waitAcked(n int64, timeout time.Duration) {
 }
 
 // finish stops producing, waits for every outstanding record to be
-// acknowledged or failed, and returns the acknowledged ones.
-func (lp *loadProducer) finish() (acked []rec, sent int, errs []error) {
+// acknowledged or failed, fails t if any failed, and returns the
+// acknowledged ones.
+func (lp *loadProducer) finish() []rec {
+	lp.t.Helper()
 	close(lp.stop)
 	lp.wg.Wait()
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
-	return append([]rec(nil), lp.acked...), lp.sent, lp.errs
+	if len(lp.errs) > 0 {
+		lp.t.Fatalf("%d of %d records failed, first: %v", len(lp.errs), lp.sent, lp.errs[0])
+	}
+	return append([]rec(nil), lp.acked...)
 }
 
 // checkAckedOnceInOrder reads the whole topic and fails unless every
@@ -142,7 +127,7 @@ func checkAckedOnceInOrder(t *testing.T, addr, topic string, acked []rec, parts 
 	for _, r := range acked {
 		hwm[r.Partition] = max(hwm[r.Partition], r.Offset+1)
 	}
-	got := consumeAtLeast(t, addr, topic, hwm, 90*time.Second)
+	got := recsOf(consume(t, addr, topic, reached(hwm), within(90*time.Second)))
 	seen := map[string]bool{}
 	byPos := map[[2]int64]rec{}
 	last := map[int32]int{}
@@ -178,9 +163,10 @@ func checkAckedOnceInOrder(t *testing.T, addr, topic string, acked []rec, parts 
 // TestIggyKillNineUnderKgoLoad kills the Iggy server 5 times under an
 // acks=all idempotent franz-go load through the gateway.
 func TestIggyKillNineUnderKgoLoad(t *testing.T) {
+	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	gw, srv := privateIggyGateway(t)
 	const parts = 4
-	createTopic(t, newClient(t, gw.Addr), "crash", parts)
+	clientWithTopic(t, gw.Addr, "crash", parts)
 	lp := startLoadProducer(t, gw.Addr, "crash", parts)
 	for cycle := range faultCycles {
 		lp.waitAcked(2000, 90*time.Second)
@@ -191,10 +177,7 @@ func TestIggyKillNineUnderKgoLoad(t *testing.T) {
 		}
 	}
 	lp.waitAcked(2000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
-	}
+	acked := lp.finish()
 	checkAckedOnceInOrder(t, gw.Addr, "crash", acked, parts)
 }
 
@@ -202,19 +185,38 @@ func TestIggyKillNineUnderKgoLoad(t *testing.T) {
 // idempotent producer (acks=all), which must finish without an error and
 // leave every record stored exactly once, in order.
 func TestIggyKillNineUnderJavaLoad(t *testing.T) {
+	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	run := javaIdem(t)
 	gw, srv := privateIggyGateway(t)
 	const n, parts = 60000, 2
-	createTopic(t, newClient(t, gw.Addr), "crash-java", parts)
+	clientWithTopic(t, gw.Addr, "crash-java", parts)
+	killUnderJavaLoad(t, run, gw.Addr, "crash-java", n, parts, gw.Store, gw.Stream, func(cycle int) {
+		srv.Kill()
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond) // down for a moment, as a crash-looping server
+		if err := srv.Restart(context.Background()); err != nil {
+			t.Fatalf("cycle %d: %v", cycle, err)
+		}
+	})
+	checkExactlyOnce(t, gw.Addr, "crash-java", n, parts)
+}
+
+// killUnderJavaLoad runs the Java idempotent producer (run, from javaIdem)
+// of n records to topic's parts partitions through addr, and calls kill
+// faultCycles times, each once another 5000 records are in store (topic in
+// stream); it fails if the producer finishes before the last kill, and
+// returns when the producer has finished.
+func killUnderJavaLoad(t *testing.T, run func(addr, topic string, n, parts int), addr, topic string, n, parts int,
+	store bridge.Backend, stream string, kill func(cycle int)) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		run(gw.Addr, "crash-java", n, parts)
+		run(addr, topic, n, parts)
 	}()
 	stored := func() uint64 {
 		var sum uint64
 		for p := range int32(parts) {
-			if st, err := gw.Store.Partition(context.Background(), gw.Stream, "crash-java", p); err == nil {
+			if st, err := store.Partition(context.Background(), stream, topic, p); err == nil {
 				sum += st.Next
 			}
 		}
@@ -222,7 +224,7 @@ func TestIggyKillNineUnderJavaLoad(t *testing.T) {
 	}
 	for cycle := range faultCycles {
 		from := stored()
-		checkFor(t, 90*time.Second, 10*time.Millisecond, func() error {
+		await.Until(t, 90*time.Second, func() error {
 			select {
 			case <-done:
 				return nil
@@ -238,26 +240,22 @@ func TestIggyKillNineUnderJavaLoad(t *testing.T) {
 			t.Fatalf("the producer finished after %d of %d kills: raise n", cycle, faultCycles)
 		default:
 		}
-		srv.Kill()
-		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
-		if err := srv.Restart(context.Background()); err != nil {
-			t.Fatalf("cycle %d: %v", cycle, err)
-		}
+		kill(cycle)
 	}
 	<-done
 	if t.Failed() {
 		t.FailNow()
 	}
-	checkExactlyOnce(t, gw.Addr, "crash-java", n, parts)
 }
 
 // TestIggySigtermMidStream: the Iggy server is stopped cleanly and started
 // again while a producer and a consumer run; neither sees an error, and the
 // consumer reads every record once, in order.
 func TestIggySigtermMidStream(t *testing.T) {
+	// Serial: restarts its Iggy server on the same port, which a neighbour's connection could take meanwhile.
 	gw, srv := privateIggyGateway(t)
 	const parts = 2
-	createTopic(t, newClient(t, gw.Addr), "stream", parts)
+	clientWithTopic(t, gw.Addr, "stream", parts)
 	lp := startLoadProducer(t, gw.Addr, "stream", parts)
 
 	cons := newClient(t, gw.Addr, kgo.ConsumeTopics("stream"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -302,11 +300,8 @@ func TestIggySigtermMidStream(t *testing.T) {
 		}
 	}
 	lp.waitAcked(3000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("producer saw %d errors of %d records, first: %v", len(errs), sent, errs[0])
-	}
-	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+	acked := lp.finish()
+	await.Until(t, 60*time.Second, func() error {
 		cmu.Lock()
 		defer cmu.Unlock()
 		if fetchErr != nil {
@@ -328,112 +323,4 @@ func TestIggySigtermMidStream(t *testing.T) {
 		t.Fatalf("consumer read %d records, %d were acknowledged", consumed, len(acked))
 	}
 	checkAckedOnceInOrder(t, gw.Addr, "stream", acked, parts)
-}
-
-// gatewayOnSharedIggy spawns gateway binaries on the shared real server
-// behind a proxy that never cuts, so clients keep one address while the
-// process behind it is replaced.
-type gatewayOnSharedIggy struct {
-	t     *testing.T
-	proxy *faultProxy
-	args  []string
-	cur   *process
-}
-
-func newGatewayOnSharedIggy(t *testing.T) *gatewayOnSharedIggy {
-	t.Helper()
-	rb := realBackendFor(t)
-	g := &gatewayOnSharedIggy{t: t, proxy: newFaultProxy(t, 1<<62)}
-	g.args = rb.gatewayArgs("--advertised-port=" + strconv.Itoa(g.proxy.Port()))
-	g.start()
-	return g
-}
-
-func (g *gatewayOnSharedIggy) start() {
-	g.cur = spawnGateway(g.t, g.t.TempDir(), g.args...)
-	g.proxy.SetUpstream(g.cur.Addr)
-}
-
-// killAndRestart kills the gateway process (-9) and starts a new one.
-func (g *gatewayOnSharedIggy) killAndRestart() {
-	g.cur.Kill()
-	g.start()
-}
-
-// TestGatewayKillNineOnIggyUnderKgoLoad kills the gateway 5 times under
-// the franz-go load; the Iggy server keeps running.
-func TestGatewayKillNineOnIggyUnderKgoLoad(t *testing.T) {
-	realServerTest(t)
-	g := newGatewayOnSharedIggy(t)
-	const parts = 3
-	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash", parts)
-	lp := startLoadProducer(t, g.proxy.Addr(), "gw-crash", parts)
-	for range faultCycles {
-		lp.waitAcked(2000, 90*time.Second)
-		g.killAndRestart()
-	}
-	lp.waitAcked(2000, 90*time.Second)
-	acked, sent, errs := lp.finish()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d records failed, first: %v", len(errs), sent, errs[0])
-	}
-	checkAckedOnceInOrder(t, g.proxy.Addr(), "gw-crash", acked, parts)
-	g.cur.Stop()
-}
-
-// TestGatewayKillNineOnIggyUnderJavaLoad: the same with the Java producer.
-func TestGatewayKillNineOnIggyUnderJavaLoad(t *testing.T) {
-	realServerTest(t)
-	run := javaIdem(t)
-	g := newGatewayOnSharedIggy(t)
-	rb := realBackendFor(t)
-	const n, parts = 60000, 2
-	createTopic(t, newClient(t, g.proxy.Addr()), "gw-crash-java", parts)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, StateStream: rb.state, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	stored := func() uint64 {
-		var sum uint64
-		for p := range int32(parts) {
-			if ps, err := st.Partition(context.Background(), rb.stream, "gw-crash-java", p); err == nil {
-				sum += ps.Next
-			}
-		}
-		return sum
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		run(g.proxy.Addr(), "gw-crash-java", n, parts)
-	}()
-	for cycle := range faultCycles {
-		from := stored()
-		checkFor(t, 90*time.Second, 10*time.Millisecond, func() error {
-			select {
-			case <-done:
-				return nil
-			default:
-			}
-			if now := stored(); now < from+5000 {
-				return fmt.Errorf("%d records stored since the last kill", now-from)
-			}
-			return nil
-		})
-		select {
-		case <-done:
-			t.Fatalf("the producer finished after %d of %d kills: raise n", cycle, faultCycles)
-		default:
-		}
-		g.killAndRestart()
-	}
-	<-done
-	if t.Failed() {
-		t.FailNow()
-	}
-	checkExactlyOnce(t, g.proxy.Addr(), "gw-crash-java", n, parts)
-	g.cur.Stop()
 }

@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -21,32 +20,6 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 )
 
-// startRealGateway is an in-process gateway on the real server, on rb's
-// streams; each call is a fresh gateway (a new Store: nothing in memory).
-func startRealGateway(t *testing.T, rb realBackend) *gateway {
-	t.Helper()
-	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	st, err := iggy.Open(ctx, iggy.Options{Addr: rb.addr, StateStream: rb.state, Logger: log.With("component", "iggy")})
-	if err != nil {
-		t.Fatalf("iggy.Open: %v", err)
-	}
-	return startGatewayOn(t, st, rb.stream, logBuf)
-}
-
-// stopGateway shuts an in-process gateway down before the test ends (its
-// cleanup then finds it stopped).
-func stopGateway(t *testing.T, gw *gateway) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := gw.Srv.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-}
-
 type wantOffset struct {
 	offset int64
 	epoch  int32
@@ -54,11 +27,12 @@ type wantOffset struct {
 }
 
 func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
+	t.Parallel()
 	realServerTest(t)
 	rb := realBackendFor(t)
 	const topic, group, other = "orders", "grp-fresh", "grp-other"
 	gw := startRealGateway(t, rb)
-	createTopic(t, newClient(t, gw.Addr), topic, 3)
+	clientWithTopic(t, gw.Addr, topic, 3)
 	produceParts(t, gw.Addr, topic, 3, 10)
 
 	// A live franz-go member consumes everything, then commits with its
@@ -100,7 +74,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	}
 	member.Close()
 	// A second group commits through franz-go's own commit path.
-	groupConsume(t, gw.Addr, other, topic, kgo.RangeBalancer(), 30, map[int32]int64{0: 10, 1: 10, 2: 10})
+	groupConsume(t, gw.Addr, other, topic, 30, map[int32]int64{0: 10, 1: 10, 2: 10}, kgo.Balancers(kgo.RangeBalancer()))
 	stopGateway(t, gw)
 
 	// A fresh gateway: nothing in its memory, everything from Iggy.
@@ -143,11 +117,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	}
 
 	// Natively: Iggy's consumer offsets hold N-1; a commit of 0 has none.
-	ic, err := iggy.Dial(ctx, iggy.Options{Addr: rb.addr, PoolSize: 1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ic.Close()
+	ic := dialIggy(ctx, t, rb.addr)
 	for p, w := range want {
 		pp := uint32(p)
 		co, ok, err := ic.GetConsumerOffset(ctx, &iggy.OffsetRef{Consumer: iggy.PlainConsumer(iggy.Name(iggy.GroupConsumerName(group))),
@@ -183,34 +153,8 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 
 	// A consumer with auto.offset.reset=latest resumes at the committed
 	// 0 of partition 0 instead of skipping to the end.
-	first, _ := groupConsumeFrom(t, gw.Addr, group, topic, kgo.NewOffset().AtEnd(), 16)
+	first, _ := groupConsume(t, gw.Addr, group, topic, 16, nil, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	if first[0] != 0 || first[1] != 4 {
 		t.Fatalf("resumed at %v, want partition 0 at 0 and 1 at 4", first)
 	}
-}
-
-// groupConsumeFrom joins group on topic with the given reset offset and
-// returns the first offset seen per partition after want records.
-func groupConsumeFrom(t *testing.T, addr, group, topic string, reset kgo.Offset, want int) (map[int32]int64, int) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(reset), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	first := map[int32]int64{}
-	n := 0
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for n < want {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("group %s: %d of %d records before the timeout", group, n, want)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if _, ok := first[r.Partition]; !ok {
-				first[r.Partition] = r.Offset
-			}
-			n++
-		})
-	}
-	return first, n
 }

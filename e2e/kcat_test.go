@@ -2,84 +2,21 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// kcatMeta is the part of `kcat -L -J` the tests read.
-type kcatMeta struct {
-	Brokers []struct {
-		ID   int32  `json:"id"`
-		Name string `json:"name"`
-	} `json:"brokers"`
-	Topics []struct {
-		Topic      string `json:"topic"`
-		Err        string `json:"error"`
-		Partitions []struct {
-			Partition int32 `json:"partition"`
-			Leader    int32 `json:"leader"`
-		} `json:"partitions"`
-	} `json:"topics"`
-}
-
-func kcatList(t *testing.T, kcat, addr string, extra ...string) kcatMeta {
-	t.Helper()
-	out, errOut, err := runCmd(t, 30*time.Second, "", kcat, append([]string{"-b", addr, "-L", "-J"}, extra...)...)
-	if err != nil {
-		t.Fatalf("kcat -L: %v\nstderr: %s", err, errOut)
-	}
-	var m kcatMeta
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatalf("kcat -L -J output: %v\n%s", err, out)
-	}
-	return m
-}
-
-// kcatInput is n key:value lines, values with spaces and non-ASCII text.
-func kcatInput(n int) (input string, keys, values []string) {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		k := fmt.Sprintf("order-%d", i%5)
-		v := fmt.Sprintf("item %d: naïve café ✓ %s", i, strings.Repeat("z", i%40))
-		keys, values = append(keys, k), append(values, v)
-		b.WriteString(k + ":" + v + "\n")
-	}
-	return b.String(), keys, values
-}
-
-// kcatConsumeLines reads topic from the beginning to its end with the
-// format key|headers|value and returns the lines.
-func kcatConsumeLines(t *testing.T, kcat, addr, topic string) []string {
-	t.Helper()
-	out, errOut, err := runCmd(t, 30*time.Second, "", kcat,
-		"-b", addr, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
-		"-f", "%k|%h|%s\n")
-	if err != nil {
-		t.Fatalf("kcat -C: %v\nstderr: %s", err, errOut)
-	}
-	out = strings.TrimSuffix(out, "\n")
-	if out == "" {
-		return nil
-	}
-	return strings.Split(out, "\n")
-}
-
 // The user story: list, produce keyed records with headers, read every one
 // back in order, identical.
 func TestKcatProduceConsume(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 
 	input, keys, values := kcatInput(200)
-	_, errOut, err := runCmd(t, 60*time.Second, input, kcat,
-		"-b", gw.Addr, "-P", "-t", "orders", "-K:", "-H", "k=v", "-H", "trace=abc-123")
-	if err != nil {
-		t.Fatalf("kcat -P: %v\nstderr: %s", err, errOut)
-	}
+	kcatProduce(t, kcat, gw.Addr, "orders", input, "-K:", "-H", "k=v", "-H", "trace=abc-123")
 
 	m := kcatList(t, kcat, gw.Addr)
 	if len(m.Brokers) != 1 || m.Brokers[0].ID != 1 || m.Brokers[0].Name != gw.Addr {
@@ -98,42 +35,23 @@ func TestKcatProduceConsume(t *testing.T) {
 		t.Errorf("kcat -L does not list orders: %+v", m.Topics)
 	}
 
-	lines := kcatConsumeLines(t, kcat, gw.Addr, "orders")
-	if len(lines) != len(keys) {
-		t.Fatalf("read %d records, want %d:\n%s", len(lines), len(keys), strings.Join(lines, "\n"))
-	}
-	for i, l := range lines {
-		want := keys[i] + "|k=v,trace=abc-123|" + values[i]
-		if l != want {
-			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
-		}
-	}
+	checkKcatLines(t, kcatConsumeLines(t, kcat, gw.Addr, "orders"), keys, "k=v,trace=abc-123", values)
 }
 
 // kcat -z snappy: librdkafka's snappy framing decodes on Produce.
 func TestKcatSnappy(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	input, keys, values := kcatInput(300)
-	_, errOut, err := runCmd(t, 60*time.Second, input, kcat,
-		"-b", gw.Addr, "-P", "-t", "snappy-orders", "-K:", "-z", "snappy", "-H", "c=snappy")
-	if err != nil {
-		t.Fatalf("kcat -P -z snappy: %v\nstderr: %s", err, errOut)
-	}
-	lines := kcatConsumeLines(t, kcat, gw.Addr, "snappy-orders")
-	if len(lines) != len(keys) {
-		t.Fatalf("read %d records, want %d", len(lines), len(keys))
-	}
-	for i, l := range lines {
-		if want := keys[i] + "|c=snappy|" + values[i]; l != want {
-			t.Fatalf("record %d:\n got %q\nwant %q", i, l, want)
-		}
-	}
+	kcatProduce(t, kcat, gw.Addr, "snappy-orders", input, "-K:", "-z", "snappy", "-H", "c=snappy")
+	checkKcatLines(t, kcatConsumeLines(t, kcat, gw.Addr, "snappy-orders"), keys, "c=snappy", values)
 }
 
 // An unknown topic is created on first use by default; kcat -L then lists
 // it with the default partition count.
 func TestKcatAutoCreate(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
 	_, errOut, err := runCmd(t, 60*time.Second, "a:1\nb:2\n", kcat, "-b", gw.Addr, "-P", "-t", "fresh-topic", "-K:")
@@ -152,6 +70,7 @@ func TestKcatAutoCreate(t *testing.T) {
 // With auto-create off (--auto-create-topics=false), kcat's produce to an
 // unknown topic fails and the topic is never made.
 func TestKcatAutoCreateOff(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t, withAutoCreate(false))
 	_, errOut, err := runCmd(t, 60*time.Second, "a:1\n", kcat, "-b", gw.Addr, "-P", "-t", "not-there", "-K:",
@@ -170,10 +89,10 @@ func TestKcatAutoCreateOff(t *testing.T) {
 
 // kcat as a consumer of what franz-go produced, partition by partition.
 func TestKcatReadsKgoRecords(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "mixed", 2)
+	cl := clientWithTopic(t, gw.Addr, "mixed", 2)
 	want := produceAll(t, cl, testRecords("mixed", 100))
 	out, errOut, err := runCmd(t, 30*time.Second, "", kcat,
 		"-b", gw.Addr, "-C", "-t", "mixed", "-o", "beginning", "-e", "-q", "-f", "%p|%o|%k|%h|%s\n")

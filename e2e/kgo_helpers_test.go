@@ -55,6 +55,15 @@ func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32) {
 	}
 }
 
+// clientWithTopic is newClient(t, addr, opts...) after it created topic with
+// parts partitions.
+func clientWithTopic(t testing.TB, addr, topic string, parts int32, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl := newClient(t, addr, opts...)
+	createTopic(t, cl, topic, parts)
+	return cl
+}
+
 // rec is a record as a test compares it.
 type rec struct {
 	Partition int32
@@ -99,6 +108,15 @@ func testRecords(topic string, n int) []*kgo.Record {
 	return out
 }
 
+// valueRecords are n records for partition 0 of topic, valued v0, v1, ...
+func valueRecords(topic string, n int) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range out {
+		out[i] = &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	return out
+}
+
 // produceAll produces records synchronously and returns them as stored
 // (with the partition and offset the gateway acknowledged).
 func produceAll(t testing.TB, cl *kgo.Client, records []*kgo.Record) []rec {
@@ -116,32 +134,161 @@ func produceAll(t testing.TB, cl *kgo.Client, records []*kgo.Record) []rec {
 	return out
 }
 
-// consumeN reads topic from the start of every partition with a fresh
-// group-less client until n records arrived, and returns them sorted by
-// partition and offset. It fails on a fetch error or after timeout.
-func consumeN(t testing.TB, addr, topic string, n int, timeout time.Duration) []rec {
+// produceParts writes n records to each of parts partitions of topic,
+// values "p<partition>-<i>".
+func produceParts(t testing.TB, addr, topic string, parts int32, n int) {
 	t.Helper()
-	cl := newClient(t, addr,
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for p := int32(0); p < parts; p++ {
+		for i := 0; i < n; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "p%d-%d", p, i)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl.Close()
+}
+
+// produceTagged writes n records to every partition of topic, valued
+// "<tag>-p<partition>-<i>", so records of different batches differ.
+func produceTagged(t testing.TB, addr, topic, tag string, parts int32, n int) []string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	var recs []*kgo.Record
+	var vals []string
+	for p := range parts {
+		for i := range n {
+			v := fmt.Sprintf("%s-p%d-%d", tag, p, i)
+			vals = append(vals, v)
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return vals
+}
+
+// consumeOpt changes how consume reads.
+type consumeOpt func(*consumeSpec)
+
+type consumeSpec struct {
+	timeout     time.Duration
+	client      []kgo.Opt
+	nothingMore bool
+}
+
+// within gives consume timeout instead of 30 s.
+func within(timeout time.Duration) consumeOpt {
+	return func(s *consumeSpec) { s.timeout = timeout }
+}
+
+// consumeWith gives the consuming client opts too (a SASL login, TLS).
+func consumeWith(opts ...kgo.Opt) consumeOpt {
+	return func(s *consumeSpec) { s.client = append(s.client, opts...) }
+}
+
+// nothingMore makes consume poll once more, for a second, once it has
+// enough, and fail unless that brought nothing: the topic holds exactly
+// what consume returns.
+func nothingMore() consumeOpt {
+	return func(s *consumeSpec) { s.nothingMore = true }
+}
+
+// consume reads topic from the start of every partition with a fresh
+// group-less franz-go client until enough is satisfied with what arrived
+// (returns nil), and returns the records sorted by partition and offset.
+// It fails on a fetch error, or with enough's last complaint when the
+// timeout passes first.
+func consume(t testing.TB, addr, topic string, enough func([]*kgo.Record) error, opts ...consumeOpt) []*kgo.Record {
+	t.Helper()
+	spec := consumeSpec{timeout: 30 * time.Second}
+	for _, o := range opts {
+		o(&spec)
+	}
+	cl := newClient(t, addr, append(spec.client,
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+	)...)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), spec.timeout)
 	defer cancel()
-	var got []rec
-	for len(got) < n {
+	var got []*kgo.Record
+	for short := enough(got); short != nil; short = enough(got) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s within %v", len(got), n, topic, timeout)
+			t.Fatalf("reading %s for %v: %v", topic, spec.timeout, short)
 		}
 		for _, fe := range fs.Errors() {
 			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
 		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, r) })
 	}
-	sortRecs(got)
+	if spec.nothingMore {
+		n := len(got)
+		more, cancelMore := context.WithTimeout(context.Background(), time.Second)
+		defer cancelMore()
+		cl.PollFetches(more).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+		if len(got) != n {
+			t.Fatalf("%s holds %d records, want %d", topic, len(got), n)
+		}
+	}
+	sort.Slice(got, func(i, j int) bool {
+		if got[i].Partition != got[j].Partition {
+			return got[i].Partition < got[j].Partition
+		}
+		return got[i].Offset < got[j].Offset
+	})
 	return got
+}
+
+// atLeast is enough once n records arrived.
+func atLeast(n int) func([]*kgo.Record) error {
+	return func(got []*kgo.Record) error {
+		if len(got) < n {
+			return fmt.Errorf("%d of %d records", len(got), n)
+		}
+		return nil
+	}
+}
+
+// reached is enough once each partition's offsets reached hwm[partition]
+// (records past it may come along).
+func reached(hwm map[int32]int64) func([]*kgo.Record) error {
+	return func(got []*kgo.Record) error {
+		next := map[int32]int64{}
+		for _, r := range got {
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+		}
+		for p, h := range hwm {
+			if next[p] < h {
+				return fmt.Errorf("read up to %v of %v", next, hwm)
+			}
+		}
+		return nil
+	}
+}
+
+// consumeN is consume of at least n records, as recs.
+func consumeN(t testing.TB, addr, topic string, n int, opts ...consumeOpt) []rec {
+	t.Helper()
+	return recsOf(consume(t, addr, topic, atLeast(n), opts...))
+}
+
+func recsOf(rs []*kgo.Record) []rec {
+	out := make([]rec, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, recOf(r))
+	}
+	return out
 }
 
 func sortRecs(rs []rec) {

@@ -70,6 +70,7 @@ var kgoNotRun = map[string]string{
 const kgoSuiteRecords = 50000
 
 func TestFranzGoIntegrationSuite(t *testing.T) {
+	t.Parallel()
 	if b := os.Getenv(backendEnv); b == "iggy" {
 		// The imitation server adds nothing here that the real server
 		// does not test, and the run costs minutes per pass.

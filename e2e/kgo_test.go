@@ -14,9 +14,9 @@ import (
 // partitioning over three partitions. Every record reads back exactly, at
 // the partition and offset its produce promise reported.
 func TestKgoDefaultsRoundTrip(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "kgo-orders", 3)
+	cl := clientWithTopic(t, gw.Addr, "kgo-orders", 3)
 
 	want := produceAll(t, cl, testRecords("kgo-orders", 600))
 	parts := map[int32]bool{}
@@ -26,13 +26,14 @@ func TestKgoDefaultsRoundTrip(t *testing.T) {
 	if len(parts) < 2 {
 		t.Errorf("records landed on %d partition(s); the key spread should use more", len(parts))
 	}
-	got := consumeN(t, gw.Addr, "kgo-orders", len(want), 30*time.Second)
+	got := consumeN(t, gw.Addr, "kgo-orders", len(want))
 	sameRecs(t, want, got)
 }
 
 // One test per codec franz-go can produce; the gateway decompresses on
 // Produce and serves plain batches on Fetch.
 func TestKgoCompression(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	codecs := []struct {
 		name  string
@@ -54,7 +55,7 @@ func TestKgoCompression(t *testing.T) {
 				r.Value = append(r.Value, make([]byte, 200+i)...)
 			}
 			want := produceAll(t, cl, records)
-			got := consumeN(t, gw.Addr, topic, len(want), 30*time.Second)
+			got := consumeN(t, gw.Addr, topic, len(want))
 			sameRecs(t, want, got)
 		})
 	}
@@ -63,6 +64,7 @@ func TestKgoCompression(t *testing.T) {
 // With --auto-create-topics=false, producing to an unknown topic is refused
 // with UNKNOWN_TOPIC_OR_PARTITION and no topic appears.
 func TestKgoAutoCreateOff(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withAutoCreate(false))
 	cl := newClient(t, gw.Addr, kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(1),
 		kgo.RecordDeliveryTimeout(10*time.Second))

@@ -18,15 +18,14 @@ import (
 	"github.com/iggy-kafka/gateway/internal/procfs"
 )
 
-// Issue 10 part 2: clients that send thousands of Fetches and never read
-// the answers. Each Fetch alone would return 1 MiB; before the write cap the
-// gateway queued every answer in gnet's outbound buffer (3.8 GiB from one
-// connection in 2 s). Now the gateway binary's RSS stays under a bound
+// Clients that send thousands of Fetches and never read the answers, each
+// Fetch alone worth 1 MiB: the gateway binary's RSS stays under a bound
 // computed from its flags (docs/CONFIG.md "Limits"), the stalled
 // connections are closed once the write-stall timeout passes with nothing
 // read, and the gateway keeps serving other clients. Runs on whichever
 // backend the pass uses.
 func TestNonReaderRSSBounded(t *testing.T) {
+	// Serial: measures the gateway binary's RSS.
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to read the gateway's RSS")
 	}
@@ -52,8 +51,7 @@ func TestNonReaderRSSBounded(t *testing.T) {
 
 	// 4 MiB stored, so every Fetch from offset 0 finds a full 1 MiB.
 	// Uncompressed, so each Fetch answer is as large as the test needs.
-	cl := newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(512<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
-	createTopic(t, cl, "nonreader", 1)
+	cl := clientWithTopic(t, p.Addr, "nonreader", 1, kgo.ProducerBatchMaxBytes(512<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	var recs []*kgo.Record
 	for i := 0; i < 256; i++ {
 		recs = append(recs, &kgo.Record{Topic: "nonreader", Value: bytes.Repeat([]byte{byte(i)}, recordSize)})
@@ -126,8 +124,9 @@ func TestNonReaderRSSBounded(t *testing.T) {
 	}
 
 	// Sample RSS until the stall timeout has closed the connections and a
-	// little longer. Stop at once when over the bound: a gateway without
-	// the cap grows by GiBs a second on a shared machine.
+	// little longer (a measurement over a set time, not a wait for a
+	// condition). Stop at once when over the bound: a gateway without the
+	// cap grows by GiBs a second on a shared machine.
 	peak := base
 	deadline := time.Now().Add(stallSecs*time.Second + 2*time.Second)
 	for time.Now().Before(deadline) {

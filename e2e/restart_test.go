@@ -8,27 +8,29 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // SIGTERM the gateway binary, start it again on the same data dir: every
 // acknowledged record is still there, and the topic keeps its partitions.
 func TestRestartKeepsRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "durable", 2)
+	cl := clientWithTopic(t, gw.Addr, "durable", 2)
 	want := produceAll(t, cl, testRecords("durable", 400))
 	cl.Close()
 	gw.Stop()
 
 	gw2 := spawnGateway(t, dir)
-	got := consumeN(t, gw2.Addr, "durable", len(want), 30*time.Second)
+	got := consumeN(t, gw2.Addr, "durable", len(want))
 	sameRecs(t, want, got)
 
 	// The restarted gateway keeps appending after the old records.
 	cl2 := newClient(t, gw2.Addr)
 	more := produceAll(t, cl2, testRecords("durable", 50))
-	got = consumeN(t, gw2.Addr, "durable", len(want)+len(more), 30*time.Second)
+	got = consumeN(t, gw2.Addr, "durable", len(want)+len(more))
 	sameRecs(t, append(want, more...), got)
 	gw2.Stop()
 }
@@ -37,6 +39,7 @@ func TestRestartKeepsRecords(t *testing.T) {
 // "stored" before the kill is there after a restart, at its offset (with
 // the default --fsync=always an ack means the write was synced).
 func TestKillNineKeepsAcknowledged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
 	cl := newClient(t, gw.Addr,
@@ -69,7 +72,7 @@ func TestKillNineKeepsAcknowledged(t *testing.T) {
 	if slow {
 		target = 1000
 	}
-	checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+	await.Until(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(acked) < target {
@@ -98,7 +101,7 @@ func TestKillNineKeepsAcknowledged(t *testing.T) {
 			hwm[r.Partition] = r.Offset + 1
 		}
 	}
-	got := consumeAtLeast(t, gw2.Addr, "crash", hwm, 60*time.Second)
+	got := recsOf(consume(t, gw2.Addr, "crash", reached(hwm), within(60*time.Second)))
 	byPos := map[[2]int64]rec{}
 	for _, r := range got {
 		byPos[[2]int64{int64(r.Partition), r.Offset}] = r
@@ -116,38 +119,4 @@ func TestKillNineKeepsAcknowledged(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged records lost or changed by kill -9", lost, len(want))
 	}
 	gw2.Stop()
-}
-
-// consumeAtLeast reads each partition of topic from the start until its
-// offset reaches hwm[partition].
-func consumeAtLeast(t testing.TB, addr, topic string, hwm map[int32]int64, timeout time.Duration) []rec {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	next := map[int32]int64{}
-	done := func() bool {
-		for p, h := range hwm {
-			if next[p] < h {
-				return false
-			}
-		}
-		return true
-	}
-	var got []rec
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read up to %v of %v within %v", next, hwm, timeout)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			got = append(got, recOf(r))
-			next[r.Partition] = r.Offset + 1
-		})
-	}
-	return got
 }

@@ -10,11 +10,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // e2eRetentionCheck is the embedded store's sweeper period in the
 // in-process gateways (openBackend), so retention shows within a second.
 const e2eRetentionCheck = 100 * time.Millisecond
+
+// retentionTopic creates topic on gw, one partition with the configs given
+// as name, value pairs, through a franz-go client that sends each record at
+// once; it returns that client, an admin client on it and a context that
+// ends after timeout or with the test.
+func retentionTopic(t *testing.T, gw *gateway, topic string, timeout time.Duration, configs ...string) (*kgo.Client, *kadm.Client, context.Context) {
+	t.Helper()
+	cl := newClient(t, gw.Addr, kgo.ProducerLinger(0))
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cfg := map[string]*string{}
+	for i := 0; i+1 < len(configs); i += 2 {
+		cfg[configs[i]] = &configs[i+1]
+	}
+	if cr, err := adm.CreateTopic(ctx, 1, -1, cfg, topic); err != nil || cr.Err != nil {
+		t.Fatalf("create: %v %v", err, cr.Err)
+	}
+	return cl, adm, ctx
+}
 
 // Retention on the embedded store, with franz-go: a topic created with
 // retention.ms=2000 loses its old records (by record timestamp) at the next
@@ -24,19 +46,13 @@ const e2eRetentionCheck = 100 * time.Millisecond
 // The kept records carry timestamps minutes ahead, so they cannot expire
 // while the test runs, however slow the machine.
 func TestRetentionTimeKgo(t *testing.T) {
+	t.Parallel()
 	if iggyBackend() {
 		t.Skip("Iggy applies message_expiry itself, per sealed segment: TestRetentionIggyServer")
 	}
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.ProducerLinger(0))
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	const topic = "ret-time"
-	ms := "2000"
-	if cr, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": &ms}, topic); err != nil || cr.Err != nil {
-		t.Fatalf("create: %v %v", err, cr.Err)
-	}
+	cl, adm, ctx := retentionTopic(t, gw, topic, 60*time.Second, "retention.ms", "2000")
 	produce := func(tag string, n int, ts time.Time) {
 		t.Helper()
 		recs := make([]*kgo.Record, n)
@@ -55,7 +71,7 @@ func TestRetentionTimeKgo(t *testing.T) {
 		}
 	}
 
-	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 15*time.Second, func() error {
 		lo, err := adm.ListStartOffsets(ctx, topic)
 		if err != nil {
 			return err
@@ -125,16 +141,10 @@ func TestRetentionTimeKgo(t *testing.T) {
 // (a commit of 0: no Iggy consumer offset, which would hold the segments)
 // resets to it, a partition consumer at 0 too.
 func TestRetentionIggyServer(t *testing.T) {
+	t.Parallel()
 	gw, _ := privateIggyGateway(t, "IGGY_DATA_MAINTENANCE_MESSAGES_INTERVAL=1s")
-	cl := newClient(t, gw.Addr, kgo.ProducerLinger(0))
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	const topic = "ret-iggy"
-	ms, seg := "2000", "1048576"
-	if cr, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": &ms, "segment.bytes": &seg}, topic); err != nil || cr.Err != nil {
-		t.Fatalf("create: %v %v", err, cr.Err)
-	}
+	cl, adm, ctx := retentionTopic(t, gw, topic, 90*time.Second, "retention.ms", "2000", "segment.bytes", "1048576")
 	value := make([]byte, 1000)
 	for round := 0; round < 7; round++ { // 3500 records of 1 KB: three sealed segments and more
 		recs := make([]*kgo.Record, 500)
@@ -149,7 +159,7 @@ func TestRetentionIggyServer(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, r.Error())
 	}
 	var start int64
-	checkFor(t, 40*time.Second, 200*time.Millisecond, func() error {
+	await.Until(t, 40*time.Second, func() error {
 		lo, err := adm.ListStartOffsets(ctx, topic)
 		if err != nil {
 			return err
@@ -203,19 +213,13 @@ func TestRetentionIggyServer(t *testing.T) {
 // 10 s max wait) answers OFFSET_OUT_OF_RANGE as soon as the sweep moved
 // the start, not at its deadline: the store's OnTrim hook wakes it.
 func TestRetentionWakesParkedFetch(t *testing.T) {
+	// Serial: times the parked fetch (answered within 7 s).
 	if iggyBackend() {
 		t.Skip("the embedded store's sweeper; Iggy's cleaner runs on its own")
 	}
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.ProducerLinger(0))
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	const topic = "ret-park"
-	ms := "2000"
-	if cr, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": &ms}, topic); err != nil || cr.Err != nil {
-		t.Fatalf("create: %v %v", err, cr.Err)
-	}
+	cl, _, ctx := retentionTopic(t, gw, topic, 60*time.Second, "retention.ms", "2000")
 	// Expires 1.5 s from now: after the fetch below has parked.
 	produceAll(t, cl, []*kgo.Record{{Topic: topic, Value: []byte("soon gone"), Timestamp: time.Now().Add(-500 * time.Millisecond)}})
 	req := kmsg.NewPtrFetchRequest()

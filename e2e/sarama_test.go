@@ -19,6 +19,7 @@ import (
 // headers over the grown topic, a partition consumer reads each back at
 // its offset, and a consumer group reads them all and commits.
 func TestSarama(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	for _, v := range []sarama.KafkaVersion{sarama.V2_8_0_0, sarama.V4_1_0_0} {
 		t.Run("kafka-"+v.String(), func(t *testing.T) {

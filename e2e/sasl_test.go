@@ -1,9 +1,13 @@
 package e2e
 
+// SASL with real clients: franz-go, kcat and the Java console tools on an
+// in-process gateway, and the gateway binary with a users file or, on
+// Iggy, Iggy's own users (PLAIN). The exchanges on the wire are in
+// sasl_wire_test.go.
+
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,90 +15,23 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/handlers"
-	iscram "github.com/iggy-kafka/gateway/internal/scram"
-	"github.com/iggy-kafka/gateway/loop"
 )
-
-const (
-	saslUser = "alice"
-	saslPass = "alice-secret-ü"
-	// saslFailDelay is the tests' FailDelay: short, so refusals are quick,
-	// but long enough to tell from an immediate answer.
-	saslFailDelay = 150 * time.Millisecond
-)
-
-var allMechs = []string{handlers.MechPlain, handlers.MechScramSHA256, handlers.MechScramSHA512}
-
-// saslUsersFile writes a users file with alice (both SCRAM mechanisms)
-// and bob (SCRAM-SHA-256 only) through the same code as `sasl-user add`.
-func saslUsersFile(t testing.TB) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "users")
-	all := []iscram.Mechanism{iscram.SHA256, iscram.SHA512}
-	if err := iscram.SetUser(path, saslUser, saslPass, all, iscram.DefaultIterations); err != nil {
-		t.Fatal(err)
-	}
-	if err := iscram.SetUser(path, "bob", "bob-pw", all[:1], iscram.DefaultIterations); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// withSasl turns SASL on with the users of saslUsersFile.
-func withSasl(t testing.TB, mod ...func(*handlers.SaslConfig)) gwOption {
-	u, err := iscram.LoadFile(saslUsersFile(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &handlers.SaslConfig{Mechanisms: allMechs, Users: u, FailDelay: saslFailDelay, MaxFailDelay: 4 * saslFailDelay}
-	for _, m := range mod {
-		m(sc)
-	}
-	return func(h *handlers.Config, _ *loop.Config) { h.Sasl = sc }
-}
-
-func kgoMech(mech, user, pass string) sasl.Mechanism {
-	switch mech {
-	case handlers.MechPlain:
-		return plain.Auth{User: user, Pass: pass}.AsMechanism()
-	case handlers.MechScramSHA256:
-		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
-	default:
-		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
-	}
-}
-
-// kgoLoginErr pings with a fresh client logging in as user/pass and returns
-// the error (nil: logged in), and how long it took.
-func kgoLoginErr(t *testing.T, addr, mech, user, pass string) (time.Duration, error) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.SASL(kgoMech(mech, user, pass)), kgo.RequestRetries(0))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	err := cl.Ping(ctx)
-	d := time.Since(start)
-	cl.Close()
-	return d, err
-}
 
 // franz-go with sasl/plain and sasl/scram (SHA-256 and SHA-512) produces
 // and consumes; a wrong password and an unknown user are refused with the
 // same error and message, neither sooner than the failure delay.
 func TestSaslKgo(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {
 		t.Run(mech, func(t *testing.T) {
 			topic := "sasl-kgo-" + strings.ToLower(mech)
-			cl := newClient(t, gw.Addr, kgo.SASL(kgoMech(mech, saslUser, saslPass)))
-			createTopic(t, cl, topic, 2)
+			cl := clientWithTopic(t, gw.Addr, topic, 2, kgo.SASL(kgoMech(mech, saslUser, saslPass)))
 			want := produceAll(t, cl, testRecords(topic, 20))
-			got := consumeSasl(t, gw.Addr, topic, len(want), kgoMech(mech, saslUser, saslPass))
+			got := consumeN(t, gw.Addr, topic, len(want), consumeWith(kgo.SASL(kgoMech(mech, saslUser, saslPass))))
 			sameRecs(t, want, got)
 
 			dWrong, errWrong := kgoLoginErr(t, gw.Addr, mech, saslUser, "wrong")
@@ -115,32 +52,10 @@ func TestSaslKgo(t *testing.T) {
 	apiVersionsOK(t, gw.Addr)
 }
 
-// consumeSasl reads n records of topic from the start, logged in with mech.
-func consumeSasl(t testing.TB, addr, topic string, n int, mech sasl.Mechanism) []rec {
-	t.Helper()
-	cl := newClient(t, addr, kgo.SASL(mech), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
-}
-
 // A client that does not log in gets nothing: its first request after
 // ApiVersions closes the connection.
 func TestSaslKgoWithoutLogin(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	cl := newClient(t, gw.Addr, kgo.RequestRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -153,6 +68,7 @@ func TestSaslKgoWithoutLogin(t *testing.T) {
 // kcat (librdkafka) with security.protocol=SASL_PLAINTEXT and each
 // mechanism produces and consumes; a wrong password fails.
 func TestSaslKcat(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {
@@ -162,20 +78,8 @@ func TestSaslKcat(t *testing.T) {
 				return []string{"-b", gw.Addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=" + mech,
 					"-X", "sasl.username=" + saslUser, "-X", "sasl.password=" + pass}
 			}
-			input, _, values := kcatInput(10)
-			_, errOut, err := runCmd(t, 60*time.Second, input, kcat, append(auth(saslPass), "-P", "-t", topic, "-K:")...)
-			if err != nil {
-				t.Fatalf("kcat -P: %v\n%s", err, errOut)
-			}
-			out, errOut, err := runCmd(t, 60*time.Second, "", kcat,
-				append(auth(saslPass), "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")...)
-			if err != nil {
-				t.Fatalf("kcat -C: %v\n%s", err, errOut)
-			}
-			if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(values, "|") {
-				t.Fatalf("kcat consumed %q, want %q", got, values)
-			}
-			_, errOut, err = runCmd(t, 30*time.Second, "", kcat, append(auth("wrong"), "-L", "-m", "5")...)
+			kcatRoundTrip(t, kcat, topic, auth(saslPass))
+			_, errOut, err := runCmd(t, 30*time.Second, "", kcat, append(auth("wrong"), "-L", "-m", "5")...)
 			if err == nil {
 				t.Fatalf("kcat -L with a wrong password succeeded")
 			}
@@ -189,54 +93,75 @@ func TestSaslKcat(t *testing.T) {
 // The Java console producer and consumer log in with a JAAS config
 // (sasl.jaas.config) for each mechanism.
 func TestSaslJava(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t, withSasl(t))
 	for _, mech := range allMechs {
 		t.Run(mech, func(t *testing.T) {
-			module := "org.apache.kafka.common.security.scram.ScramLoginModule"
+			module := scramLogin
 			if mech == handlers.MechPlain {
-				module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+				module = plainLogin
 			}
-			props := filepath.Join(t.TempDir(), "client.properties")
-			writeFile(t, props, fmt.Sprintf("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=%s\n"+
-				"sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n", mech, module, saslUser, javaEscape(saslPass)))
-			topic := "sasl-java-" + strings.ToLower(mech)
-			const n = 20
-			var in strings.Builder
-			var want []string
-			for i := 0; i < n; i++ {
-				v := fmt.Sprintf("java sasl %d", i)
-				in.WriteString(v + "\n")
-				want = append(want, v)
-			}
-			_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-				"--bootstrap-server", gw.Addr, "--topic", topic, "--producer.config", props)
-			if err != nil || strings.Contains(errOut, "ERROR") {
-				t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
-			}
-			out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-				"--bootstrap-server", gw.Addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
-				"--timeout-ms", "30000", "--consumer.config", props)
-			if err != nil {
-				t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
-			}
-			if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
-				t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr: %s", got, strings.Join(want, "\n"), errOut)
-			}
+			javaConsoleRoundTrip(t, gw.Addr, "sasl-java-"+strings.ToLower(mech), "sasl",
+				"security.protocol=SASL_PLAINTEXT\nsasl.mechanism="+mech+"\n"+jaasConfig(module, saslUser, saslPass))
 		})
 	}
 }
 
-// javaEscape writes s for a Java properties file, which is read as
-// ISO-8859-1: every non-ASCII rune becomes a \uXXXX escape.
-func javaEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x80 {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
+// The gateway binary with --sasl-mechanisms and a users file written by
+// `iggy-kafka-gateway sasl-user add` (password on stdin): franz-go logs in
+// with SCRAM-SHA-512 and produces; a client that does not log in is
+// refused.
+func TestSaslBinaryUsersFile(t *testing.T) {
+	t.Parallel()
+	bin := gatewayBinary(t)
+	users := filepath.Join(t.TempDir(), "users")
+	if out, errOut, err := runCmd(t, 30*time.Second, "hunter2\n", bin, "sasl-user", "add", "--file", users, "carol"); err != nil {
+		t.Fatalf("sasl-user add: %v\n%s%s", err, out, errOut)
 	}
-	return b.String()
+	gw := spawnGateway(t, t.TempDir(), "--sasl-mechanisms=SCRAM-SHA-512,SCRAM-SHA-256", "--sasl-users-file="+users)
+	cl := clientWithTopic(t, gw.Addr, "sasl-bin", 1, kgo.SASL(kgoMech(handlers.MechScramSHA512, "carol", "hunter2")))
+	produceAll(t, cl, testRecords("sasl-bin", 5))
+	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "hunter3"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v", err)
+	}
+	w := dialWire(t, gw.Addr)
+	w.write(frameOf(kmsg.NewPtrMetadataRequest(), 9, 1))
+	w.expectClosed("Metadata before authentication")
+	if !strings.Contains(gw.Log(), "SASL on") {
+		t.Errorf("the startup log does not say SASL is on")
+	}
+}
+
+// On the Iggy backend PLAIN is checked by logging in to Iggy as that user:
+// a user created with the iggy CLI logs in through franz-go and produces; a
+// wrong password and an unknown user get the same refusal.
+func TestSaslIggyPlain(t *testing.T) {
+	t.Parallel()
+	realServerTest(t)
+	rb := newRealBackend(t)
+	cli := newIggyCLI(t, rb.addr)
+	sfx := userSuffix()
+	user, pass := "kafka-sasl-"+sfx, "pw-"+sfx
+	cli.createUser(user, pass, "-g", "manage_topics") // manage_topics: create, send, poll (Iggy permissions apply)
+
+	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+rb.addr, "--stream="+rb.stream,
+		"--iggy-state-stream="+rb.state, "--sasl-mechanisms=PLAIN")
+	cl := clientWithTopic(t, gw.Addr, "sasl-iggy", 1, kgo.SASL(kgoMech(handlers.MechPlain, user, pass)))
+	produceAll(t, cl, testRecords("sasl-iggy", 5))
+
+	_, errWrong := kgoLoginErr(t, gw.Addr, handlers.MechPlain, user, "wrong-pw")
+	_, errUnknown := kgoLoginErr(t, gw.Addr, handlers.MechPlain, "nobody-"+sfx, pass)
+	if !errors.Is(errWrong, kerr.SaslAuthenticationFailed) || !errors.Is(errUnknown, kerr.SaslAuthenticationFailed) ||
+		errWrong.Error() != errUnknown.Error() {
+		t.Fatalf("refusals: wrong password %v; unknown user %v", errWrong, errUnknown)
+	}
+	// A second client of the same user is served from the success cache
+	// or a fresh login alike.
+	cl2 := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechPlain, user, pass)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl2.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -2,15 +2,7 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
 	"encoding/binary"
-	"hash"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,151 +14,11 @@ import (
 	"github.com/iggy-kafka/gateway/handlers"
 )
 
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (w *wire) handshake(mech string, version int16, corr int32) *kmsg.SASLHandshakeResponse {
-	w.t.Helper()
-	req := kmsg.NewPtrSASLHandshakeRequest()
-	req.Mechanism = mech
-	return w.roundTrip(req, version, corr).(*kmsg.SASLHandshakeResponse)
-}
-
-func (w *wire) authenticate(tok []byte, version int16, corr int32) *kmsg.SASLAuthenticateResponse {
-	w.t.Helper()
-	req := kmsg.NewPtrSASLAuthenticateRequest()
-	req.SASLAuthBytes = tok
-	return w.roundTrip(req, version, corr).(*kmsg.SASLAuthenticateResponse)
-}
-
-// rawToken sends a bare KIP-43 token and reads the bare answer.
-func (w *wire) rawToken(tok []byte) ([]byte, error) {
-	w.t.Helper()
-	b := binary.BigEndian.AppendUint32(nil, uint32(len(tok)))
-	w.write(append(b, tok...))
-	_ = w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var size [4]byte
-	if _, err := readFull(w, size[:]); err != nil {
-		return nil, err
-	}
-	out := make([]byte, binary.BigEndian.Uint32(size[:]))
-	_, err := readFull(w, out)
-	return out, err
-}
-
-func readFull(w *wire, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := w.c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-func (w *wire) metadataOK(corr int32) {
-	w.t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	resp := w.roundTrip(req, 9, corr).(*kmsg.MetadataResponse)
-	if len(resp.Brokers) != 1 {
-		w.t.Fatalf("Metadata after login: %d brokers", len(resp.Brokers))
-	}
-}
-
-func plainToken(user, pass string) []byte { return []byte("\x00" + user + "\x00" + pass) }
-
-// scramClient is the client side of SCRAM for hand-driven exchanges.
-type scramClient struct {
-	h           func() hash.Hash
-	user, pass  string
-	nonce       string
-	first, srv  string
-	salted      []byte
-	fullNonce   string
-	withoutProf string
-}
-
-func newScramClient(mech, user, pass string) *scramClient {
-	h := sha256.New
-	if mech == handlers.MechScramSHA512 {
-		h = sha512.New
-	}
-	return &scramClient{h: h, user: user, pass: pass, nonce: "fyko+d2lbbFgONRv9qkxdawL"}
-}
-
-func (c *scramClient) clientFirst() []byte {
-	c.first = "n=" + c.user + ",r=" + c.nonce
-	return []byte("n,," + c.first)
-}
-
-// clientFinal answers server-first; nonce overrides the echoed nonce when
-// not empty, badProof flips a proof bit.
-func (c *scramClient) clientFinal(t testing.TB, serverFirst []byte, nonce string, badProof bool) []byte {
-	t.Helper()
-	c.srv = string(serverFirst)
-	var salt []byte
-	iters := 0
-	for _, a := range strings.Split(c.srv, ",") {
-		switch {
-		case strings.HasPrefix(a, "r="):
-			c.fullNonce = a[2:]
-		case strings.HasPrefix(a, "s="):
-			salt, _ = base64.StdEncoding.DecodeString(a[2:])
-		case strings.HasPrefix(a, "i="):
-			iters, _ = strconv.Atoi(a[2:])
-		}
-	}
-	if !strings.HasPrefix(c.fullNonce, c.nonce) || len(salt) == 0 || iters < 4096 {
-		t.Fatalf("server-first %q", c.srv)
-	}
-	if nonce == "" {
-		nonce = c.fullNonce
-	}
-	salted, err := pbkdf2.Key(c.h, c.pass, salt, iters, c.h().Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.salted = salted
-	c.withoutProf = "c=biws,r=" + nonce
-	authMsg := c.first + "," + c.srv + "," + c.withoutProf
-	ck := mac(c.h, salted, "Client Key")
-	sk := c.h()
-	sk.Write(ck)
-	sig := mac(c.h, sk.Sum(nil), authMsg)
-	proof := make([]byte, len(ck))
-	for i := range ck {
-		proof[i] = ck[i] ^ sig[i]
-	}
-	if badProof {
-		proof[0] ^= 1
-	}
-	return []byte(c.withoutProf + ",p=" + base64.StdEncoding.EncodeToString(proof))
-}
-
-// serverSignatureOK checks the server-final-message: the server proved it
-// knows the credential too.
-func (c *scramClient) serverSignatureOK(final []byte) bool {
-	authMsg := c.first + "," + c.srv + "," + c.withoutProf
-	want := "v=" + base64.StdEncoding.EncodeToString(mac(c.h, mac(c.h, c.salted, "Server Key"), authMsg))
-	return string(final) == want
-}
-
-func mac(h func() hash.Hash, key []byte, msg string) []byte {
-	m := hmac.New(h, key)
-	m.Write([]byte(msg))
-	return m.Sum(nil)
-}
-
 // The pre-authentication rules on the wire: ApiVersions is answered, any
 // other key closes the connection; an unknown mechanism is refused with
 // the list; SaslAuthenticate before SaslHandshake is ILLEGAL_SASL_STATE.
 func TestSaslWireBeforeAuth(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	apiVersionsOK(t, gw.Addr)
 
@@ -203,6 +55,7 @@ func TestSaslWireBeforeAuth(t *testing.T) {
 // the server's SCRAM signature verifies; afterwards Kafka requests work.
 // A bare PLAIN token with a wrong password closes the connection.
 func TestSaslWireRawV0(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 
 	w := dialWire(t, gw.Addr)
@@ -247,6 +100,7 @@ func TestSaslWireRawV0(t *testing.T) {
 // on its next request, and the gateway keeps serving others. Repeated
 // failures from one address are answered later and later, up to the cap.
 func TestSaslWireHostile(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t, withSasl(t))
 	refused := func(what string, w *wire, a *kmsg.SASLAuthenticateResponse) {
 		t.Helper()
@@ -315,6 +169,7 @@ func TestSaslWireHostile(t *testing.T) {
 // FailDelay, capped at MaxFailDelay), an unknown user exactly like a wrong
 // password.
 func TestSaslFailuresSlowed(t *testing.T) {
+	// Serial: times each refusal against its delay.
 	gw := startGateway(t, withSasl(t))
 	var took []time.Duration
 	for i, user := range []string{saslUser, "nobody", saslUser, "nobody"} {
@@ -350,6 +205,7 @@ func TestSaslFailuresSlowed(t *testing.T) {
 // re-authentication extends it; franz-go re-authenticates on its own and
 // keeps producing past several lifetimes.
 func TestSaslSessionLifetime(t *testing.T) {
+	// Serial: sleeps across 1.5 s session lifetimes that a stalled neighbour would stretch.
 	const life = 1500 * time.Millisecond
 	gw := startGateway(t, withSasl(t, func(sc *handlers.SaslConfig) { sc.SessionLifetime = life }))
 
@@ -366,14 +222,14 @@ func TestSaslSessionLifetime(t *testing.T) {
 	w := dialWire(t, gw.Addr)
 	login(w, 1)
 	w.metadataOK(3)
-	time.Sleep(life + 300*time.Millisecond)
+	time.Sleep(life + 300*time.Millisecond) // past the session's end: the expiry is what is tested
 	w.write(frameOf(kmsg.NewPtrMetadataRequest(), 9, 4))
 	w.expectClosed("Metadata after the session expired")
 
 	w = dialWire(t, gw.Addr)
 	login(w, 1)
-	time.Sleep(life * 2 / 3)
-	login(w, 3) // re-authentication
+	time.Sleep(life * 2 / 3) // into the session, then across its end
+	login(w, 3)              // re-authentication
 	time.Sleep(life * 2 / 3)
 	w.metadataOK(5) // past the first session's end, within the second's
 
@@ -386,8 +242,8 @@ func TestSaslSessionLifetime(t *testing.T) {
 	}
 
 	before := strings.Count(gw.Log.String(), "principal=User:alice")
-	cl := newClient(t, gw.Addr, kgo.SASL(kgoMech(handlers.MechScramSHA256, saslUser, saslPass)))
-	createTopic(t, cl, "sasl-reauth", 1)
+	cl := clientWithTopic(t, gw.Addr, "sasl-reauth", 1, kgo.SASL(kgoMech(handlers.MechScramSHA256, saslUser, saslPass)))
+	// Produce for three lifetimes (a load over a set time, not a wait).
 	deadline := time.Now().Add(3 * life)
 	n := 0
 	for time.Now().Before(deadline) {

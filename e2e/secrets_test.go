@@ -20,6 +20,7 @@ import (
 // /debug/pprof/cmdline, the log and the metrics never show the Iggy
 // password or token given on the command line (the log warns about it).
 func TestBinaryPprofRedactsPassword(t *testing.T) {
+	t.Parallel()
 	const pw, tok = "hunter2-pw-secret", "tok-secret-9f3a"
 	mport, pport := freePort(t), freePort(t)
 	gw := spawnGateway(t, t.TempDir(),
@@ -73,6 +74,7 @@ func TestBinaryPprofRedactsPassword(t *testing.T) {
 
 // An admin listener on every interface is served but warned about.
 func TestBinaryPprofExposedWarns(t *testing.T) {
+	t.Parallel()
 	pport := freePort(t)
 	gw := spawnGateway(t, t.TempDir(), fmt.Sprintf("--pprof-addr=0.0.0.0:%d", pport))
 	if _, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pport)); err != nil {
@@ -88,6 +90,7 @@ func TestBinaryPprofExposedWarns(t *testing.T) {
 // Iggy server that accepts only it), and a wrong file is a startup failure
 // that does not print what the file holds.
 func TestBinaryPasswordFile(t *testing.T) {
+	t.Parallel()
 	inner, err := embedded.Open(t.TempDir(), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,10 +113,9 @@ func TestBinaryPasswordFile(t *testing.T) {
 
 	gw := spawnGateway(t, t.TempDir(), "--backend=iggy", "--iggy-addr="+srv.Addr(),
 		"--iggy-username=gw-user", "--iggy-password-file="+good)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "pwfile", 1)
+	cl := clientWithTopic(t, gw.Addr, "pwfile", 1)
 	want := produceAll(t, cl, testRecords("pwfile", 5))
-	sameRecs(t, want, consumeN(t, gw.Addr, "pwfile", len(want), 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "pwfile", len(want), within(20*time.Second)))
 	cl.Close()
 	gw.Stop()
 	if strings.Contains(gw.Log(), "file-pw-31337") {

@@ -17,6 +17,7 @@ import (
 // (it used to do 5,000 synced writes); the partition then takes records as
 // usual.
 func TestRepeatedPartitionProduce(t *testing.T) {
+	// Serial: times the answer (within 2 s).
 	gw := startGateway(t)
 	w := dialWire(t, gw.Addr)
 	if r := w.roundTrip(createTopicsReq("rep"), 4, 1).(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 {
@@ -44,16 +45,16 @@ func TestRepeatedPartitionProduce(t *testing.T) {
 	}
 	cl := newClient(t, gw.Addr)
 	want := produceAll(t, cl, testRecords("rep", 3))
-	sameRecs(t, want, consumeN(t, gw.Addr, "rep", 3, 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "rep", 3, within(20*time.Second)))
 }
 
 // coll.a and coll_a collide once '.' and '_' are equated: a franz-go
 // CreateTopics of the second is INVALID_TOPIC_EXCEPTION naming the first,
 // and a franz-go producer cannot auto-create it either.
 func TestTopicNameCollision(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "coll.a", 1)
+	cl := clientWithTopic(t, gw.Addr, "coll.a", 1)
 
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -82,7 +83,7 @@ func TestTopicNameCollision(t *testing.T) {
 	}
 	// The first topic still works.
 	want := produceAll(t, cl, testRecords("coll.a", 3))
-	sameRecs(t, want, consumeN(t, gw.Addr, "coll.a", 3, 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "coll.a", 3, within(20*time.Second)))
 }
 
 // One ~58 KB Metadata request naming 2,000 unknown topics auto-creates at
@@ -90,6 +91,7 @@ func TestTopicNameCollision(t *testing.T) {
 // LEADER_NOT_AVAILABLE, and a franz-go producer to a topic past the cap
 // still gets through once the rate allows.
 func TestAutoCreateCapMetadata(t *testing.T) {
+	t.Parallel()
 	gw := startGateway(t)
 	w := dialWire(t, gw.Addr)
 	req := kmsg.NewPtrMetadataRequest()
@@ -128,5 +130,5 @@ func TestAutoCreateCapMetadata(t *testing.T) {
 	// the rate lets its topic be created.
 	cl := newClient(t, gw.Addr, kgo.AllowAutoTopicCreation())
 	want := produceAll(t, cl, testRecords("after-flood", 3))
-	sameRecs(t, want, consumeN(t, gw.Addr, "after-flood", 3, 20*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "after-flood", 3, within(20*time.Second)))
 }

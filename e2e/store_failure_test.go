@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
@@ -50,27 +50,21 @@ func needTmpfs(t *testing.T, size string) string {
 // healthz fetches the metrics listener's /healthz: status code and body.
 func healthz(t testing.TB, addr string) (int, string) {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + "/healthz")
+	code, body, err := httpStatus("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatalf("GET /healthz: %v", err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, body
 }
 
 // metricsText fetches /metrics.
 func metricsText(t testing.TB, addr string) string {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + "/metrics")
+	_, body, err := httpStatus("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return body
 }
 
 // answersAdmin checks that ApiVersions and a Metadata of topic answer
@@ -96,27 +90,10 @@ func answersAdmin(t testing.TB, cl *kgo.Client, topic string, limit time.Duratio
 	}
 }
 
-// stopWithin sends SIGTERM and fails unless the process exits 0 within limit.
-func stopWithin(t testing.TB, p *process, limit time.Duration) {
-	t.Helper()
-	start := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(limit):
-		t.Fatalf("gateway did not exit within %v of SIGTERM; log:\n%s", limit, tail(p.Log(), 60))
-	}
-	if p.err != nil {
-		t.Fatalf("gateway exited with %v after SIGTERM; log:\n%s", p.err, tail(p.Log(), 60))
-	}
-	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
-}
-
 // TestDiskFullAnswersStorageError fills the embedded store's disk (a 16 MiB
 // tmpfs) with acks=all produces.
 func TestDiskFullAnswersStorageError(t *testing.T) {
+	// Serial: times the refusals (within a second) on a tmpfs it mounts.
 	if iggyBackend() {
 		t.Skipf("embedded store only; this pass is %s=%s", backendEnv, os.Getenv(backendEnv))
 	}
@@ -196,7 +173,7 @@ func TestDiskFullAnswersStorageError(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 15*time.Second, func() error {
 		if code, body := healthz(t, metricsAddr); code != http.StatusOK {
 			return fmt.Errorf("/healthz %d %q", code, body)
 		}
@@ -249,6 +226,7 @@ func missingAcks(acked map[int64]int, seen map[int64]bool) int {
 // TestIggyHungAnswers runs the gateway on a private real Iggy server that
 // is stopped (SIGSTOP) mid-run, resumed, and then killed.
 func TestIggyHungAnswers(t *testing.T) {
+	// Serial: times the answers against the call timeout, and restarts its Iggy server on the same port.
 	realServerTest(t)
 	srv := iggyreal.StartPrivate(t)
 	// Long enough for the login at startup on a loaded machine (2s was
@@ -303,7 +281,7 @@ func TestIggyHungAnswers(t *testing.T) {
 	if err := syscall.Kill(srv.PID(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
+	await.Until(t, 20*time.Second, func() error { _, err := produce(); return err })
 	if code, body := healthz(t, metricsAddr); code != http.StatusOK {
 		t.Fatalf("/healthz with Iggy back: %d %q", code, body)
 	}
@@ -318,7 +296,7 @@ func TestIggyHungAnswers(t *testing.T) {
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error { _, err := produce(); return err })
+	await.Until(t, 30*time.Second, func() error { _, err := produce(); return err })
 
 	// SIGTERM while the server hangs and a produce waits on it: the drain
 	// timeout (1s, shorter than the call timeout) bounds the exit.
@@ -328,6 +306,8 @@ func TestIggyHungAnswers(t *testing.T) {
 	defer func() { _ = syscall.Kill(srv.PID(), syscall.SIGCONT) }()
 	inflight := make(chan error, 1)
 	go func() { _, err := produce(); inflight <- err }()
+	// A moment for the produce to reach the gateway and wait on the hung
+	// server (nothing outside shows that it does).
 	time.Sleep(200 * time.Millisecond)
 	stopWithin(t, gw, drain+3*time.Second)
 	<-inflight

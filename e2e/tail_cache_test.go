@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -20,16 +21,16 @@ import (
 // them, and the cache counts the hits. A topic deleted and made again
 // under the same name answers with its own records only. On every backend.
 func TestTailCacheRealClients(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
-	createTopic(t, cl, "tail", 3)
+	cl := clientWithTopic(t, gw.Addr, "tail", 3, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
 	want := produceAll(t, cl, testRecords("tail", 300))
 	gz := newClient(t, gw.Addr, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic("tail"))
 	want = append(want, produceAll(t, gz, testRecords("tail", 100))...)
 
 	before := gw.G.TailCacheStats()
-	sameRecs(t, want, consumeN(t, gw.Addr, "tail", len(want), 30*time.Second))
+	sameRecs(t, want, consumeN(t, gw.Addr, "tail", len(want)))
 	after := gw.G.TailCacheStats()
 	if after.Hits <= before.Hits || after.ServedBytes == before.ServedBytes {
 		t.Fatalf("franz-go read nothing from the tail cache: %+v then %+v", before, after)
@@ -57,7 +58,7 @@ func TestTailCacheRealClients(t *testing.T) {
 	if res, err := adm.DeleteTopics(ctx, "tail"); err != nil || res.Error() != nil {
 		t.Fatalf("delete: %v %v", err, res.Error())
 	}
-	checkFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		res, err := adm.CreateTopics(ctx, 3, 1, nil, "tail")
 		if err != nil {
 			return err
@@ -69,7 +70,7 @@ func TestTailCacheRealClients(t *testing.T) {
 		fresh[i] = &kgo.Record{Topic: "tail", Key: fmt.Appendf(nil, "new-%d", i%3), Value: fmt.Appendf(nil, "second life %d", i)}
 	}
 	want2 := produceAll(t, cl, fresh)
-	got2 := consumeN(t, gw.Addr, "tail", len(want2), 30*time.Second)
+	got2 := consumeN(t, gw.Addr, "tail", len(want2))
 	for _, r := range got2 {
 		if !strings.HasPrefix(r.Value, "second life") {
 			t.Fatalf("the remade topic answered an old record: %v", r)
@@ -83,6 +84,7 @@ func TestTailCacheRealClients(t *testing.T) {
 // records, never the cached ones of the old, on both fetch paths. Real
 // Iggy server only.
 func TestTailCacheTopicRemadeNatively(t *testing.T) {
+	t.Parallel()
 	for _, concurrency := range []int{1, 8} {
 		t.Run(fmt.Sprintf("fetch-concurrency-%d", concurrency), func(t *testing.T) {
 			testTailCacheTopicRemadeNatively(t, func(hc *handlers.Config, _ *loop.Config) { hc.FetchConcurrency = concurrency })
@@ -91,17 +93,15 @@ func TestTailCacheTopicRemadeNatively(t *testing.T) {
 }
 
 func testTailCacheTopicRemadeNatively(t *testing.T, opt gwOption) {
-	gw, rb := realGateway(t, opt)
-	cli := newIggyCLI(t, rb.addr)
-	cl := newClient(t, gw.Addr)
-	createTopic(t, cl, "remade", 1)
+	gw, rb, cli := realGateway(t, opt)
+	cl := clientWithTopic(t, gw.Addr, "remade", 1)
 	old := make([]*kgo.Record, 5)
 	for i := range old {
 		old[i] = &kgo.Record{Topic: "remade", Value: fmt.Appendf(nil, "old %d", i)}
 	}
 	produceAll(t, cl, old)
 	sent := gw.G.TailCacheStats()
-	if got := consumeN(t, gw.Addr, "remade", len(old), 30*time.Second); got[0].Value != "old 0" {
+	if got := consumeN(t, gw.Addr, "remade", len(old)); got[0].Value != "old 0" {
 		t.Fatalf("first record %v", got[0])
 	}
 	if st := gw.G.TailCacheStats(); st.Hits <= sent.Hits {
@@ -119,7 +119,7 @@ func testTailCacheTopicRemadeNatively(t *testing.T, opt gwOption) {
 	}
 	cli.run("", append([]string{"message", "send", "-p", "0", rb.stream, "remade"}, natives...)...)
 
-	got := consumeN(t, gw.Addr, "remade", len(natives), 30*time.Second)
+	got := consumeN(t, gw.Addr, "remade", len(natives))
 	for i, r := range got {
 		if r.Offset != int64(i) || r.Value != fmt.Sprintf("native %d", i) {
 			t.Errorf("record %d of the remade topic: %v", i, r)

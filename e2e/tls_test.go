@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/iggy-kafka/gateway/handlers"
+	"github.com/iggy-kafka/gateway/internal/await"
 	"github.com/iggy-kafka/gateway/internal/testcert"
 	"github.com/iggy-kafka/gateway/internal/tlsfiles"
 	"github.com/iggy-kafka/gateway/loop"
@@ -81,29 +80,11 @@ func kcatTLS(ts *tlsSetup, mech string, clientCert bool) []string {
 		"-X", "sasl.username=" + saslUser, "-X", "sasl.password=" + saslPass}, args...)
 }
 
-// kcatRoundTrip produces ten keyed records to topic with args and reads
-// them back.
-func kcatRoundTrip(t *testing.T, kcat, topic string, args []string) {
-	t.Helper()
-	input, _, values := kcatInput(10)
-	_, errOut, err := runCmd(t, 60*time.Second, input, kcat, append(args, "-P", "-t", topic, "-K:")...)
-	if err != nil {
-		t.Fatalf("kcat -P: %v\n%s", err, errOut)
-	}
-	out, errOut, err := runCmd(t, 60*time.Second, "", kcat,
-		append(args, "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")...)
-	if err != nil {
-		t.Fatalf("kcat -C: %v\n%s", err, errOut)
-	}
-	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(values, "|") {
-		t.Fatalf("kcat consumed %q, want %q", got, values)
-	}
-}
-
 // kcat over security.protocol=ssl and sasl_ssl (PLAIN, SCRAM-SHA-256,
 // SCRAM-SHA-512): every request after bootstrap goes to the address
 // Metadata advertised for the TLS listener, so a wrong answer fails here.
 func TestTLSKcat(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	var ts tlsSetup
 	startGateway(t, withSasl(t), withTLS(t, false, &ts))
@@ -135,6 +116,7 @@ func TestTLSKcat(t *testing.T) {
 // mTLS: kcat and franz-go with a client certificate are served on the SSL
 // listener; without one they are refused.
 func TestTLSMutual(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	var ts tlsSetup
 	gw := startGateway(t, withTLS(t, true, &ts))
@@ -144,10 +126,9 @@ func TestTLSMutual(t *testing.T) {
 		t.Fatalf("kcat without a client certificate was served:\n%s", errOut)
 	}
 
-	cl := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
-	createTopic(t, cl, "mtls-kgo", 2)
+	cl := clientWithTopic(t, ts.ssl, "mtls-kgo", 2, kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
 	want := produceAll(t, cl, testRecords("mtls-kgo", 20))
-	got := consumeTLS(t, ts.ssl, "mtls-kgo", len(want), kgo.DialTLSConfig(kgoTLS(t, &ts, true)))
+	got := consumeN(t, ts.ssl, "mtls-kgo", len(want), consumeWith(kgo.DialTLSConfig(kgoTLS(t, &ts, true))))
 	sameRecs(t, want, got)
 
 	bare := newClient(t, ts.ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, false)), kgo.RequestRetries(0))
@@ -167,32 +148,10 @@ func kgoTLS(t testing.TB, ts *tlsSetup, clientCert bool) *tls.Config {
 	return cfg
 }
 
-// consumeTLS reads n records of topic from the start with opts.
-func consumeTLS(t testing.TB, addr, topic string, n int, opts ...kgo.Opt) []rec {
-	t.Helper()
-	cl := newClient(t, addr, append(opts, kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var got []rec
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records of %s", len(got), n, topic)
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, recOf(r)) })
-	}
-	sortRecs(got)
-	return got
-}
-
 // franz-go over TLS (kgo.DialTLSConfig): SSL, and SASL_SSL with sasl/plain
 // and sasl/scram.
 func TestTLSKgo(t *testing.T) {
+	t.Parallel()
 	var ts tlsSetup
 	startGateway(t, withSasl(t), withTLS(t, false, &ts))
 	cases := []struct {
@@ -212,10 +171,9 @@ func TestTLSKgo(t *testing.T) {
 				opts = append(opts, kgo.SASL(c.mech))
 			}
 			topic := "tls-kgo-" + c.name
-			cl := newClient(t, c.addr, opts...)
-			createTopic(t, cl, topic, 3)
+			cl := clientWithTopic(t, c.addr, topic, 3, opts...)
 			want := produceAll(t, cl, testRecords(topic, 100))
-			sameRecs(t, want, consumeTLS(t, c.addr, topic, len(want), opts...))
+			sameRecs(t, want, consumeN(t, c.addr, topic, len(want), consumeWith(opts...)))
 		})
 	}
 	// A SASL_SSL client that does not log in is served nothing.
@@ -231,6 +189,7 @@ func TestTLSKgo(t *testing.T) {
 // (SCRAM-SHA-256), trusting the test CA through a PEM truststore
 // (ssl.truststore.type=PEM, KIP-651), hostname verification on.
 func TestTLSJava(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	var ts tlsSetup
 	startGateway(t, withSasl(t), withTLS(t, false, &ts))
@@ -238,36 +197,11 @@ func TestTLSJava(t *testing.T) {
 	cases := []struct{ name, addr, props string }{
 		{"SSL", ts.ssl, "security.protocol=SSL\n" + trust},
 		{"SASL_SSL", ts.saslSSL, "security.protocol=SASL_SSL\n" + trust + "sasl.mechanism=SCRAM-SHA-256\n" +
-			fmt.Sprintf("sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"%s\" password=\"%s\";\n",
-				saslUser, javaEscape(saslPass))},
+			jaasConfig(scramLogin, saslUser, saslPass)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			props := filepath.Join(t.TempDir(), "client.properties")
-			writeFile(t, props, c.props)
-			topic := "tls-java-" + strings.ToLower(c.name)
-			const n = 20
-			var in strings.Builder
-			var want []string
-			for i := 0; i < n; i++ {
-				v := fmt.Sprintf("java tls %d", i)
-				in.WriteString(v + "\n")
-				want = append(want, v)
-			}
-			_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-				"--bootstrap-server", c.addr, "--topic", topic, "--producer.config", props)
-			if err != nil || strings.Contains(errOut, "ERROR") {
-				t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
-			}
-			out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
-				"--bootstrap-server", c.addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
-				"--timeout-ms", "30000", "--consumer.config", props)
-			if err != nil {
-				t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
-			}
-			if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
-				t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr: %s", got, strings.Join(want, "\n"), errOut)
-			}
+			javaConsoleRoundTrip(t, c.addr, "tls-java-"+strings.ToLower(c.name), "tls", c.props)
 		})
 	}
 }
@@ -276,6 +210,7 @@ func TestTLSJava(t *testing.T) {
 // --tls-key-file serves kcat, and SIGHUP makes new handshakes use the
 // rewritten files while an open connection keeps working.
 func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	files := testcert.Write(t, "localhost")
 	plainPort, sslPort := freePort(t), freePort(t)
@@ -295,8 +230,7 @@ func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
 	}
-	open := newClient(t, ssl, kgo.DialTLSConfig(kgoTLS(t, &ts, false)))
-	createTopic(t, open, "tls-reload", 1)
+	open := clientWithTopic(t, ssl, "tls-reload", 1, kgo.DialTLSConfig(kgoTLS(t, &ts, false)))
 	produceAll(t, open, testRecords("tls-reload", 5))
 
 	cert, key := testcert.Issue(t, files, "server2", pkix.Name{CommonName: "reloaded"}, true)
@@ -315,7 +249,7 @@ func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	await.Until(t, 10*time.Second, func() error {
 		got, err := cn()
 		if err != nil || got != "reloaded" {
 			return fmt.Errorf("CN %q, %v", got, err)
@@ -327,31 +261,4 @@ func TestTLSBinaryListenersAndSIGHUP(t *testing.T) {
 		t.Errorf("no reload line in the log")
 	}
 	p.Stop()
-}
-
-// spawnListeners runs the gateway binary with args (which name its
-// listeners) and waits until waitAddr accepts connections.
-func spawnListeners(t testing.TB, waitAddr string, args ...string) *process {
-	t.Helper()
-	full := append([]string{"--log-level=debug"}, backendArgs(t, t.TempDir())...)
-	cmd := exec.Command(gatewayBinary(t), append(full, args...)...)
-	cmd.Env = childEnv()
-	p := &process{t: t, Addr: waitAddr, cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}}
-	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			p.Kill()
-		}
-		if t.Failed() {
-			t.Logf("spawned gateway log:\n%s", tail(p.stderr.String(), 200))
-		}
-	})
-	if !p.waitListening(20 * time.Second) {
-		t.Fatalf("gateway did not listen on %s; log:\n%s", waitAddr, tail(p.stderr.String(), 100))
-	}
-	return p
 }

@@ -31,6 +31,19 @@ func dialWire(t testing.TB, addr string) *wire {
 	return &wire{t: t, c: c.(*net.TCPConn)}
 }
 
+// dialWireFrom is dialWire from local address src (any 127/8 address is
+// loopback on Linux, so tests can play several client hosts).
+func dialWireFrom(t testing.TB, src, addr string) (*wire, error) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.Close() })
+	return &wire{t: t, c: c.(*net.TCPConn)}, nil
+}
+
 // frameOf encodes req at version as a full request frame (size prefix,
 // header with client id "e2e", body).
 func frameOf(req kmsg.Request, version int16, corr int32) []byte {
@@ -141,6 +154,29 @@ func (w *wire) expectClosed(what string) {
 	}
 }
 
+// served reports whether w gets an answer to an ApiVersions request (false:
+// the gateway closed the connection).
+func (w *wire) served() bool {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "e2e", "1"
+	_ = w.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := w.c.Write(frameOf(req, 3, 1)); err != nil {
+		return false
+	}
+	_, _, err := w.readFrame(5 * time.Second)
+	return err == nil
+}
+
+// open reports whether the gateway still holds w open: a read that times
+// out (nothing sent, nothing closed).
+func (w *wire) open(wait time.Duration) bool {
+	_ = w.c.SetReadDeadline(time.Now().Add(wait))
+	var one [1]byte
+	_, err := w.c.Read(one[:])
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // apiVersionsOK checks that a fresh connection gets ApiVersions answered:
 // the gateway is still up and serving.
 func apiVersionsOK(t testing.TB, addr string) {
@@ -189,4 +225,48 @@ func recordBatch(producerID int64, attrs int16, values ...string) []byte {
 	crc := crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli))
 	binary.BigEndian.PutUint32(out[17:], crc)
 	return out
+}
+
+func produceReq(topic string, batch []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 0
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func createTopicsReq(topic string) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = topic
+	rt.NumPartitions = 1
+	rt.ReplicationFactor = 1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 1000
+	return req
+}
+
+// headerLen is the length of the size prefix plus the request header of a
+// frame made by frameOf.
+func headerLen(f []byte) int {
+	n := 4 + 2 + 2 + 4
+	idLen := int(int16(binary.BigEndian.Uint16(f[n:])))
+	n += 2
+	if idLen > 0 {
+		n += idLen
+	}
+	key, version := int16(binary.BigEndian.Uint16(f[4:])), int16(binary.BigEndian.Uint16(f[6:]))
+	if r := kmsg.RequestForKey(key); r != nil {
+		r.SetVersion(version)
+		if r.IsFlexible() {
+			n++ // the empty tag buffer
+		}
+	}
+	return n
 }

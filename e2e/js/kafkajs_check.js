@@ -3,7 +3,7 @@
 // group. Every step asserts what it got and prints one "OK ..." line; the
 // first wrong answer prints "FAIL ..." and exits 1.
 //
-// Run by e2e/kafkajs_test.go after `npm ci` in e2e/js:
+// Run by e2e/python_kafkajs_test.go after `npm ci` in e2e/js:
 //
 //	node e2e/js/kafkajs_check.js BOOTSTRAP TOPIC GROUP
 //

@@ -1,5 +1,5 @@
 """What both client scripts (confluent_check.py, kafka_python_check.py)
-share: their arguments and the OK/FAIL protocol e2e/python_test.go reads."""
+share: their arguments and the OK/FAIL protocol e2e/python_kafkajs_test.go reads."""
 
 import sys
 

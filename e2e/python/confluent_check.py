@@ -3,7 +3,7 @@ underneath) against the gateway: admin calls, a keyed round trip with
 headers and a consumer group. Every step asserts what it got and prints one
 "OK ..." line; the first wrong answer prints "FAIL ..." and exits 1.
 
-Run by e2e/python_test.go:
+Run by e2e/python_kafkajs_test.go:
 
     /usr/bin/python3 e2e/python/confluent_check.py BOOTSTRAP TOPIC GROUP
 

@@ -3,7 +3,7 @@ keyed round trip with headers and a consumer group. Every step asserts what
 it got and prints one "OK ..." line; the first wrong answer prints
 "FAIL ..." and exits 1.
 
-Run by e2e/python_test.go:
+Run by e2e/python_kafkajs_test.go:
 
     /usr/bin/python3 e2e/python/kafka_python_check.py BOOTSTRAP TOPIC GROUP
 

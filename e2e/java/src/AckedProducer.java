@@ -1,6 +1,6 @@
 // An idempotent (acks=all) Kafka producer that reports each record the
 // brokers acknowledged, for the e2e tests of cluster mode
-// (e2e/cluster_test.go): the test checks that each acknowledged record is
+// (e2e/cluster_failover_test.go): the test checks that each acknowledged record is
 // in the log exactly once and was consumed.
 //
 // Usage: AckedProducer BOOTSTRAP TOPIC PARTITIONS PREFIX [key=value ...]

@@ -1,6 +1,6 @@
 // AdminCheck drives the Java AdminClient's partition and record admin calls
 // against the gateway and prints one "OK ..." line per step, or fails with
-// a stack trace. Run in source-file mode by e2e/java_admin_test.go:
+// a stack trace. Run in source-file mode by e2e/java_tools_test.go:
 //
 //	java -cp 'e2e/java/target/lib/*' e2e/java/src/AdminCheck.java BOOTSTRAP TOPIC
 import java.time.Duration;

@@ -1,5 +1,5 @@
 // A Kafka consumer with group.protocol=consumer (KIP-848), for the e2e
-// tests of the gateway's consumer protocol (e2e/consumer_protocol_test.go).
+// tests of the gateway's consumer protocol (e2e/consumer_protocol_*_test.go).
 //
 // Usage: GroupMember BOOTSTRAP GROUP TOPIC INSTANCE_ID|- [key=value ...]
 // (group.protocol=classic among the key=values makes it a classic member)

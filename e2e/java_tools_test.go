@@ -1,5 +1,9 @@
 package e2e
 
+// The Apache Kafka Java client and tools: the console producer and
+// consumer, the AdminClient (in source-file mode), kafka-topics,
+// kafka-delete-records, kafka-log-dirs and kafka-transactions.
+
 import (
 	"context"
 	"fmt"
@@ -12,7 +16,59 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/iggy-kafka/gateway/handlers"
 )
+
+// The Java console producer with its defaults (enable.idempotence=true,
+// acks=all) and then the Java console consumer from the beginning.
+func TestJavaConsoleRoundTrip(t *testing.T) {
+	t.Parallel()
+	needJava(t)
+	gw := startGateway(t)
+
+	const n = 150
+	var in strings.Builder
+	var want []string
+	for i := 0; i < n; i++ {
+		k, v := fmt.Sprintf("jk-%d", i%4), fmt.Sprintf("java value %d ünïcode", i)
+		fmt.Fprintf(&in, "%s:%s\n", k, v)
+		want = append(want, k+"\t"+v)
+	}
+	_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
+		"--bootstrap-server", gw.Addr, "--topic", "java-orders",
+		"--property", "parse.key=true", "--property", "key.separator=:")
+	if err != nil {
+		t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
+	}
+	if strings.Contains(errOut, "ERROR") {
+		t.Fatalf("ConsoleProducer reported errors:\n%s", errOut)
+	}
+
+	args := []string{
+		"--bootstrap-server", gw.Addr, "--topic", "java-orders",
+		"--from-beginning", "--max-messages", fmt.Sprint(n), "--timeout-ms", "30000",
+		"--property", "print.key=true",
+	}
+	// Without a group coordinator the console consumer must read by
+	// assignment; with one, it runs as a group member like a user's would.
+	if handlers.Lookup(10) == nil {
+		args = append(args, "--partition", "0")
+	}
+	out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", args...)
+	if err != nil {
+		t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
+	}
+	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(got) != n {
+		t.Fatalf("ConsoleConsumer printed %d records, want %d:\n%s\nstderr: %s", len(got), n, out, errOut)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("record %d: got %q, want %q", i, got[i], want[i])
+		}
+	}
+}
 
 // The Java AdminClient (e2e/java/src/AdminCheck.java, run in source-file
 // mode): createPartitions, a refused shrink, deleteRecords, listOffsets
@@ -20,12 +76,10 @@ import (
 // (both empty) and describeProducers, then a consumer with
 // auto.offset.reset=earliest starting at the new log start.
 func TestJavaAdminCreatePartitionsDeleteRecords(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
-	src, err := filepath.Abs("java/src/AdminCheck.java")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := javaSource(t, "java/src/AdminCheck.java")
 	out, errOut, err := javaRun(t, 120*time.Second, "", src, gw.Addr, "java-admin")
 	if err != nil {
 		t.Fatalf("AdminCheck: %v\nstdout: %s\nstderr: %s", err, out, errOut)
@@ -54,15 +108,11 @@ func TestJavaAdminCreatePartitionsDeleteRecords(t *testing.T) {
 // Kafka's own tools: kafka-topics --alter --partitions (TopicCommand) and
 // kafka-delete-records (DeleteRecordsCommand).
 func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	createTopic(t, cl, "java-tools", 1)
-	var recs []*kgo.Record
-	for i := range 12 {
-		recs = append(recs, &kgo.Record{Topic: "java-tools", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	cl := clientWithTopic(t, gw.Addr, "java-tools", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceAll(t, cl, valueRecords("java-tools", 12))
 
 	_, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TopicCommand",
 		"--bootstrap-server", gw.Addr, "--alter", "--topic", "java-tools", "--partitions", "3")
@@ -99,15 +149,11 @@ func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
 // Kafka's kafka-log-dirs --describe (LogDirsCommand) and kafka-transactions
 // describe-producers / list (TransactionsCommand).
 func TestJavaToolsLogDirsDescribeProducersTransactions(t *testing.T) {
+	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
-	cl := newClient(t, gw.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	createTopic(t, cl, "java-logdirs", 1)
-	var recs []*kgo.Record
-	for i := range 4 {
-		recs = append(recs, &kgo.Record{Topic: "java-logdirs", Value: fmt.Appendf(nil, "v%d", i)})
-	}
-	produceAll(t, cl, recs)
+	cl := clientWithTopic(t, gw.Addr, "java-logdirs", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceAll(t, cl, valueRecords("java-logdirs", 4))
 	pid, _, err := cl.ProducerID(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -397,7 +397,7 @@ func testFetchDefersRelease(t *testing.T, mode func(*Config)) {
 }
 
 // eachFetchMode runs a Fetch test with the partitions read one after
-// another and with them read at once (fetch_concurrent.go): both paths
+// another and with them read at once (fetch_pipeline.go): both paths
 // must give the same answers.
 func eachFetchMode(t *testing.T, fn func(t *testing.T, mode func(*Config))) {
 	t.Run("sequential", func(t *testing.T) { fn(t, func(c *Config) { c.FetchConcurrency = 1 }) })

@@ -90,6 +90,7 @@
 package handlers
 
 import (
+	"iter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -178,16 +179,34 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 
 // fetchKeys lists the requested partitions for Call.Park.
 func fetchKeys(req *kmsg.FetchRequest) []PartitionKey {
+	keys := make([]PartitionKey, 0, partitionCount(req))
+	for k := range requested(req) {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// requested yields each partition req asks for, with its key, in request
+// order.
+func requested(req *kmsg.FetchRequest) iter.Seq2[PartitionKey, *kmsg.FetchRequestTopicPartition] {
+	return func(yield func(PartitionKey, *kmsg.FetchRequestTopicPartition) bool) {
+		for i := range req.Topics {
+			rt := &req.Topics[i]
+			for j := range rt.Partitions {
+				rp := &rt.Partitions[j]
+				if !yield(PartitionKey{Topic: rt.Topic, Partition: rp.Partition}, rp) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// partitionCount is how many partitions req asks for.
+func partitionCount(req *kmsg.FetchRequest) int {
 	n := 0
 	for i := range req.Topics {
 		n += len(req.Topics[i].Partitions)
 	}
-	keys := make([]PartitionKey, 0, n)
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		for j := range t.Partitions {
-			keys = append(keys, PartitionKey{Topic: t.Topic, Partition: t.Partitions[j].Partition})
-		}
-	}
-	return keys
+	return n
 }

@@ -142,10 +142,7 @@ const (
 // returns it (the caller's stays on its stack). The worker goroutine
 // running the call; it starts and waits for its own goroutines.
 func (fr fetchRun) atOnce() fetchRun {
-	n := 0
-	for i := range fr.req.Topics {
-		n += len(fr.req.Topics[i].Partitions)
-	}
+	n := partitionCount(fr.req)
 	topics := make([]fetchTopic, len(fr.req.Topics))
 	parts := make([]fetchPart, n)
 	tasks := make([]fetchTask, 0, len(topics)+2*n)

@@ -154,7 +154,8 @@ func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
 		}
 	}
 
-	fr := fetchRun{c: c, req: req, resp: resp, limit: limit, batched: g.Store.Capabilities().TopicStateInOneCall}
+	fr := fetchRun{c: c, req: req, resp: resp, limit: limit,
+		batched: g.Store.Capabilities().TopicStateInOneCall, cluster: g.Cfg.Cluster}
 	if g.Cfg.FetchConcurrency > 1 && !full && fetchBudgetsFit(req, limit) {
 		fr = fr.atOnce()
 	} else {

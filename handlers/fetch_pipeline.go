@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
 )
 
@@ -50,6 +51,7 @@ type fetchRun struct {
 	resp    *kmsg.FetchResponse
 	limit   int  // max_bytes, cut to the frame size and the connection's room
 	batched bool // a topic's lookup reads its partitions' states too
+	cluster *cluster.Node
 
 	// Assembly's results: the Kafka bytes kept, whether a partition
 	// failed, and the buffers and tail-cache chunks the response points
@@ -60,11 +62,12 @@ type fetchRun struct {
 	held   []fetchcache.Refs
 }
 
-// fetchTopic is a Fetch's lookup of one topic: the name asked for, the
-// topic, its error code, and, from a batched lookup, its partitions'
-// states.
+// fetchTopic is a Fetch's lookup of one topic: the name asked for and
+// whether it is a valid one, the topic, its error code, and, from a batched
+// lookup, its partitions' states.
 type fetchTopic struct {
 	name   string
+	valid  bool
 	ti     bridge.TopicInfo
 	code   int16
 	states []bridge.PartitionState
@@ -79,8 +82,15 @@ type fetchPart struct {
 	led      bool
 	state    bridge.PartitionState
 	stateErr error
+	fetchGot
+}
 
-	budget int // Kafka bytes it may return (KIP-74 aside), set by read
+// fetchGot is what read found for a partition: the zero value until read
+// runs, and again once assemble kept or let go of the records (so inOrder
+// reuses one fetchPart without clearing it for every partition).
+type fetchGot struct {
+	read   bool
+	budget int // Kafka bytes it may return (KIP-74 aside)
 	n      int // Kafka bytes read, in buf or in direct
 	next   uint64
 	// buf is the part's own buffer (appends never move another's bytes);
@@ -104,19 +114,21 @@ func (fr *fetchRun) inOrder(full bool) {
 	var fp fetchPart
 	for i := range fr.req.Topics {
 		rt := &fr.req.Topics[i]
-		ft = fetchTopic{name: rt.Topic}
+		ft = newFetchTopic(rt.Topic)
 		fr.lookup(&ft)
 		ident := identityOf(&ft.ti)
+		sps := fr.resp.Topics[i].Partitions
 		for j := range rt.Partitions {
-			fp = fr.plan(&ft, &rt.Partitions[j])
-			if place(&ft, &fp) == 0 {
+			fr.plan(&fp, &ft, &rt.Partitions[j])
+			code := place(&ft, &fp)
+			if code == 0 {
 				fr.readState(&ft, &fp)
 				st, off := &fp.state, fp.rp.FetchOffset
 				if fp.stateErr == nil && !outOfRange(off, st.Earliest, st.Next) && uint64(off) < st.Next && !full {
 					fr.read(&ft, &fp, &ident, st.Next)
 				}
 			}
-			fr.assemble(&ft, &fp, &fr.resp.Topics[i].Partitions[j])
+			fr.assemble(&ft, &fp, code, &sps[j])
 		}
 	}
 }
@@ -150,11 +162,11 @@ func (fr fetchRun) atOnce() fetchRun {
 	for i := range fr.req.Topics {
 		rt := &fr.req.Topics[i]
 		ft := &topics[i]
-		ft.name = rt.Topic
+		*ft = newFetchTopic(rt.Topic)
 		tasks = append(tasks, fetchTask{taskLookup, i, 0})
 		for j := range rt.Partitions {
 			fp := &parts[k]
-			*fp = fr.plan(ft, &rt.Partitions[j])
+			fr.plan(fp, ft, &rt.Partitions[j])
 			if fp.led {
 				if !fr.batched {
 					tasks = append(tasks, fetchTask{taskState, i, k})
@@ -189,10 +201,15 @@ func (fr fetchRun) atOnce() fetchRun {
 			if fr.batched && fp.led {
 				fr.readState(ft, fp)
 			}
-			fr.assemble(ft, fp, &fr.resp.Topics[i].Partitions[j])
+			fr.assemble(ft, fp, place(ft, fp), &fr.resp.Topics[i].Partitions[j])
 		}
 	}
 	return fr
+}
+
+// newFetchTopic starts the lookup of topic name.
+func newFetchTopic(name string) fetchTopic {
+	return fetchTopic{name: name, valid: validTopicName(name)}
 }
 
 // lookup reads topic ft.name into ft: the ACL check, the name, the
@@ -203,7 +220,7 @@ func (fr *fetchRun) lookup(ft *fetchTopic) {
 	case !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name):
 		ft.code = kerr.TopicAuthorizationFailed.Code
 		return
-	case !validTopicName(name):
+	case !ft.valid:
 		ft.code = kerr.UnknownTopicOrPartition.Code
 		return
 	}
@@ -216,11 +233,12 @@ func (fr *fetchRun) lookup(ft *fetchTopic) {
 	ft.code = errCode(err, opRead)
 }
 
-// plan starts request partition rp of topic ft (whose lookup may still
-// be to come).
-func (fr *fetchRun) plan(ft *fetchTopic, rp *kmsg.FetchRequestTopicPartition) fetchPart {
-	led := rp.Partition >= 0 && validTopicName(ft.name) && fr.c.G.Cfg.Cluster.Leads(ft.name, rp.Partition)
-	return fetchPart{rp: rp, led: led}
+// plan starts fp as request partition rp of topic ft (whose lookup may
+// still be to come); fp holds no records (fetchGot), and its state is
+// looked at only once readState set it.
+func (fr *fetchRun) plan(fp *fetchPart, ft *fetchTopic, rp *kmsg.FetchRequestTopicPartition) {
+	fp.rp = rp
+	fp.led = rp.Partition >= 0 && ft.valid && fr.cluster.Leads(ft.name, rp.Partition)
 }
 
 // place is fp's error code from its topic's lookup, its partition number
@@ -249,9 +267,9 @@ func outOfRange(offset int64, logStart, hwm uint64) bool {
 func (fr *fetchRun) readState(ft *fetchTopic, fp *fetchPart) {
 	if fr.batched {
 		if p := fp.rp.Partition; p >= 0 && int(p) < len(ft.states) {
-			fp.state = ft.states[p]
+			fp.state, fp.stateErr = ft.states[p], nil
 		} else {
-			fp.stateErr = bridge.ErrPartitionNotFound
+			fp.state, fp.stateErr = bridge.PartitionState{}, bridge.ErrPartitionNotFound
 		}
 		return
 	}
@@ -268,7 +286,7 @@ func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identit
 	// KIP-74: only until the response holds data may a partition go over
 	// it, and then by one record (assemble).
 	room := fr.limit - fr.total
-	fp.budget = min(max(int(fp.rp.PartitionMaxBytes), 0), room)
+	fp.read, fp.budget = true, min(max(int(fp.rp.PartitionMaxBytes), 0), room)
 	tail := fr.c.G.tail
 	key := fetchcache.Key{Topic: ft.name, Partition: fp.rp.Partition}
 	var pieces [fetchcache.Pieces][]byte
@@ -349,11 +367,10 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
 	}
 }
 
-// assemble answers fp in sp and keeps its records, or lets them go.
-// Assembly runs in request order, so fr.total is what the partitions
-// before fp kept.
-func (fr *fetchRun) assemble(ft *fetchTopic, fp *fetchPart, sp *kmsg.FetchResponseTopicPartition) {
-	code := place(ft, fp)
+// assemble answers fp in sp, code being place's, and keeps its records or
+// lets them go. Assembly runs in request order, so fr.total is what the
+// partitions before fp kept.
+func (fr *fetchRun) assemble(ft *fetchTopic, fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
 	if code == 0 && fp.stateErr != nil {
 		code = errCode(fp.stateErr, opRead)
 	}
@@ -379,26 +396,33 @@ func (fr *fetchRun) assemble(ft *fetchTopic, fp *fetchPart, sp *kmsg.FetchRespon
 			code = fp.code
 		}
 	}
-	// KIP-74: only the first partition with data may go over its budget,
-	// and nothing may go over max_bytes once the response holds data.
+	if code != 0 {
+		fr.anyErr = true
+		sp.ErrorCode = code
+	}
+	if fp.read {
+		fr.keep(fp, code, sp)
+	}
+}
+
+// keep puts fp's records in sp unless its code or the limits say
+// otherwise (KIP-74: only the first partition with data may go over its
+// budget, and nothing may go over max_bytes once the response holds data),
+// and leaves fp holding none.
+func (fr *fetchRun) keep(fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
 	if code != 0 || fp.n == 0 || fr.total > 0 && (fp.n > fp.budget || fr.total+fp.n > fr.limit) {
 		fr.release(fp)
-		if code != 0 {
-			fr.anyErr = true
-			sp.ErrorCode = code
-		}
 		return
 	}
 	fr.total += fp.n
 	if fp.direct != nil {
 		sp.RecordBatches = fp.direct
 		fr.held = append(fr.held, fp.refs)
-		fp.refs = fetchcache.Refs{}
-		return
+	} else {
+		sp.RecordBatches = fp.buf.B[:fp.n:fp.n]
+		fr.bufs = append(fr.bufs, fp.buf)
 	}
-	sp.RecordBatches = fp.buf.B[:fp.n:fp.n]
-	fr.bufs = append(fr.bufs, fp.buf)
-	fp.buf = nil
+	fp.fetchGot = fetchGot{}
 }
 
 // releaseFetched lets go of what a response points into: after it was
@@ -417,7 +441,7 @@ func releaseFetched(tail *fetchcache.Tail, bufs []*bytebufferpool.ByteBuffer, he
 func (fr *fetchRun) release(fp *fetchPart) {
 	putBig(fp.buf)
 	fr.c.G.tail.Release(&fp.refs)
-	fp.buf, fp.direct, fp.n, fp.cached = nil, nil, 0, false
+	fp.fetchGot = fetchGot{}
 }
 
 // fetchBudgetsFit reports whether the partitions' budgets, each at most

@@ -79,9 +79,11 @@ type fetchPart struct {
 	// led: the topic name is valid, the partition not negative and this
 	// gateway leads it (cluster mode), decided once before any read; only
 	// such a partition is read.
-	led      bool
-	state    bridge.PartitionState
-	stateErr error
+	led   bool
+	state bridge.PartitionState
+	// stateCode is the error code of the state's read, 0 when state is
+	// the partition's.
+	stateCode int16
 	fetchGot
 }
 
@@ -124,7 +126,7 @@ func (fr *fetchRun) inOrder(full bool) {
 			if code == 0 {
 				fr.readState(&ft, &fp)
 				st, off := &fp.state, fp.rp.FetchOffset
-				if fp.stateErr == nil && !outOfRange(off, st.Earliest, st.Next) && uint64(off) < st.Next && !full {
+				if fp.stateCode == 0 && !outOfRange(off, st.Earliest, st.Next) && uint64(off) < st.Next && !full {
 					fr.read(&ft, &fp, &ident, st.Next)
 				}
 			}
@@ -267,14 +269,19 @@ func outOfRange(offset int64, logStart, hwm uint64) bool {
 func (fr *fetchRun) readState(ft *fetchTopic, fp *fetchPart) {
 	if fr.batched {
 		if p := fp.rp.Partition; p >= 0 && int(p) < len(ft.states) {
-			fp.state, fp.stateErr = ft.states[p], nil
+			fp.state, fp.stateCode = ft.states[p], 0
 		} else {
-			fp.state, fp.stateErr = bridge.PartitionState{}, bridge.ErrPartitionNotFound
+			fp.state, fp.stateCode = bridge.PartitionState{}, errCode(bridge.ErrPartitionNotFound, opRead)
 		}
 		return
 	}
 	c := fr.c
-	fp.state, fp.stateErr = c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, ft.name, fp.rp.Partition)
+	var err error
+	fp.state, err = c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, ft.name, fp.rp.Partition)
+	fp.stateCode = 0
+	if err != nil {
+		fp.stateCode = errCode(err, opRead)
+	}
 }
 
 // read fills fp's records from the tail cache (only batches of topic life
@@ -371,8 +378,8 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
 // lets them go. Assembly runs in request order, so fr.total is what the
 // partitions before fp kept.
 func (fr *fetchRun) assemble(ft *fetchTopic, fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
-	if code == 0 && fp.stateErr != nil {
-		code = errCode(fp.stateErr, opRead)
+	if code == 0 {
+		code = fp.stateCode
 	}
 	if code == 0 {
 		if fp.cached && fp.ident != identityOf(&ft.ti) {

@@ -17,8 +17,8 @@ import (
 // limits; a fetchRun then takes the request's partitions through three
 // steps, each written once:
 //
-//   - plan: each partition whether this gateway may read it (a valid
-//     topic name, a partition number >= 0, cluster leadership);
+//   - plan: for each partition, whether this gateway may read it (a
+//     valid topic name, a partition number >= 0, cluster leadership);
 //   - read: each topic's lookup in one form (lookup: ACL, name, the
 //     store's topic, and, when the store's Capabilities say
 //     TopicStateInOneCall, its partitions' states in the same call), each

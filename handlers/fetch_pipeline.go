@@ -26,7 +26,7 @@ import (
 //     else a store poll mapped to Kafka batches by Gateway.Format);
 //   - assemble, in request order: the error code in Kafka's order (place,
 //     the state, outOfRange), high watermark, log start, and the records
-//     kept under KIP-74 and max_bytes.
+//     kept under KIP-74 and max_bytes (keep).
 //
 // Two orders run those steps. inOrder (Cfg.FetchConcurrency 0 or 1, or
 // budgets that do not fit max_bytes together, or a connection with no
@@ -130,7 +130,7 @@ func (fr *fetchRun) inOrder(full bool) {
 					fr.read(&ft, &fp, &ident, st.Next)
 				}
 			}
-			fr.assemble(&ft, &fp, code, &sps[j])
+			fr.assemble(&fp, code, &sps[j])
 		}
 	}
 }
@@ -203,7 +203,11 @@ func (fr fetchRun) atOnce() fetchRun {
 			if fr.batched && fp.led {
 				fr.readState(ft, fp)
 			}
-			fr.assemble(ft, fp, place(ft, fp), &fr.resp.Topics[i].Partitions[j])
+			code := place(ft, fp)
+			if code == 0 && fp.stateCode == 0 {
+				fr.checkLife(ft, fp)
+			}
+			fr.assemble(fp, code, &fr.resp.Topics[i].Partitions[j])
 		}
 	}
 	return fr
@@ -374,21 +378,26 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
 	}
 }
 
+// checkLife lets go of fp's records when the tail cache answered them for
+// another life of the topic than its lookup found (made again elsewhere
+// under the same name), and forgets the cache's entries of that life: the
+// next Fetch reads the store. Only a read that did not know the topic's
+// life yet (atOnce) needs it; fp's place and state are known good.
+func (fr *fetchRun) checkLife(ft *fetchTopic, fp *fetchPart) {
+	if fp.cached && fp.ident != identityOf(&ft.ti) {
+		fr.c.G.tail.Forget(fetchcache.Key{Topic: ft.name, Partition: fp.rp.Partition}, fp.ident)
+		fr.release(fp)
+	}
+}
+
 // assemble answers fp in sp, code being place's, and keeps its records or
 // lets them go. Assembly runs in request order, so fr.total is what the
 // partitions before fp kept.
-func (fr *fetchRun) assemble(ft *fetchTopic, fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
+func (fr *fetchRun) assemble(fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
 	if code == 0 {
 		code = fp.stateCode
 	}
 	if code == 0 {
-		if fp.cached && fp.ident != identityOf(&ft.ti) {
-			// Cached for another life of the topic (made again elsewhere
-			// under the same name): not these records. The next Fetch
-			// reads the store.
-			fr.c.G.tail.Forget(fetchcache.Key{Topic: ft.name, Partition: fp.rp.Partition}, fp.ident)
-			fr.release(fp)
-		}
 		hwm := fp.state.Next
 		if fp.n > 0 && fp.next > hwm {
 			hwm = fp.next

@@ -188,9 +188,9 @@ func (fr fetchRun) atOnce() fetchRun {
 			fr.readState(&topics[t.t], &parts[t.k])
 		case taskRead:
 			// Neither the topic's life nor the high watermark is known
-			// yet: assembly checks the cache's answer against both.
-			// Cached batches were acknowledged by the store, so they lie
-			// below its high watermark.
+			// yet: assembly checks the cache's answer against the life
+			// (checkLife), and cached batches were acknowledged by the
+			// store, so they lie below its high watermark.
 			fr.read(&topics[t.t], &parts[t.k], nil, math.MaxUint64)
 		}
 	})
@@ -295,7 +295,7 @@ func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identit
 	// Both limits bound every partition, the first one included:
 	// max_bytes 1 with a 100 MB partition limit is a 1-byte budget.
 	// KIP-74: only until the response holds data may a partition go over
-	// it, and then by one record (assemble).
+	// it, and then by one record (keep).
 	room := fr.limit - fr.total
 	fp.read, fp.budget = true, min(max(int(fp.rp.PartitionMaxBytes), 0), room)
 	tail := fr.c.G.tail

@@ -11,7 +11,7 @@ import (
 )
 
 // tailBatch is a fake Kafka batch of n bytes whose bytes after the
-// header identify it; put only patches base offset and leader epoch.
+// header identify it; Put only patches base offset and leader epoch.
 func tailBatch(tag byte, n int) []byte {
 	b := bytes.Repeat([]byte{tag}, n)
 	binary.BigEndian.PutUint64(b, 999)      // replaced by the base offset

@@ -55,7 +55,7 @@
 //     their records stay in request order. A failed wait is
 //     KAFKA_STORAGE_ERROR on its partition.
 //   - Once durable, each batch the mapping keeps exactly goes into the
-//     tail cache as the producer sent it (tail_cache.go), and its
+//     tail cache as the producer sent it (package fetchcache), and its
 //     partition is signalled so parked Fetches wake.
 //   - acks=0: no response when every partition succeeded; any failure closes
 //     the connection (a Go error), as Kafka does, so the producer notices.
@@ -91,6 +91,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/internal/fetchcache"
 )
 
 func init() {
@@ -306,7 +307,7 @@ func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, partition int32, 
 type pendingWrite struct {
 	at      [2]int // topic and partition index in the response
 	key     PartitionKey
-	ident   tailIdentity
+	ident   fetchcache.Identity
 	base    uint64
 	count   int
 	records []byte // the producer's batch, for the tail cache; nil: not cached
@@ -340,7 +341,7 @@ func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, 
 			}
 		}
 		if pw.records != nil {
-			g.tail.put(pw.key, pw.ident, pw.base, pw.count, pw.records)
+			g.tail.Put(fetchcache.Key(pw.key), pw.ident, pw.base, pw.count, pw.records)
 		}
 		if g.Watch != nil {
 			g.Watch.Signal(pw.key)

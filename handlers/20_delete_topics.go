@@ -113,7 +113,7 @@ func deleteTopics(c *Call, req *kmsg.DeleteTopicsRequest, resp *kmsg.DeleteTopic
 		if codes[i] == 0 {
 			// Forgotten whatever the outcome: a delete that failed may
 			// still have happened.
-			g.tail.forgetTopic(ti.Name)
+			g.tail.ForgetTopic(ti.Name)
 			if err := g.Store.DeleteTopic(c.Ctx, g.Cfg.Stream, ti.Name); err != nil {
 				codes[i] = errCode(err, opAdmin)
 				if req.Version >= 5 {

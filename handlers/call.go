@@ -10,6 +10,7 @@ import (
 	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/group"
+	"github.com/iggy-kafka/gateway/internal/fetchcache"
 )
 
 // Config is what handlers need to know about this gateway.
@@ -25,7 +26,7 @@ type Config struct {
 	MaxFrameSize      int32 // also the decompression budget and Fetch max_bytes ceiling
 	MaxFetchWait      time.Duration
 	// FetchConcurrency is how many store lookups and polls one Fetch may
-	// run at once (fetch_concurrent.go); 0 or 1: one after another.
+	// run at once (fetch_pipeline.go); 0 or 1: one after another.
 	FetchConcurrency int
 	MaxMessageSize   int          // cap on one Iggy message (payload + headers)
 	Groups           group.Config // consumer-group coordinator (zero fields: defaults)
@@ -47,7 +48,7 @@ type Config struct {
 	// records the producer compressed (docs/MAPPING.md, kafka.codec):
 	// less gateway CPU, more bytes on the wire.
 	FetchUncompressed bool
-	// TailCacheBytes is the memory the tail cache (tail_cache.go) may
+	// TailCacheBytes is the memory the tail cache (package fetchcache) may
 	// hold: the Kafka form of recently produced batches, which Fetch
 	// sends as they came; 0 or less: no cache.
 	TailCacheBytes int64
@@ -73,13 +74,13 @@ type Gateway struct {
 	// with its collision check (topics.go). Zero values are ready.
 	autoCreate tokenBucket
 	createMu   sync.Mutex
-	// fetchRatios sizes Fetch's store reads (fetch_ratio.go).
-	fetchRatios fetchRatios
+	// fetchRatios sizes Fetch's store reads (fetch_pipeline.go).
+	fetchRatios fetchcache.Ratios
 	// fetchSessions is the incremental fetch session cache
 	// (fetch_sessions.go).
 	fetchSessions *fetchSessions
-	// tail is the tail cache (tail_cache.go); nil: off.
-	tail *tailCache
+	// tail is the tail cache (package fetchcache); nil: off.
+	tail *fetchcache.Tail
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -262,6 +263,6 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		Log:       log,
 
 		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
-		tail:          newTailCache(cfg.TailCacheBytes),
+		tail:          fetchcache.NewTail(cfg.TailCacheBytes),
 	}
 }

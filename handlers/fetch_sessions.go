@@ -68,6 +68,13 @@ type fetchSession struct {
 	index    map[PartitionKey]int // position in parts
 }
 
+// add appends partition k, as the client asks for it in rp, to the
+// session; nothing was sent for it yet.
+func (s *fetchSession) add(k PartitionKey, rp *kmsg.FetchRequestTopicPartition) {
+	s.index[k] = len(s.parts)
+	s.parts = append(s.parts, sessPart{key: k, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, hwm: -1, logStart: -1})
+}
+
 func (s *fetchSession) reindex() {
 	clear(s.index)
 	for i := range s.parts {
@@ -155,23 +162,17 @@ func (fs *fetchSessions) planFetch(req *kmsg.FetchRequest) *fetchPlan {
 	}
 	// Added or changed partitions first, then the forgotten ones, in
 	// Kafka's order.
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			k := PartitionKey{Topic: rt.Topic, Partition: rp.Partition}
-			if at, ok := s.index[k]; ok {
-				s.parts[at].offset, s.parts[at].maxBytes = rp.FetchOffset, rp.PartitionMaxBytes
-				continue
-			}
-			if len(s.parts) >= maxSessionPartitions || fs.parts >= maxCachedPartitions {
-				fs.drop(s)
-				return &fetchPlan{errCode: kerr.FetchSessionIDNotFound.Code}
-			}
-			fs.parts++
-			s.index[k] = len(s.parts)
-			s.parts = append(s.parts, sessPart{key: k, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, hwm: -1, logStart: -1})
+	for k, rp := range requested(req) {
+		if at, ok := s.index[k]; ok {
+			s.parts[at].offset, s.parts[at].maxBytes = rp.FetchOffset, rp.PartitionMaxBytes
+			continue
 		}
+		if len(s.parts) >= maxSessionPartitions || fs.parts >= maxCachedPartitions {
+			fs.drop(s)
+			return &fetchPlan{errCode: kerr.FetchSessionIDNotFound.Code}
+		}
+		fs.parts++
+		s.add(k, rp)
 	}
 	forgot := false
 	for i := range req.ForgottenTopics {
@@ -317,10 +318,7 @@ func (fs *fetchSessions) finish(p *fetchPlan, resp *kmsg.FetchResponse) {
 // puts its id in resp, or leaves resp sessionless when the cache is full
 // and no session may be evicted.
 func (fs *fetchSessions) create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
-	n := 0
-	for i := range req.Topics {
-		n += len(req.Topics[i].Partitions)
-	}
+	n := partitionCount(req)
 	if n == 0 || n > maxSessionPartitions || resp.ErrorCode != 0 {
 		return
 	}
@@ -333,16 +331,9 @@ func (fs *fetchSessions) create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 	}
 	s := &fetchSession{epoch: 1, created: now, lastUsed: now,
 		parts: make([]sessPart, 0, n), index: make(map[PartitionKey]int, n)}
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			k := PartitionKey{Topic: rt.Topic, Partition: rp.Partition}
-			if _, dup := s.index[k]; dup {
-				continue
-			}
-			s.index[k] = len(s.parts)
-			s.parts = append(s.parts, sessPart{key: k, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, hwm: -1, logStart: -1})
+	for k, rp := range requested(req) {
+		if _, dup := s.index[k]; !dup {
+			s.add(k, rp)
 		}
 	}
 	// What the reply tells the client is what the next incremental reply

@@ -142,12 +142,7 @@ func TestFetchLimits(t *testing.T) { eachFetchMode(t, testFetchLimits) }
 
 func testFetchLimits(t *testing.T, mode func(*Config)) {
 	g := newGateway(t, mode)
-	createTopic(t, g, "l", 2)
-	big := make([]byte, 4000)
-	for i := 0; i < 3; i++ {
-		produceOne(t, g, produceReq(9, "l", 0, batch(rec{value: big})))
-		produceOne(t, g, produceReq(9, "l", 1, batch(rec{value: big})))
-	}
+	produceBig(t, g, "l", 2, 3)
 	// partition_max_bytes 100: one record from partition 0 (KIP-74), none
 	// from partition 1 (the response already holds data and max_bytes 100).
 	req := fetchReq(12, "l", 0, 0)
@@ -253,13 +248,7 @@ func testFetchMaxBytesBoundsFirstPartition(t *testing.T, mode func(*Config)) {
 	g := newGateway(t, mode)
 	spy := &pollSpy{Backend: g.Store}
 	g.Store = spy
-	createTopic(t, g, "mb", 3)
-	big := make([]byte, 4000)
-	for i := 0; i < 20; i++ {
-		for p := int32(0); p < 3; p++ {
-			produceOne(t, g, produceReq(9, "mb", p, batch(rec{value: big})))
-		}
-	}
+	produceBig(t, g, "mb", 3, 20)
 	req := fetchReq(12, "mb", 0, 0)
 	req.MaxBytes = 1
 	req.Topics[0].Partitions[0].PartitionMaxBytes = 100 << 20
@@ -335,11 +324,7 @@ func TestFetchReplyRoom(t *testing.T) { eachFetchMode(t, testFetchReplyRoom) }
 
 func testFetchReplyRoom(t *testing.T, mode func(*Config)) {
 	g := newGateway(t, mode)
-	createTopic(t, g, "room", 1)
-	big := make([]byte, 4000)
-	for i := 0; i < 10; i++ {
-		produceOne(t, g, produceReq(9, "room", 0, batch(rec{value: big})))
-	}
+	produceBig(t, g, "room", 1, 10)
 	req := fetchReq(12, "room", 0, 0)
 	req.MaxBytes = 1 << 20
 	req.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 20
@@ -396,8 +381,21 @@ func testFetchDefersRelease(t *testing.T, mode func(*Config)) {
 	}
 }
 
+// produceBig creates topic with parts partitions and produces n records of
+// 4000 bytes to each, one batch each, partition by partition in turn.
+func produceBig(tb testing.TB, g *Gateway, topic string, parts int32, n int) {
+	tb.Helper()
+	createTopic(tb, g, topic, parts)
+	big := make([]byte, 4000)
+	for i := 0; i < n; i++ {
+		for p := range parts {
+			produceOne(tb, g, produceReq(9, topic, p, batch(rec{value: big})))
+		}
+	}
+}
+
 // eachFetchMode runs a Fetch test with the partitions read one after
-// another and with them read at once (fetch_concurrent.go): both paths
+// another and with them read at once (fetch_pipeline.go): both paths
 // must give the same answers.
 func eachFetchMode(t *testing.T, fn func(t *testing.T, mode func(*Config))) {
 	t.Run("sequential", func(t *testing.T) { fn(t, func(c *Config) { c.FetchConcurrency = 1 }) })

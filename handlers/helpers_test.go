@@ -241,6 +241,32 @@ type fetched struct {
 func readRecords(tb testing.TB, b []byte) []fetched {
 	tb.Helper()
 	var out []fetched
+	eachRecord(tb, b, func(rb *codec.RecordBatch, r *codec.Record) {
+		f := fetched{
+			offset: rb.BaseOffset + int64(r.OffsetDelta),
+			ts:     rb.FirstTimestamp + r.TimestampDelta,
+			key:    append([]byte(nil), r.Key...),
+			value:  append([]byte(nil), r.Value...),
+		}
+		if r.Key == nil {
+			f.key = nil
+		}
+		hi := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+		for hi.Next() {
+			f.headers = append(f.headers, [2]string{string(hi.Key()), string(hi.Value())})
+		}
+		if err := hi.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, f)
+	})
+	return out
+}
+
+// eachRecord calls fn with every record of the record batches in b, in
+// order, decompressing compressed batches.
+func eachRecord(tb testing.TB, b []byte, fn func(rb *codec.RecordBatch, r *codec.Record)) {
+	tb.Helper()
 	for len(b) > 0 {
 		rb, n, err := codec.ParseBatch(b)
 		if err != nil {
@@ -256,29 +282,12 @@ func readRecords(tb testing.TB, b []byte) []fetched {
 		it := codec.NewRecordIter(records, rb.NumRecords)
 		for it.Next() {
 			r := it.Record()
-			f := fetched{
-				offset: rb.BaseOffset + int64(r.OffsetDelta),
-				ts:     rb.FirstTimestamp + r.TimestampDelta,
-				key:    append([]byte(nil), r.Key...),
-				value:  append([]byte(nil), r.Value...),
-			}
-			if r.Key == nil {
-				f.key = nil
-			}
-			hi := codec.NewHeaderIter(r.Headers, r.HeaderCount)
-			for hi.Next() {
-				f.headers = append(f.headers, [2]string{string(hi.Key()), string(hi.Value())})
-			}
-			if err := hi.Err(); err != nil {
-				tb.Fatal(err)
-			}
-			out = append(out, f)
+			fn(&rb, r)
 		}
 		if err := it.Err(); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	return out
 }
 
 // createTopic makes topic with n partitions straight in the store.

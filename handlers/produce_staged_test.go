@@ -10,6 +10,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/embedded"
+	"github.com/iggy-kafka/gateway/internal/fetchcache"
 )
 
 // failingSync stages appends on the embedded store and fails their
@@ -51,7 +52,7 @@ func TestProduceStagedDurableFails(t *testing.T) {
 	if fs.waited != 1 || oc.n != 1 {
 		t.Fatalf("durability waited %d times, order released %d times; want 1 and 1", fs.waited, oc.n)
 	}
-	if _, _, _, ok := tcGet(g.tail, PartitionKey{Topic: "sf"}, nil, 0, 1<<62, 1<<20); ok {
+	if _, _, _, _, ok := g.tail.Get(fetchcache.Key{Topic: "sf"}, nil, 0, 1<<62, 1<<20, nil, new(fetchcache.Refs)); ok {
 		t.Error("records whose sync failed were cached")
 	}
 }

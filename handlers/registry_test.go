@@ -21,9 +21,9 @@ var sharedFiles = map[string]bool{
 	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
 	"errors.go": true, "topics.go": true, "pool.go": true, "groups.go": true, "cluster.go": true,
 	"idempotence.go": true, "configs.go": true, "group_configs.go": true, "sasl.go": true, "authz.go": true, "acls.go": true,
-	// Fetch's two strategies' helpers, kept apart from 01_fetch.go so that
+	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
-	"fetch_concurrent.go": true, "fetch_sessions.go": true, "fetch_ratio.go": true, "tail_cache.go": true,
+	"fetch_pipeline.go": true, "fetch_sessions.go": true,
 	// Produce's acks peek for the loop (Spec.NoReply).
 	"produce_acks.go": true,
 }

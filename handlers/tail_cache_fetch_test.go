@@ -133,36 +133,18 @@ func TestTailCacheAnswersAsTheStore(t *testing.T) {
 func recordsFrom(tb testing.TB, b []byte, from int64) []string {
 	tb.Helper()
 	var out []string
-	for len(b) > 0 {
-		rb, n, err := codec.ParseBatch(b)
-		if err != nil {
-			tb.Fatalf("fetched batch: %v", err)
+	eachRecord(tb, b, func(rb *codec.RecordBatch, r *codec.Record) {
+		off := rb.BaseOffset + int64(r.OffsetDelta)
+		if off < from {
+			return
 		}
-		b = b[n:]
-		records := rb.Records
-		if c := rb.Compression(); c != codec.CompressionNone {
-			if records, err = codec.Decompress(nil, c, rb.Records, 64<<20); err != nil {
-				tb.Fatal(err)
-			}
+		var hs []string
+		hi := codec.NewHeaderIter(r.Headers, r.HeaderCount)
+		for hi.Next() {
+			hs = append(hs, nullable(hi.Key())+"="+nullable(hi.Value()))
 		}
-		it := codec.NewRecordIter(records, rb.NumRecords)
-		for it.Next() {
-			r := it.Record()
-			off := rb.BaseOffset + int64(r.OffsetDelta)
-			if off < from {
-				continue
-			}
-			var hs []string
-			hi := codec.NewHeaderIter(r.Headers, r.HeaderCount)
-			for hi.Next() {
-				hs = append(hs, nullable(hi.Key())+"="+nullable(hi.Value()))
-			}
-			out = append(out, fmt.Sprintf("%d@%d key=%s value=%s headers=%v", off, rb.FirstTimestamp+r.TimestampDelta, nullable(r.Key), nullable(r.Value), hs))
-		}
-		if err := it.Err(); err != nil {
-			tb.Fatal(err)
-		}
-	}
+		out = append(out, fmt.Sprintf("%d@%d key=%s value=%s headers=%v", off, rb.FirstTimestamp+r.TimestampDelta, nullable(r.Key), nullable(r.Value), hs))
+	})
 	return out
 }
 

@@ -123,9 +123,7 @@ func lastOffset(v bridge.BatchView) uint64 {
 
 // pollCount turns a byte budget into a message count.
 func (s *Store) pollCount(key pollKey, budget int) uint32 {
-	s.mu.Lock()
-	per := s.est[key]
-	s.mu.Unlock()
+	per, _ := s.est.Get(key)
 	if per == 0 {
 		return probeCount
 	}
@@ -138,24 +136,12 @@ func (s *Store) learn(key pollKey, bytes, msgs int) {
 	if msgs == 0 {
 		return
 	}
-	per := uint32(max(bytes/msgs, 1))
-	s.mu.Lock()
-	if _, ok := s.est[key]; !ok && len(s.est) >= 1<<16 {
-		clear(s.est) // bound the map; estimates are cheap to relearn
-	}
-	s.est[key] = per
-	s.mu.Unlock()
+	s.est.Put(key, uint32(max(bytes/msgs, 1)))
 }
 
 // forget drops a deleted topic's estimates.
 func (s *Store) forget(stream, topic string) {
-	s.mu.Lock()
-	for k := range s.est {
-		if k.stream == stream && k.topic == topic {
-			delete(s.est, k)
-		}
-	}
-	s.mu.Unlock()
+	s.est.Forget(func(k pollKey) bool { return k.stream == stream && k.topic == topic })
 }
 
 // OffsetForTimestamp finds the first offset whose origin timestamp (or,

@@ -16,11 +16,18 @@ var aheadPool bytebufferpool.Pool
 
 // Read-ahead. A Kafka consumer reading a partition sends one Fetch, waits
 // for the reply, decodes it and only then sends the next; over Iggy each
-// Fetch's poll is a round trip that carries the whole budget (about 4 ms
-// for 1 MiB on the 2-core bench machine, most of a fetch cycle). So when a
-// poll ends because its budget was spent, which says more data follows,
-// the Store polls the next budget's worth at once, while the reply travels
-// and the client decodes it, and keeps it for the partition's next Poll.
+// Fetch's poll is a round trip that carries the whole budget, most of a
+// fetch cycle for a large budget (docs/IGGY.md, "Fetch over Iggy"). So
+// when a poll ends because its budget was spent, which says more data
+// follows, the Store polls the next budget's worth at once, while the
+// reply travels and the client decodes it, and keeps it for the
+// partition's next Poll.
+//
+// It lives here rather than beside the tail cache and the learned sizes
+// (internal/fetchcache) because it is the Iggy store's own business, below
+// the Backend interface: a chunk is raw Iggy poll records fed to this
+// store's poll cursor, and serving it for aheadTTL is safe only because
+// Iggy never changes a stored offset.
 //
 // A chunk is served only to a Poll whose start lies inside it, within
 // aheadTTL of its poll; it holds messages by offset, which Iggy never

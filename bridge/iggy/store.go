@@ -9,6 +9,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/fetchcache"
 )
 
 // Store is a bridge.Backend on a real Iggy server. Kafka topic T lives as
@@ -18,8 +19,7 @@ import (
 type Store struct {
 	c *Client
 
-	mu  sync.Mutex
-	est map[pollKey]uint32 // bytes per message seen by the last poll
+	est fetchcache.Samples[pollKey] // bytes per message seen by the last poll
 
 	glog groupLog // the group log's fold (group_log.go)
 
@@ -74,7 +74,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // NewStore serves the Store from an existing client, which the Store then
 // owns (Close closes it).
 func NewStore(c *Client) *Store {
-	s := &Store{c: c, est: make(map[pollKey]uint32), glog: newGroupLog()}
+	s := &Store{c: c, glog: newGroupLog()}
 	max := c.opts.ReadAheadBytes
 	if max == 0 {
 		max = aheadMaxDefault

@@ -324,7 +324,7 @@ type TailCacheCounts struct {
 	Hits, Misses, ServedBytes, UsedBytes int64
 }
 
-// TailCache exposes the Fetch tail cache (handlers/tail_cache.go), read by
+// TailCache exposes the Fetch tail cache (internal/fetchcache), read by
 // read at each scrape. Call it once, after the gateway is built; a no-op on
 // a nil *Metrics. Any goroutine.
 func (m *Metrics) TailCache(read func() TailCacheCounts) {

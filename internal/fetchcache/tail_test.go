@@ -1,4 +1,4 @@
-package handlers
+package fetchcache
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 )
 
 // tailBatch is a fake Kafka batch of n bytes whose bytes after the
-// header identify it; put only patches base offset and leader epoch.
+// header identify it; Put only patches base offset and leader epoch.
 func tailBatch(tag byte, n int) []byte {
 	b := bytes.Repeat([]byte{tag}, n)
 	binary.BigEndian.PutUint64(b, 999)      // replaced by the base offset
@@ -19,14 +19,14 @@ func tailBatch(tag byte, n int) []byte {
 	return b
 }
 
-var tailKey = PartitionKey{Topic: "t", Partition: 0}
-var tailLife = tailIdentity{id: 1, created: 100}
+var tailKey = Key{Topic: "t", Partition: 0}
+var tailLife = Identity{ID: 1, Created: 100}
 
 func TestTailCacheServesContiguousBatches(t *testing.T) {
-	tc := newTailCache(1 << 20)
-	tc.put(tailKey, tailLife, 0, 3, tailBatch('a', 100))
-	tc.put(tailKey, tailLife, 3, 2, tailBatch('b', 50))
-	tc.put(tailKey, tailLife, 5, 1, tailBatch('c', 70))
+	tc := NewTail(1 << 20)
+	tc.Put(tailKey, tailLife, 0, 3, tailBatch('a', 100))
+	tc.Put(tailKey, tailLife, 3, 2, tailBatch('b', 50))
+	tc.Put(tailKey, tailLife, 5, 1, tailBatch('c', 70))
 
 	b, next, ident, ok := tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 1<<20)
 	if !ok || next != 6 || len(b) != 220 || ident != tailLife {
@@ -63,11 +63,11 @@ func TestTailCacheServesContiguousBatches(t *testing.T) {
 	if _, _, _, ok = tcGet(tc, tailKey, &tailLife, 6, math.MaxUint64, 1<<20); ok {
 		t.Error("served past the cached end")
 	}
-	other := tailIdentity{id: 1, created: 101}
+	other := Identity{ID: 1, Created: 101}
 	if _, _, _, ok = tcGet(tc, tailKey, &other, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("served another life of the topic")
 	}
-	if _, _, _, ok = tcGet(tc, PartitionKey{Topic: "t", Partition: 1}, nil, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok = tcGet(tc, Key{Topic: "t", Partition: 1}, nil, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("served another partition")
 	}
 	if st := tc.Stats(); st.Hits != 4 || st.Misses != 5 || st.ServedBytes != 220+120+150+150 {
@@ -76,10 +76,10 @@ func TestTailCacheServesContiguousBatches(t *testing.T) {
 }
 
 func TestTailCacheGapsAndLateBatches(t *testing.T) {
-	tc := newTailCache(1 << 20)
-	tc.put(tailKey, tailLife, 10, 5, tailBatch('a', 40))
-	tc.put(tailKey, tailLife, 20, 5, tailBatch('c', 40)) // 15..20 written elsewhere
-	tc.put(tailKey, tailLife, 30, 5, tailBatch('e', 40)) // 25..30 not yet
+	tc := NewTail(1 << 20)
+	tc.Put(tailKey, tailLife, 10, 5, tailBatch('a', 40))
+	tc.Put(tailKey, tailLife, 20, 5, tailBatch('c', 40)) // 15..20 written elsewhere
+	tc.Put(tailKey, tailLife, 30, 5, tailBatch('e', 40)) // 25..30 not yet
 
 	if _, next, _, ok := tcGet(tc, tailKey, &tailLife, 10, math.MaxUint64, 1<<20); !ok || next != 15 {
 		t.Errorf("from 10: ok %v next %d: must stop at the gap", ok, next)
@@ -92,9 +92,9 @@ func TestTailCacheGapsAndLateBatches(t *testing.T) {
 	}
 	// Appends that finish late go where their offsets belong; one that
 	// overlaps a cached batch is not cached twice.
-	tc.put(tailKey, tailLife, 25, 5, tailBatch('d', 40))
-	tc.put(tailKey, tailLife, 15, 5, tailBatch('b', 40))
-	tc.put(tailKey, tailLife, 12, 5, tailBatch('x', 40))
+	tc.Put(tailKey, tailLife, 25, 5, tailBatch('d', 40))
+	tc.Put(tailKey, tailLife, 15, 5, tailBatch('b', 40))
+	tc.Put(tailKey, tailLife, 12, 5, tailBatch('x', 40))
 	for from, want := range map[uint64]byte{10: 'a', 15: 'b', 20: 'c', 25: 'd', 30: 'e'} {
 		b, next, _, ok := tcGet(tc, tailKey, &tailLife, from, math.MaxUint64, 40)
 		if !ok || next != from+5 || b[39] != want {
@@ -104,10 +104,10 @@ func TestTailCacheGapsAndLateBatches(t *testing.T) {
 }
 
 func TestTailCacheNewLifeForgetsTheOld(t *testing.T) {
-	tc := newTailCache(1 << 20)
-	tc.put(tailKey, tailLife, 0, 5, tailBatch('a', 40))
-	next := tailIdentity{id: 2, created: 200}
-	tc.put(tailKey, next, 0, 2, tailBatch('z', 30))
+	tc := NewTail(1 << 20)
+	tc.Put(tailKey, tailLife, 0, 5, tailBatch('a', 40))
+	next := Identity{ID: 2, Created: 200}
+	tc.Put(tailKey, next, 0, 2, tailBatch('z', 30))
 	if _, _, _, ok := tcGet(tc, tailKey, &tailLife, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("the old life is still served")
 	}
@@ -115,16 +115,16 @@ func TestTailCacheNewLifeForgetsTheOld(t *testing.T) {
 	if !ok || end != 2 || ident != next || b[29] != 'z' {
 		t.Errorf("new life: ok %v end %d ident %v", ok, end, ident)
 	}
-	tc.forget(tailKey, tailLife) // not its life: kept
+	tc.Forget(tailKey, tailLife) // not its life: kept
 	if _, _, _, ok := tcGet(tc, tailKey, &next, 0, math.MaxUint64, 1<<20); !ok {
 		t.Error("forget of another life dropped the entries")
 	}
-	tc.forget(tailKey, next)
+	tc.Forget(tailKey, next)
 	if _, _, _, ok := tcGet(tc, tailKey, &next, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("forget kept the entries")
 	}
-	tc.put(tailKey, next, 2, 1, tailBatch('y', 30))
-	tc.forgetTopic("t")
+	tc.Put(tailKey, next, 2, 1, tailBatch('y', 30))
+	tc.ForgetTopic("t")
 	if _, _, _, ok := tcGet(tc, tailKey, nil, 2, math.MaxUint64, 1<<20); ok {
 		t.Error("forgetTopic kept the entries")
 	}
@@ -132,26 +132,26 @@ func TestTailCacheNewLifeForgetsTheOld(t *testing.T) {
 
 func TestTailCacheStaysWithinBudget(t *testing.T) {
 	const budget = 1 << 20
-	tc := newTailCache(budget)
+	tc := NewTail(budget)
 	var off uint64
 	for i := 0; i < 2000; i++ {
-		k := PartitionKey{Topic: "t", Partition: int32(i % 7)}
-		tc.put(k, tailLife, off, 1, tailBatch(byte(i), 1000+i%3000))
+		k := Key{Topic: "t", Partition: int32(i % 7)}
+		tc.Put(k, tailLife, off, 1, tailBatch(byte(i), 1000+i%3000))
 		off++
-		if used := tc.Stats().UsedBytes; used > budget+tailChunkMax {
+		if used := tc.Stats().UsedBytes; used > budget+chunkMax {
 			t.Fatalf("after %d puts %d bytes used, budget %d", i, used, budget)
 		}
 	}
 	// The newest batches are served, the oldest are gone.
-	k := PartitionKey{Topic: "t", Partition: int32(1999 % 7)}
+	k := Key{Topic: "t", Partition: int32(1999 % 7)}
 	if _, _, _, ok := tcGet(tc, k, &tailLife, 1999, math.MaxUint64, 1<<20); !ok {
 		t.Error("the newest batch is not cached")
 	}
-	if _, _, _, ok := tcGet(tc, PartitionKey{Topic: "t", Partition: 0}, &tailLife, 0, math.MaxUint64, 1<<20); ok {
+	if _, _, _, ok := tcGet(tc, Key{Topic: "t", Partition: 0}, &tailLife, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("the oldest batch is still cached")
 	}
 	// A batch over a quarter of the budget is never cached.
-	tc.put(tailKey, tailLife, off, 1, tailBatch('x', budget/4+1))
+	tc.Put(tailKey, tailLife, off, 1, tailBatch('x', budget/4+1))
 	if _, _, _, ok := tcGet(tc, tailKey, &tailLife, off, math.MaxUint64, budget); ok {
 		t.Error("an oversized batch was cached")
 	}
@@ -161,18 +161,18 @@ func TestTailCacheStaysWithinBudget(t *testing.T) {
 // put or evicted meanwhile; once released, the evicted chunk's buffer goes
 // back to the free lists.
 func TestTailCacheServedBytesStayWhileHeld(t *testing.T) {
-	tc := newTailCache(1 << 20)
-	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 1000))
-	var pieces [tailPieces][]byte
-	var refs tailRefs
-	ps, _, _, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20, pieces[:0], &refs)
+	tc := NewTail(1 << 20)
+	tc.Put(tailKey, tailLife, 0, 1, tailBatch('a', 1000))
+	var pieces [Pieces][]byte
+	var refs Refs
+	ps, _, _, _, ok := tc.Get(tailKey, &tailLife, 0, math.MaxUint64, 1<<20, pieces[:0], &refs)
 	if !ok || len(ps) != 1 || refs.n != 1 {
 		t.Fatal("miss")
 	}
 	held := refs.chunks[0]
 	b, want := ps[0], bytes.Clone(ps[0])
 	for i := 1; i < 3000; i++ { // evicts the first chunk, then others
-		tc.put(tailKey, tailLife, uint64(i), 1, tailBatch(byte(i), 1000))
+		tc.Put(tailKey, tailLife, uint64(i), 1, tailBatch(byte(i), 1000))
 	}
 	if !bytes.Equal(b, want) {
 		t.Fatal("held bytes changed")
@@ -180,7 +180,7 @@ func TestTailCacheServedBytesStayWhileHeld(t *testing.T) {
 	if !held.evicted.Load() || held.recycled.Load() {
 		t.Fatalf("held chunk: evicted %v, recycled %v; want evicted, not recycled", held.evicted.Load(), held.recycled.Load())
 	}
-	tc.release(&refs)
+	tc.Release(&refs)
 	if !held.recycled.Load() {
 		t.Error("released chunk not recycled")
 	}
@@ -189,22 +189,22 @@ func TestTailCacheServedBytesStayWhileHeld(t *testing.T) {
 // An evicted chunk no response holds gives its buffer to the next chunk of
 // its size.
 func TestTailCacheReusesBuffers(t *testing.T) {
-	tc := newTailCache(1 << 20) // chunks of 64 and 128 KiB
-	a := PartitionKey{Topic: "a"}
-	tc.put(a, tailLife, 0, 1, tailBatch('a', 60<<10)) // a's first chunk: 64 KiB
+	tc := NewTail(1 << 20) // chunks of 64 and 128 KiB
+	a := Key{Topic: "a"}
+	tc.Put(a, tailLife, 0, 1, tailBatch('a', 60<<10)) // a's first chunk: 64 KiB
 	first := tc.part(a, false).chunk
 	firstBuf := &first.buf[:1][0]
 	for i := 1; i < 40; i++ { // other partitions fill the budget; a's chunk goes first
-		tc.put(PartitionKey{Topic: "b", Partition: int32(i)}, tailLife, 0, 1, tailBatch('b', 60<<10))
+		tc.Put(Key{Topic: "b", Partition: int32(i)}, tailLife, 0, 1, tailBatch('b', 60<<10))
 	}
 	if !first.recycled.Load() {
 		t.Fatal("the oldest chunk was not recycled")
 	}
-	tc.put(PartitionKey{Topic: "c"}, tailLife, 0, 1, tailBatch('c', 60<<10))
+	tc.Put(Key{Topic: "c"}, tailLife, 0, 1, tailBatch('c', 60<<10))
 	reused := false
 	tc.mu.Lock()
 	for _, c := range tc.fifo {
-		if c.size == tailChunkMin && &c.buf[:1][0] == firstBuf {
+		if c.size == chunkMin && &c.buf[:1][0] == firstBuf {
 			reused = true
 		}
 	}
@@ -216,20 +216,20 @@ func TestTailCacheReusesBuffers(t *testing.T) {
 
 // Puts, gets and evictions on many goroutines (run with -race).
 func TestTailCacheConcurrent(t *testing.T) {
-	tc := newTailCache(512 << 10)
+	tc := NewTail(512 << 10)
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
-		k := PartitionKey{Topic: fmt.Sprint("t", w%2), Partition: int32(w)}
+		k := Key{Topic: fmt.Sprint("t", w%2), Partition: int32(w)}
 		wg.Go(func() {
 			for i := 0; i < 3000; i++ {
-				tc.put(k, tailLife, uint64(i), 1, tailBatch(byte(i), 100+i%900))
+				tc.Put(k, tailLife, uint64(i), 1, tailBatch(byte(i), 100+i%900))
 			}
 		})
 		wg.Go(func() {
 			for i := 0; i < 3000; i++ {
-				var pieces [tailPieces][]byte
-				var refs tailRefs
-				ps, _, _, _, ok := tc.get(k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10, pieces[:0], &refs)
+				var pieces [Pieces][]byte
+				var refs Refs
+				ps, _, _, _, ok := tc.Get(k, &tailLife, uint64(i/2), math.MaxUint64, 64<<10, pieces[:0], &refs)
 				if !ok {
 					continue
 				}
@@ -243,39 +243,39 @@ func TestTailCacheConcurrent(t *testing.T) {
 				if again := binary.BigEndian.Uint64(ps[0]); again != first {
 					t.Errorf("held batch changed from offset %d to %d", first, again)
 				}
-				tc.release(&refs)
+				tc.Release(&refs)
 			}
 		})
 	}
 	wg.Go(func() {
 		for i := 0; i < 50; i++ {
-			tc.forgetTopic("t0")
+			tc.ForgetTopic("t0")
 		}
 	})
 	wg.Wait()
 }
 
 func TestTailCacheNilIsOff(t *testing.T) {
-	var tc *tailCache
-	tc.put(tailKey, tailLife, 0, 1, tailBatch('a', 100))
+	var tc *Tail
+	tc.Put(tailKey, tailLife, 0, 1, tailBatch('a', 100))
 	if _, _, _, ok := tcGet(tc, tailKey, nil, 0, math.MaxUint64, 1<<20); ok {
 		t.Error("nil cache served")
 	}
-	tc.forgetTopic("t")
-	tc.forget(tailKey, tailLife)
-	if st := tc.Stats(); st != (TailCacheStats{}) {
+	tc.ForgetTopic("t")
+	tc.Forget(tailKey, tailLife)
+	if st := tc.Stats(); st != (TailStats{}) {
 		t.Errorf("stats %+v", st)
 	}
-	if newTailCache(0) != nil {
+	if NewTail(0) != nil {
 		t.Error("budget 0 made a cache")
 	}
 }
 
 // tcGet is get with the runs joined, for tests that look at bytes.
-func tcGet(tc *tailCache, key PartitionKey, want *tailIdentity, from, hwm uint64, budget int) ([]byte, uint64, tailIdentity, bool) {
-	var pieces [tailPieces][]byte
-	var refs tailRefs
-	ps, n, next, ident, ok := tc.get(key, want, from, hwm, budget, pieces[:0], &refs)
+func tcGet(tc *Tail, key Key, want *Identity, from, hwm uint64, budget int) ([]byte, uint64, Identity, bool) {
+	var pieces [Pieces][]byte
+	var refs Refs
+	ps, n, next, ident, ok := tc.Get(key, want, from, hwm, budget, pieces[:0], &refs)
 	if !ok {
 		return nil, 0, ident, false
 	}
@@ -283,7 +283,7 @@ func tcGet(tc *tailCache, key PartitionKey, want *tailIdentity, from, hwm uint64
 	for _, p := range ps {
 		b = append(b, p...)
 	}
-	tc.release(&refs)
+	tc.Release(&refs)
 	if len(b) != n {
 		panic(fmt.Sprintf("runs hold %d bytes, get said %d", len(b), n))
 	}
@@ -293,15 +293,15 @@ func tcGet(tc *tailCache, key PartitionKey, want *tailIdentity, from, hwm uint64
 // Runs end where chunks do; get returns as many as its pieces hold, all
 // of the partition's consecutive batches within the budget.
 func TestTailCacheRunsAcrossChunks(t *testing.T) {
-	tc := newTailCache(64 << 20)
+	tc := NewTail(64 << 20)
 	const size = 40 << 10 // one fits the first 64 KiB chunk, then chunks grow to 4 MiB
 	for i := range 400 {
-		tc.put(tailKey, tailLife, uint64(i), 1, tailBatch(byte('a'+i%26), size))
+		tc.Put(tailKey, tailLife, uint64(i), 1, tailBatch(byte('a'+i%26), size))
 	}
-	var pieces [tailPieces][]byte
-	var refs tailRefs
-	ps, n, next, _, ok := tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0], &refs)
-	if !ok || len(ps) != tailPieces || next >= 400 || n != int(next)*size {
+	var pieces [Pieces][]byte
+	var refs Refs
+	ps, n, next, _, ok := tc.Get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0], &refs)
+	if !ok || len(ps) != Pieces || next >= 400 || n != int(next)*size {
 		t.Fatalf("ok %v, %d runs, %d bytes, next %d", ok, len(ps), n, next)
 	}
 	var off uint64
@@ -316,10 +316,10 @@ func TestTailCacheRunsAcrossChunks(t *testing.T) {
 	if refs.n != len(ps) {
 		t.Errorf("%d references for %d runs", refs.n, len(ps))
 	}
-	tc.release(&refs)
+	tc.Release(&refs)
 	// One piece: the first run only.
-	ps, n, next, _, _ = tc.get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0:1], &refs)
-	tc.release(&refs)
+	ps, n, next, _, _ = tc.Get(tailKey, &tailLife, 0, math.MaxUint64, 1<<30, pieces[:0:1], &refs)
+	tc.Release(&refs)
 	if len(ps) != 1 || n != 40<<10 || next != 1 {
 		t.Errorf("one piece: %d runs, %d bytes, next %d", len(ps), n, next)
 	}

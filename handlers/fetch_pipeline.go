@@ -1,0 +1,516 @@
+package handlers
+
+import (
+	"math"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/cluster"
+	"github.com/iggy-kafka/gateway/internal/fetchcache"
+)
+
+// The Fetch pipeline. fetch (01_fetch.go) resolves the session and the
+// limits; a fetchRun then takes the request's partitions through three
+// steps, each written once:
+//
+//   - plan: for each partition, whether this gateway may read it (a
+//     valid topic name, a partition number >= 0, cluster leadership);
+//   - read: each topic's lookup in one form (lookup: ACL, name, the
+//     store's topic, and, when the store's Capabilities say
+//     TopicStateInOneCall, its partitions' states in the same call), each
+//     partition's state (readState) and records (read: the tail cache,
+//     else a store poll mapped to Kafka batches by Gateway.Format);
+//   - assemble, in request order: the error code in Kafka's order (place,
+//     the state, outOfRange), high watermark, log start, and the records
+//     kept under KIP-74 and max_bytes (keep).
+//
+// Two orders run those steps. inOrder (Cfg.FetchConcurrency 0 or 1, or
+// budgets that do not fit max_bytes together, or a connection with no
+// room) goes one partition after another: a partition is read only once
+// its topic and state are known and pass the rules, within what the
+// partitions before it kept. atOnce (Cfg.FetchConcurrency > 1, the Iggy
+// backend, where every store call is a round trip) starts every lookup,
+// state read and poll of the request together, at most
+// Cfg.FetchConcurrency at a time, and applies the rules at assembly. A
+// poll there may start before its partition's state is read and find
+// records the state did not know yet, so the high watermark answered is
+// the larger of the state's and one past the last record returned (the
+// records exist by the time the reply leaves); inOrder answers the same
+// way for a record appended between its state read and its poll.
+
+// fetchRun is one Fetch call's pass through the pipeline. The call's
+// goroutine owns it; at once, each task writes only its own topic's or
+// partition's fields, and assembly reads them after every task ended.
+type fetchRun struct {
+	c       *Call
+	req     *kmsg.FetchRequest
+	resp    *kmsg.FetchResponse
+	limit   int  // max_bytes, cut to the frame size and the connection's room
+	batched bool // a topic's lookup reads its partitions' states too
+	cluster *cluster.Node
+
+	// Assembly's results: the Kafka bytes kept, whether a partition
+	// failed, and the buffers and tail-cache chunks the response points
+	// into (released by fetch once the response is encoded).
+	total  int
+	anyErr bool
+	bufs   []*bytebufferpool.ByteBuffer
+	held   []fetchcache.Refs
+}
+
+// fetchTopic is a Fetch's lookup of one topic: the name asked for and
+// whether it is a valid one, the topic, its error code, and, from a batched
+// lookup, its partitions' states.
+type fetchTopic struct {
+	name   string
+	valid  bool
+	ti     bridge.TopicInfo
+	code   int16
+	states []bridge.PartitionState
+}
+
+// fetchPart is one requested partition on its way through the pipeline.
+type fetchPart struct {
+	rp *kmsg.FetchRequestTopicPartition
+	// led: the topic name is valid, the partition not negative and this
+	// gateway leads it (cluster mode), decided once before any read; only
+	// such a partition is read.
+	led   bool
+	state bridge.PartitionState
+	// stateCode is the error code of the state's read, 0 when state is
+	// the partition's.
+	stateCode int16
+	fetchGot
+}
+
+// fetchGot is what read found for a partition: the zero value until read
+// runs, and again once assemble kept or let go of the records (so inOrder
+// reuses one fetchPart without clearing it for every partition).
+type fetchGot struct {
+	read   bool
+	budget int // Kafka bytes it may return (KIP-74 aside)
+	n      int // Kafka bytes read, in buf or in direct
+	next   uint64
+	// buf is the part's own buffer (appends never move another's bytes);
+	// direct is one run of the tail cache's bytes instead, with refs the
+	// chunks it points into.
+	buf    *bytebufferpool.ByteBuffer
+	direct []byte
+	refs   fetchcache.Refs
+	// cached: the tail cache answered, for the topic life ident.
+	cached bool
+	ident  fetchcache.Identity
+	code   int16 // the poll's error code when n == 0
+}
+
+// inOrder reads and assembles one partition after another, each read
+// knowing its topic and state and getting what the ones before it left;
+// full: the connection has no room, nothing is read. The worker goroutine
+// running the call.
+func (fr *fetchRun) inOrder(full bool) {
+	var ft fetchTopic
+	var fp fetchPart
+	for i := range fr.req.Topics {
+		rt := &fr.req.Topics[i]
+		ft = newFetchTopic(rt.Topic)
+		fr.lookup(&ft)
+		ident := identityOf(&ft.ti)
+		sps := fr.resp.Topics[i].Partitions
+		for j := range rt.Partitions {
+			fr.plan(&fp, &ft, &rt.Partitions[j])
+			code := place(&ft, &fp)
+			if code == 0 {
+				fr.readState(&ft, &fp)
+				st, off := &fp.state, fp.rp.FetchOffset
+				if fp.stateCode == 0 && !outOfRange(off, st.Earliest, st.Next) && uint64(off) < st.Next && !full {
+					fr.read(&ft, &fp, &ident, st.Next)
+				}
+			}
+			fr.assemble(&fp, code, &sps[j])
+		}
+	}
+}
+
+// fetchTask is one store call of atOnce: a topic lookup, a partition's
+// state or its records.
+type fetchTask struct {
+	kind uint8
+	t, k int // the indexes of the topic and of the part
+}
+
+const (
+	taskLookup uint8 = iota
+	taskState
+	taskRead
+)
+
+// atOnce starts every lookup, state and read of the request together,
+// then assembles the partitions in request order. Each read's budget is
+// its own partition_max_bytes (nothing is assembled before the reads), so
+// it runs only when those fit max_bytes together (fetchBudgetsFit). It
+// works on its own copy of the run, which its goroutines share, and
+// returns it (the caller's stays on its stack). The worker goroutine
+// running the call; it starts and waits for its own goroutines.
+func (fr fetchRun) atOnce() fetchRun {
+	n := partitionCount(fr.req)
+	topics := make([]fetchTopic, len(fr.req.Topics))
+	parts := make([]fetchPart, n)
+	tasks := make([]fetchTask, 0, len(topics)+2*n)
+	k := 0
+	for i := range fr.req.Topics {
+		rt := &fr.req.Topics[i]
+		ft := &topics[i]
+		*ft = newFetchTopic(rt.Topic)
+		tasks = append(tasks, fetchTask{taskLookup, i, 0})
+		for j := range rt.Partitions {
+			fp := &parts[k]
+			fr.plan(fp, ft, &rt.Partitions[j])
+			if fp.led {
+				if !fr.batched {
+					tasks = append(tasks, fetchTask{taskState, i, k})
+				}
+				if fp.rp.FetchOffset >= 0 {
+					tasks = append(tasks, fetchTask{taskRead, i, k})
+				}
+			}
+			k++
+		}
+	}
+	runBounded(len(tasks), fr.c.G.Cfg.FetchConcurrency, func(x int) {
+		switch t := tasks[x]; t.kind {
+		case taskLookup:
+			fr.lookup(&topics[t.t])
+		case taskState:
+			fr.readState(&topics[t.t], &parts[t.k])
+		case taskRead:
+			// Neither the topic's life nor the high watermark is known
+			// yet: assembly checks the cache's answer against the life
+			// (checkLife), and cached batches were acknowledged by the
+			// store, so they lie below its high watermark.
+			fr.read(&topics[t.t], &parts[t.k], nil, math.MaxUint64)
+		}
+	})
+	k = 0
+	for i := range fr.req.Topics {
+		ft := &topics[i]
+		for j := range fr.req.Topics[i].Partitions {
+			fp := &parts[k]
+			k++
+			if fr.batched && fp.led {
+				fr.readState(ft, fp)
+			}
+			code := place(ft, fp)
+			if code == 0 && fp.stateCode == 0 {
+				fr.checkLife(ft, fp)
+			}
+			fr.assemble(fp, code, &fr.resp.Topics[i].Partitions[j])
+		}
+	}
+	return fr
+}
+
+// newFetchTopic starts the lookup of topic name.
+func newFetchTopic(name string) fetchTopic {
+	return fetchTopic{name: name, valid: validTopicName(name)}
+}
+
+// lookup reads topic ft.name into ft: the ACL check, the name, the
+// store's topic (with its partitions' states when batched). Any goroutine.
+func (fr *fetchRun) lookup(ft *fetchTopic) {
+	c, name := fr.c, ft.name
+	switch {
+	case !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name):
+		ft.code = kerr.TopicAuthorizationFailed.Code
+		return
+	case !ft.valid:
+		ft.code = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	var err error
+	if fr.batched {
+		ft.ti, ft.states, err = c.G.Store.TopicState(c.Ctx, c.G.Cfg.Stream, name)
+	} else {
+		ft.ti, err = c.topic(name, false)
+	}
+	ft.code = errCode(err, opRead)
+}
+
+// plan starts fp as request partition rp of topic ft (whose lookup may
+// still be to come); fp holds no records (fetchGot), and its state is
+// looked at only once readState set it.
+func (fr *fetchRun) plan(fp *fetchPart, ft *fetchTopic, rp *kmsg.FetchRequestTopicPartition) {
+	fp.rp = rp
+	fp.led = rp.Partition >= 0 && ft.valid && fr.cluster.Leads(ft.name, rp.Partition)
+}
+
+// place is fp's error code from its topic's lookup, its partition number
+// and its leader, in that order (Kafka's); 0 when the partition is here
+// to be read.
+func place(ft *fetchTopic, fp *fetchPart) int16 {
+	switch {
+	case ft.code != 0:
+		return ft.code
+	case fp.rp.Partition < 0 || fp.rp.Partition >= ft.ti.Partitions:
+		return kerr.UnknownTopicOrPartition.Code
+	case !fp.led:
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
+
+// outOfRange: a fetch from offset is OFFSET_OUT_OF_RANGE below the log
+// start or past the high watermark, as on Kafka.
+func outOfRange(offset int64, logStart, hwm uint64) bool {
+	return offset < 0 || uint64(offset) < logStart || uint64(offset) > hwm
+}
+
+// readState reads fp's state: from its topic's batched lookup, else from
+// the store. Any goroutine.
+func (fr *fetchRun) readState(ft *fetchTopic, fp *fetchPart) {
+	if fr.batched {
+		if p := fp.rp.Partition; p >= 0 && int(p) < len(ft.states) {
+			fp.state, fp.stateCode = ft.states[p], 0
+		} else {
+			fp.state, fp.stateCode = bridge.PartitionState{}, errCode(bridge.ErrPartitionNotFound, opRead)
+		}
+		return
+	}
+	c := fr.c
+	var err error
+	fp.state, err = c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, ft.name, fp.rp.Partition)
+	fp.stateCode = 0
+	if err != nil {
+		fp.stateCode = errCode(err, opRead)
+	}
+}
+
+// read fills fp's records from the tail cache (only batches of topic life
+// want when set, ending at or below hwm), else from the store, within what
+// the partitions assembled before it left of max_bytes. Any goroutine.
+func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identity, hwm uint64) {
+	// Both limits bound every partition, the first one included:
+	// max_bytes 1 with a 100 MB partition limit is a 1-byte budget.
+	// KIP-74: only until the response holds data may a partition go over
+	// it, and then by one record (keep).
+	room := fr.limit - fr.total
+	fp.read, fp.budget = true, min(max(int(fp.rp.PartitionMaxBytes), 0), room)
+	tail := fr.c.G.tail
+	key := fetchcache.Key{Topic: ft.name, Partition: fp.rp.Partition}
+	var pieces [fetchcache.Pieces][]byte
+	if ps, n, next, ident, ok := tail.Get(key, want, uint64(fp.rp.FetchOffset), hwm, fp.budget, pieces[:0], &fp.refs); ok {
+		fp.cached, fp.n, fp.next, fp.ident = true, n, next, ident
+		if len(ps) == 1 {
+			fp.direct = ps[0]
+			return
+		}
+		fp.buf = getBig()
+		for _, b := range ps {
+			fp.buf.B = append(fp.buf.B, b...)
+		}
+		tail.Release(&fp.refs)
+		return
+	}
+	if fr.total > 0 && room <= 0 {
+		return // past the first partition with data nothing may go over
+	}
+	fp.buf = getBig()
+	fr.poll(fp, key)
+}
+
+// poll appends Kafka batches of fp's partition from its fetch offset to
+// fp.buf, within fp.budget but at least one record even above it (KIP-74;
+// assembly drops the data when its partition is not the first with data),
+// and sets fp.n, fp.next (one past the last offset appended) and fp.code
+// (0 also when a stored message cannot be mapped after some records were
+// appended: those are returned and the next fetch reports it). Any
+// goroutine.
+func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
+	g, buf := fr.c.G, fp.buf
+	from := uint64(fp.rp.FetchOffset)
+	cur := bridge.FetchCursor{From: from, MaxBytes: fp.budget, Uncompressed: g.Cfg.FetchUncompressed}
+	var mapErr error
+	// Iggy messages are larger than the Kafka records they map to (a
+	// 64-byte frame header against a few bytes of record framing), by a
+	// factor that depends on the record size: ask the store for the
+	// partition's learned ratio (fetchcache.Ratios); the callback stops
+	// early.
+	pollMax := fp.budget
+	if pollMax < math.MaxInt32/2 {
+		pollMax = g.fetchRatios.StoreBudget(key, pollMax) + bridge.BatchHeaderSize
+	}
+	// Bytes of the stored batches mapped whole, and of what they became:
+	// a batch cut by from or by the budget would skew the ratio.
+	stored, kafka := 0, 0
+	err := g.Store.Poll(fr.c.Ctx, g.Cfg.Stream, key.Topic, key.Partition, from, pollMax, func(batch []byte) bool {
+		var err error
+		var sb bridge.StoredBatch
+		records, size := cur.Records, len(buf.B)
+		buf.B, sb, err = g.Format.AppendKafka(buf.B, batch, &cur)
+		if err != nil {
+			mapErr = err
+			return false
+		}
+		if cur.Records == 0 {
+			return true // the whole batch lay below from
+		}
+		if cur.Records-records == int(sb.Count) {
+			stored += len(batch)
+			kafka += len(buf.B) - size
+		}
+		// Stop at the first record that did not fit: continuing with the
+		// next batch could skip it.
+		return cur.Next >= sb.End() && cur.Bytes < cur.MaxBytes
+	})
+	g.fetchRatios.Learn(key, stored, kafka)
+	fp.n, fp.next = len(buf.B), cur.Next
+	switch {
+	case err != nil && fp.n == 0:
+		fp.code, fp.next = errCode(err, opRead), from
+	case mapErr != nil && fp.n == 0:
+		if g.Log != nil {
+			g.Log.Warn("fetch: stored message cannot be mapped", "topic", key.Topic, "partition", key.Partition, "offset", cur.Next, "err", mapErr)
+		}
+		fp.code, fp.next = kerr.UnknownServerError.Code, from
+	}
+}
+
+// checkLife lets go of fp's records when the tail cache answered them for
+// another life of the topic than its lookup found (made again elsewhere
+// under the same name), and forgets the cache's entries of that life: the
+// next Fetch reads the store. Only a read that did not know the topic's
+// life yet (atOnce) needs it; fp's place and state are known good.
+func (fr *fetchRun) checkLife(ft *fetchTopic, fp *fetchPart) {
+	if fp.cached && fp.ident != identityOf(&ft.ti) {
+		fr.c.G.tail.Forget(fetchcache.Key{Topic: ft.name, Partition: fp.rp.Partition}, fp.ident)
+		fr.release(fp)
+	}
+}
+
+// assemble answers fp in sp, code being place's, and keeps its records or
+// lets them go. Assembly runs in request order, so fr.total is what the
+// partitions before fp kept.
+func (fr *fetchRun) assemble(fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
+	if code == 0 {
+		code = fp.stateCode
+	}
+	if code == 0 {
+		hwm := fp.state.Next
+		if fp.n > 0 && fp.next > hwm {
+			hwm = fp.next
+		}
+		sp.HighWatermark = int64(hwm)
+		sp.LastStableOffset = int64(hwm)
+		sp.LogStartOffset = int64(fp.state.Earliest)
+		switch off := fp.rp.FetchOffset; {
+		case outOfRange(off, fp.state.Earliest, hwm):
+			code = kerr.OffsetOutOfRange.Code
+		case fp.n == 0 && uint64(off) < fp.state.Next:
+			code = fp.code
+		}
+	}
+	if code != 0 {
+		fr.anyErr = true
+		sp.ErrorCode = code
+	}
+	if fp.read {
+		fr.keep(fp, code, sp)
+	}
+}
+
+// keep puts fp's records in sp unless its code or the limits say
+// otherwise (KIP-74: only the first partition with data may go over its
+// budget, and nothing may go over max_bytes once the response holds data),
+// and leaves fp holding none.
+func (fr *fetchRun) keep(fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
+	if code != 0 || fp.n == 0 || fr.total > 0 && (fp.n > fp.budget || fr.total+fp.n > fr.limit) {
+		fr.release(fp)
+		return
+	}
+	fr.total += fp.n
+	if fp.direct != nil {
+		sp.RecordBatches = fp.direct
+		fr.held = append(fr.held, fp.refs)
+	} else {
+		sp.RecordBatches = fp.buf.B[:fp.n:fp.n]
+		fr.bufs = append(fr.bufs, fp.buf)
+	}
+	fp.fetchGot = fetchGot{}
+}
+
+// releaseFetched lets go of what a response points into: after it was
+// encoded, or when the call parks instead. Any goroutine, once.
+func releaseFetched(tail *fetchcache.Tail, bufs []*bytebufferpool.ByteBuffer, held []fetchcache.Refs) {
+	for _, b := range bufs {
+		putBig(b)
+	}
+	for i := range held {
+		tail.Release(&held[i])
+	}
+}
+
+// release lets fp's records go: its buffer back to the pool, its
+// tail-cache references dropped.
+func (fr *fetchRun) release(fp *fetchPart) {
+	putBig(fp.buf)
+	fr.c.G.tail.Release(&fp.refs)
+	fp.fetchGot = fetchGot{}
+}
+
+// fetchBudgetsFit reports whether the partitions' budgets, each at most
+// limit, fit limit together, so reading them at once returns what reading
+// them in order would.
+func fetchBudgetsFit(req *kmsg.FetchRequest, limit int) bool {
+	sum := 0
+	for i := range req.Topics {
+		for _, rp := range req.Topics[i].Partitions {
+			sum += min(max(int(rp.PartitionMaxBytes), 0), limit)
+			if sum > limit {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// runBounded runs run(0) to run(n-1), at most limit at once (the last on
+// the calling goroutine), and returns when all have ended.
+func runBounded(n, limit int, run func(int)) {
+	if limit < 1 {
+		limit = 1
+	}
+	switch n {
+	case 0:
+		return
+	case 1:
+		run(0)
+		return
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n - 1 {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			run(i)
+		})
+	}
+	sem <- struct{}{}
+	run(n - 1)
+	<-sem
+	wg.Wait()
+}
+
+// identityOf is ti's identity for the tail cache.
+func identityOf(ti *bridge.TopicInfo) fetchcache.Identity {
+	return fetchcache.Identity{ID: ti.ID, Created: ti.CreatedAt}
+}
+
+// TailCacheStats are the tail cache's counts, for metrics.
+type TailCacheStats = fetchcache.TailStats
+
+// TailCacheStats reads the tail cache's counts. Any goroutine.
+func (g *Gateway) TailCacheStats() TailCacheStats { return g.tail.Stats() }

@@ -97,12 +97,10 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 12, Handle: fetch, LargeReply: true})
+	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 12, Handle: typed(fetch), LargeReply: true})
 }
 
-func fetch(c *Call, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Response, error) {
 	g := c.G
 	// The session is resolved once per call: a parked call re-run by the
 	// loop reads the same partitions and does not advance the epoch again.

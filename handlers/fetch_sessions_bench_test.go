@@ -34,7 +34,7 @@ func BenchmarkFetchIdle100x16(b *testing.B) {
 			req := next()
 			reqB += len(req.AppendTo(nil))
 			c := newCall(g, 1, 12)
-			resp, err := fetch(c, req)
+			resp, err := Lookup(1).Handle(c, req)
 			if err != nil || resp == nil {
 				b.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func BenchmarkFetchIdle100x16(b *testing.B) {
 	b.Run("incremental", func(b *testing.B) {
 		open := *full
 		open.SessionEpoch = 0
-		resp, err := fetch(newCall(g, 1, 12), &open)
+		resp, err := Lookup(1).Handle(newCall(g, 1, 12), &open)
 		if err != nil || resp.(*kmsg.FetchResponse).SessionID == 0 {
 			b.Fatal("no session", err)
 		}

@@ -162,17 +162,8 @@ var zeroReserved = string(make([]byte, BatchHeaderSize-bhReserved))
 // the batch checksum (batchChecksum's input, hashed in chunks rather than
 // 8 bytes at a time). It sets v.Times.
 func verifyFrames(v *BatchView) error {
-	var head [sumsHead]byte
-	le.PutUint64(head[0:], v.PartitionID)
-	le.PutUint64(head[8:], v.BaseOffset)
-	le.PutUint64(head[16:], v.BaseTimestamp)
-	le.PutUint64(head[24:], v.OriginTimestamp)
-	le.PutUint64(head[32:], v.Length)
-	le.PutUint32(head[40:], v.Count)
-	h := hasherPool.Get().(*xxh3.Hasher)
+	h := headHasher(v)
 	defer hasherPool.Put(h)
-	h.Reset()
-	_, _ = h.Write(head[:])
 	var sums [512]byte
 	n, badSum := 0, false
 	var maxDelta uint32
@@ -283,16 +274,7 @@ var hasherPool = sync.Pool{New: func() any { return xxh3.New() }}
 // frames' checksums are gathered and hashed in chunks: 8-byte writes to the
 // streaming hasher cost several times more.
 func batchChecksum(v BatchView, frames []byte) uint64 {
-	var head [sumsHead]byte
-	le.PutUint64(head[0:], v.PartitionID)
-	le.PutUint64(head[8:], v.BaseOffset)
-	le.PutUint64(head[16:], v.BaseTimestamp)
-	le.PutUint64(head[24:], v.OriginTimestamp)
-	le.PutUint64(head[32:], v.Length)
-	le.PutUint32(head[40:], v.Count)
-	h := hasherPool.Get().(*xxh3.Hasher)
-	h.Reset()
-	_, _ = h.Write(head[:])
+	h := headHasher(&v)
 	var sums [512]byte
 	n := 0
 	rest := frames
@@ -466,6 +448,22 @@ func finishBatch(b []byte, count uint32) {
 		return
 	}
 	le.PutUint64(b[bhChecksum:], batchChecksum(v, v.Messages))
+}
+
+// headHasher is a pooled hasher (back with hasherPool.Put) that has taken
+// the batch header fields that open the batch checksum's input.
+func headHasher(v *BatchView) *xxh3.Hasher {
+	var head [sumsHead]byte
+	le.PutUint64(head[0:], v.PartitionID)
+	le.PutUint64(head[8:], v.BaseOffset)
+	le.PutUint64(head[16:], v.BaseTimestamp)
+	le.PutUint64(head[24:], v.OriginTimestamp)
+	le.PutUint64(head[32:], v.Length)
+	le.PutUint32(head[40:], v.Count)
+	h := hasherPool.Get().(*xxh3.Hasher)
+	h.Reset()
+	_, _ = h.Write(head[:])
+	return h
 }
 
 // sumsHead is the part of the batch checksum's input before the frames'

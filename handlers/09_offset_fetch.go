@@ -57,21 +57,14 @@ func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 			return resp, nil
 		}
 		resp := c.G.coordinator().FetchOffsets(c.Ctx, req)
-		all := req.Topics == nil
-		out := resp.Topics[:0]
-		for _, st := range resp.Topics {
-			if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, st.Topic) {
-				if all {
-					continue
+		resp.Topics = describableTopics(c, resp.Topics, req.Topics == nil,
+			func(t *kmsg.OffsetFetchResponseTopic) string { return t.Topic },
+			func(t *kmsg.OffsetFetchResponseTopic) {
+				for j := range t.Partitions {
+					t.Partitions[j].Offset, t.Partitions[j].Metadata = -1, nil
+					t.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
 				}
-				for j := range st.Partitions {
-					st.Partitions[j].Offset, st.Partitions[j].Metadata = -1, nil
-					st.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
-				}
-			}
-			out = append(out, st)
-		}
-		resp.Topics = out
+			})
 		return resp, nil
 	}
 	refusedGroup := map[string]bool{}
@@ -95,20 +88,34 @@ func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 				break
 			}
 		}
-		out := g.Topics[:0]
-		for _, st := range g.Topics {
-			if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, st.Topic) {
-				if all {
-					continue
+		g.Topics = describableTopics(c, g.Topics, all,
+			func(t *kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic },
+			func(t *kmsg.OffsetFetchResponseGroupTopic) {
+				for j := range t.Partitions {
+					t.Partitions[j].Offset, t.Partitions[j].Metadata = -1, nil
+					t.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
 				}
-				for j := range st.Partitions {
-					st.Partitions[j].Offset, st.Partitions[j].Metadata = -1, nil
-					st.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
-				}
-			}
-			out = append(out, st)
-		}
-		g.Topics = out
+			})
 	}
 	return resp, nil
+}
+
+// describableTopics keeps the topics of an OffsetFetch answer that the
+// principal may DESCRIBE; of the others, it drops them when all topics were
+// asked for and otherwise keeps them with refuse applied (their partitions
+// TOPIC_AUTHORIZATION_FAILED). The answer's topic types differ by version,
+// their fields do not: name reads one's name. A worker.
+func describableTopics[T any](c *Call, topics []T, all bool, name func(*T) string, refuse func(*T)) []T {
+	out := topics[:0]
+	for i := range topics {
+		t := &topics[i]
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name(t)) {
+			if all {
+				continue
+			}
+			refuse(t)
+		}
+		out = append(out, *t)
+	}
+	return out
 }

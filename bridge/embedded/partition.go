@@ -63,10 +63,10 @@ func (s *Store) makePartDir(id uint32, dir string) error {
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := syncDir(s.fs, s.topicDir(id)); err != nil {
+	if err := seglog.SyncDir(s.fs, s.topicDir(id)); err != nil {
 		return err
 	}
-	return syncDir(s.fs, s.logsDir)
+	return seglog.SyncDir(s.fs, s.logsDir)
 }
 
 // Append verifies batch as the Iggy server would (lengths, offset deltas,

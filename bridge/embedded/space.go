@@ -102,15 +102,5 @@ func (s *Store) reserveSpace(need int64) error {
 	return nil
 }
 
-// syncDir makes the entries of dir durable.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
-}
-
 // isNotExist reports a missing file or directory through vfs wrappers.
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

@@ -297,7 +297,7 @@ func makeLogsDir(fs vfs.FS, dir, logsDir string) error {
 	if err := fs.MkdirAll(logsDir, 0o755); err != nil {
 		return fmt.Errorf("embedded: create %s: %w", logsDir, err)
 	}
-	if err := syncDir(fs, dir); err != nil {
+	if err := seglog.SyncDir(fs, dir); err != nil {
 		return fmt.Errorf("embedded: sync %s: %w", dir, err)
 	}
 	return nil

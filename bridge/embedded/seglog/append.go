@@ -205,7 +205,7 @@ func (l *Log) roll(inline bool) error {
 	if err != nil {
 		return fmt.Errorf("seglog: create %s: %w", path, err)
 	}
-	if err := syncDir(fs, l.cfg.Dir); err != nil {
+	if err := SyncDir(fs, l.cfg.Dir); err != nil {
 		_ = f.Close()
 		return l.failSync(fmt.Errorf("sync %s: %w", l.cfg.Dir, err))
 	}

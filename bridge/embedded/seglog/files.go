@@ -15,8 +15,9 @@ import (
 // through a wrapping FS, so fault-injecting test filesystems see every
 // write.
 
-// syncDir makes the entries of dir durable (new or removed files).
-func syncDir(fs vfs.FS, dir string) error {
+// SyncDir makes the entries of dir durable (new or removed files). The
+// embedded store uses it for its own directories too.
+func SyncDir(fs vfs.FS, dir string) error {
 	d, err := fs.OpenDir(dir)
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func truncate(fs vfs.FS, path string, sf *segFile, size int64) (*segFile, error)
 		_ = nf.Close()
 		return sf, err
 	}
-	if err := syncDir(fs, fs.PathDir(path)); err != nil {
+	if err := SyncDir(fs, fs.PathDir(path)); err != nil {
 		_ = nf.Close()
 		return sf, err
 	}

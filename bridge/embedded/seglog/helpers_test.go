@@ -28,7 +28,7 @@ func newMemFS(t testing.TB) *vfs.MemFS {
 	if err := fs.MkdirAll("/data", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syncDir(fs, "/"); err != nil {
+	if err := SyncDir(fs, "/"); err != nil {
 		t.Fatal(err)
 	}
 	return fs

@@ -111,7 +111,7 @@ func Open(cfg Config) (*Log, error) {
 			if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 				return err
 			}
-			return syncDir(cfg.FS, cfg.FS.PathDir(cfg.Dir))
+			return SyncDir(cfg.FS, cfg.FS.PathDir(cfg.Dir))
 		}
 	}
 	l := &Log{cfg: cfg, log: cfg.Logger.With("segment_dir", cfg.Dir)}

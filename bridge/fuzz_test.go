@@ -150,7 +150,7 @@ func FuzzKafkaRoundTrip(f *testing.F) {
 			t.Fatalf("encoded batch fails verification: %v", err)
 		}
 		// What the encoder says of its timestamps is what a store finds
-		// walking the frames (a StagedAppender trusts the former).
+		// walking the frames (AppendStaged trusts the former).
 		if stats.Times != v.Times || !v.Times.Known {
 			t.Fatalf("encoder's times %+v, the frames' %+v", stats.Times, v.Times)
 		}

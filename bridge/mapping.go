@@ -62,12 +62,12 @@ type ProduceStats struct {
 	// timestamp (Fetch shows the append time instead) or an offset delta
 	// other than its index (the mapping numbers records by position).
 	Exact bool
-	// Prepared is what a store's StagedAppender takes on trust.
+	// Prepared is what a backend's AppendStaged takes on trust.
 	Prepared
 }
 
 // Prepared is what the mapping knows of a batch it built, which a
-// StagedAppender would otherwise find by walking the frames again.
+// backend's AppendStaged would otherwise find by walking the frames again.
 type Prepared struct {
 	// Times sums up the messages' origin timestamps.
 	Times BatchTimes

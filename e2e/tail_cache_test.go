@@ -16,7 +16,7 @@ import (
 )
 
 // Real consumers keeping up with producers read from the tail cache
-// (handlers/tail_cache.go): franz-go and kcat get exactly the records
+// (internal/fetchcache, Tail): franz-go and kcat get exactly the records
 // produced, with snappy and gzip batches sent as the producer compressed
 // them, and the cache counts the hits. A topic deleted and made again
 // under the same name answers with its own records only. On every backend.

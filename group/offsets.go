@@ -24,8 +24,8 @@ import (
 const maxOffsetMetadata = 4096
 
 // CommitOffsets answers an OffsetCommit: the membership check first, then
-// every valid partition to the store (in one call when the store is a
-// bridge.OffsetBatchCommitter).
+// every valid partition to the store in one call (one write where the
+// store batches commits, bridge.Capabilities.BatchedCommits).
 func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	var code int16

@@ -5,8 +5,9 @@
 //     survive a gateway restart; membership is not needed to read them.
 //     On the Iggy backend they are Iggy consumer offsets of the consumer
 //     "kafka.cg.<group>" plus records in the gateway's group log
-//     (docs/CONSUMER_GROUPS.md). A store with bridge.OffsetBatchCommitter
-//     gets the request's valid partitions in one call.
+//     (docs/CONSUMER_GROUPS.md). The request's valid partitions go to the
+//     store in one call (one write where the store batches commits,
+//     bridge.Capabilities.BatchedCommits).
 //   - The membership check comes first, as on Kafka: generation -1 (a simple
 //     consumer, an admin tool) commits only while the group has no live
 //     members; otherwise the member must exist (UNKNOWN_MEMBER_ID), have the

@@ -40,7 +40,7 @@ const (
 	opAdmin
 )
 
-// errCode maps an error from bridge.Store, the bridge mapping or codec to a
+// errCode maps an error from a bridge.Backend, the bridge mapping or codec to a
 // Kafka error code for an API doing o. nil maps to 0. Any goroutine.
 func errCode(err error, o op) int16 {
 	switch {

@@ -68,7 +68,7 @@ func DefaultWorkloads(quick bool) []Workload {
 	}
 }
 
-// ScalingWorkloads are the scaling rows of issue 11: produce over 1, 4, 16
+// ScalingWorkloads are the scaling rows: produce over 1, 4, 16
 // and 64 producer connections (16 partitions, so only the connections
 // vary), 100 topics x 16 partitions produced and consumed, and consume
 // with 1, 8 and 64 consumers on 64 partitions (assigned partitions, no
@@ -92,8 +92,8 @@ func ScalingWorkloads(quick bool) []Workload {
 	return ws
 }
 
-// IggyWorkloads is the comparison of issue 9 (gateway over a real Iggy
-// server against iggy-bench on one): produce and consume, 100 B and 1 KiB,
+// IggyWorkloads compare the gateway over a real Iggy server with
+// iggy-bench on one: produce and consume, 100 B and 1 KiB,
 // 1 and 4 partitions, one producer. compare uses it when every target is
 // iggy or iggy-native.
 func IggyWorkloads(quick bool) []Workload {
@@ -177,7 +177,7 @@ type Row struct {
 	GatewayUsPerRec float64 `json:"gateway_cpu_us_per_record,omitempty"`
 	RSSPerConn      float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
 	// ServerSPerGB is the target's CPU seconds per GB of record values it
-	// carried (median of runs): issue 11's cost of moving data.
+	// carried (median of runs): the cost of moving data.
 	ServerSPerGB float64 `json:"server_cpu_s_per_gb,omitempty"`
 	// CPU per record (µs, medians over the runs): on a machine the client
 	// and the servers share, throughput follows their sum.
@@ -502,7 +502,7 @@ func pprofTarget(targets []string) string {
 }
 
 // halfPeak is half of Kafka's median records/s in workload name so far
-// (issue 11 compares latency at half Kafka's peak), or half the gateway's
+// (latency is compared at half Kafka's peak), or half the gateway's
 // when Kafka did not run it; basis names which.
 func (c *Comparison) halfPeak(name string) (rate float64, basis string) {
 	of := func(match func(string) bool) float64 {
@@ -633,7 +633,7 @@ func (c *Comparison) summarise() {
 	}
 }
 
-// Check is one of the issue's targets with what was measured.
+// Check is one performance target with what was measured.
 type Check struct {
 	What      string  `json:"what"`
 	Want      string  `json:"want"`
@@ -692,17 +692,18 @@ func (c *Comparison) checks() []Check {
 		}
 		out = append(out, ck)
 	}
-	// Issue 11: produce and consume at least kfake's rate and 1.5x Kafka's.
+	// The targets (docs/PERFORMANCE.md says which are met): produce and
+	// consume at least kfake's rate and 1.5x Kafka's.
 	for _, w := range []string{"produce-100B", "produce-1KiB", "consume-100B", "consume-1KiB"} {
 		ratio(w, "kfake", 1.0)
 		ratio(w, "kafka", 1.5)
 	}
-	// Issue 11: --fsync always at least 0.8x never once several producers
+	// --fsync always at least 0.8x never once several producers
 	// share the gateway.
 	if a, n := c.row("produce-100B-4prod", "gateway-always"), c.row("produce-100B-4prod", "gateway"); a != nil && n != nil && n.RecPerSec > 0 {
 		atLeastX("produce-100B-4prod: gateway-always ÷ gateway", a.RecPerSec/n.RecPerSec, 0.8)
 	}
-	// Issue 11: p99 produce latency at half Kafka's peak no worse than
+	// p99 produce latency at half Kafka's peak no worse than
 	// Kafka's p99 at that rate.
 	if g, k := c.row("latency-100B", "gateway"), c.row("latency-100B", "kafka"); g != nil && k != nil && g.Latency != nil && k.Latency != nil {
 		ck := Check{What: "latency-100B: gateway p99 ÷ kafka p99", Want: "<= 1.0x", Got: g.Latency.P99 / k.Latency.P99,
@@ -712,7 +713,7 @@ func (c *Comparison) checks() []Check {
 		}
 		out = append(out, ck)
 	}
-	// Issue 9: through the gateway, at least 80 % of iggy-bench's rate on
+	// Through the gateway, at least 80 % of iggy-bench's rate on
 	// the same kind of server.
 	for _, w := range c.Workloads {
 		g, n := c.row(w.Name, "iggy"), c.row(w.Name, "iggy-native")
@@ -727,7 +728,7 @@ func (c *Comparison) checks() []Check {
 		}
 		out = append(out, ck)
 	}
-	// Issue 13: TLS produce and consume at least 0.7x plaintext at 1 KiB.
+	// TLS produce and consume at least 0.7x plaintext at 1 KiB.
 	for _, w := range c.Workloads {
 		g, s := c.row(w.Name, "gateway"), c.row(w.Name, "gateway-tls")
 		if g == nil || s == nil || g.RecPerSec == 0 || w.Kind != "produce" && w.Kind != "consume" {
@@ -735,7 +736,7 @@ func (c *Comparison) checks() []Check {
 		}
 		atLeastX(fmt.Sprintf("%s: gateway-tls ÷ gateway", w.Name), s.RecPerSec/g.RecPerSec, 0.7)
 	}
-	// Issue 11: server CPU per GB moved at most half of Kafka's.
+	// Server CPU per GB moved at most half of Kafka's.
 	for _, w := range c.Workloads {
 		if w.Kind != "produce" && w.Kind != "consume" {
 			continue
@@ -752,7 +753,7 @@ func (c *Comparison) checks() []Check {
 		}
 		out = append(out, ck)
 	}
-	// Issue 11: under 64 KiB of resident memory per idle connection.
+	// Under 64 KiB of resident memory per idle connection.
 	for _, w := range c.Workloads {
 		if w.Kind != "idle" {
 			continue

@@ -12,8 +12,8 @@ import (
 	"github.com/iggy-kafka/gateway/internal/procfs"
 )
 
-// The idle workload (issue 11: "1000 idle connections, RSS per connection
-// reported; target under 64 KiB each") opens Records connections to the
+// The idle workload (1000 idle connections, resident memory per
+// connection reported; the target is under 64 KiB each) opens Records connections to the
 // target, has each make one ApiVersions round trip (so every one is a
 // served Kafka connection, past admission and, on gateway-tls, past its
 // handshake), holds them all open, and reads the target's resident memory

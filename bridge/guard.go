@@ -239,8 +239,11 @@ func run[T any](g *Guarded, ctx context.Context, op string, write bool, onAbando
 func abandon[T any](g *Guarded, c *guardCall[T], op string, cause error, onAbandon func()) (T, error) {
 	g.hung.Add(1) // before the CAS, so the goroutine's decrement never runs first
 	if !c.state.CompareAndSwap(0, 2) {
+		// It finished meanwhile (a store that honours the deadline ends
+		// with it): its outcome counts as any finished call's.
 		g.hung.Add(-1)
 		<-c.done
+		g.note(c.err)
 		return c.v, c.err
 	}
 	if onAbandon != nil {

@@ -217,9 +217,10 @@ func TestGuardKeepsBatchedCommits(t *testing.T) {
 
 // answerStore has no health of its own (as Iggy): the guard judges it by
 // its answers. Topics answers at once; Topic waits until its context ends
-// and returns fail's error.
+// (the guard's deadline, or its own wait when set) and returns fail's error.
 type answerStore struct {
 	Backend
+	wait time.Duration
 	fail func(ctx context.Context) error
 }
 
@@ -231,6 +232,11 @@ func (s *answerStore) Topics(ctx context.Context, stream string) ([]TopicInfo, e
 }
 
 func (s *answerStore) Topic(ctx context.Context, stream, topic string) (TopicInfo, error) {
+	if s.wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.wait)
+		defer cancel()
+	}
 	<-ctx.Done()
 	return TopicInfo{}, s.fail(ctx)
 }
@@ -254,5 +260,31 @@ func TestGuardHealthFailureAtDeadline(t *testing.T) {
 		if h, _ := g.Health(); h.State != Degraded {
 			t.Fatalf("call %d failed at its deadline after an answer, health %+v", i, h)
 		}
+	}
+}
+
+// A call that ran out of time inside the store (here waiting for a
+// connection a hung call holds: plain context.DeadlineExceeded) is no
+// answer: the store is degraded.
+func TestGuardHealthTimedOutInStore(t *testing.T) {
+	t.Parallel()
+	s := &answerStore{wait: time.Millisecond, fail: func(ctx context.Context) error {
+		return fmt.Errorf("iggy get topic: %w", ctx.Err())
+	}}
+	g := Guard(s, GuardOptions{Timeout: time.Hour})
+	if _, err := g.Topics(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Topic(context.Background(), "s", "t"); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrAbandoned) {
+		t.Fatalf("call that timed out in the store: %v", err)
+	}
+	if h, _ := g.Health(); h.State != Degraded || !errors.Is(h.Cause, context.DeadlineExceeded) {
+		t.Fatalf("health after a call timed out in the store: %+v", h)
+	}
+	if _, err := g.Topics(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := g.Health(); h.State != Healthy {
+		t.Fatalf("health after the next answer: %+v", h)
 	}
 }

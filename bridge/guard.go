@@ -95,8 +95,9 @@ type Guarded struct {
 	log     *slog.Logger
 
 	// lastBad/lastGood: unix nanos of the last call that failed for the
-	// store's sake (abandoned, or ErrUnavailable) and of the last one the
-	// store answered otherwise; badCause is the former's error.
+	// store's sake (abandoned, ErrUnavailable, or timed out in the store)
+	// and of the last one the store answered otherwise; badCause is the
+	// former's error.
 	lastBad, lastGood atomic.Int64
 	badCause          atomic.Pointer[error]
 
@@ -144,9 +145,9 @@ func (g *Guarded) Refused() uint64   { return g.refused.Load() }
 
 // Health is the inner store's health, or Degraded while MaxHung calls are
 // hung; for a store that reports no health (Iggy), Degraded also while the
-// latest store-caused failure (an abandoned call, ErrUnavailable) is newer
-// than the latest answer. changed is the inner store's (nil when it
-// reports none).
+// latest store-caused failure (an abandoned or timed-out call,
+// ErrUnavailable) is newer than the latest answer. changed is the inner
+// store's (nil when it reports none).
 func (g *Guarded) Health() (Health, <-chan struct{}) {
 	h, changed := g.inner.Health()
 	if h.State == Healthy {
@@ -165,10 +166,14 @@ func (g *Guarded) Health() (Health, <-chan struct{}) {
 	return h, changed
 }
 
-// note records how the store answered a call that was not abandoned.
+// note records how the store answered a call that was not abandoned. A
+// call that ran out of time inside the store (context.DeadlineExceeded:
+// the store's own deadline, or the guard's reached while the call waited,
+// e.g. for a connection a hung call holds) failed for the store's sake
+// like ErrUnavailable; anything else is an answer.
 func (g *Guarded) note(err error) {
 	now := time.Now().UnixNano()
-	if err != nil && errors.Is(err, ErrUnavailable) {
+	if err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)) {
 		g.badCause.Store(&err)
 		g.lastBad.Store(now)
 		return
@@ -239,8 +244,11 @@ func run[T any](g *Guarded, ctx context.Context, op string, write bool, onAbando
 func abandon[T any](g *Guarded, c *guardCall[T], op string, cause error, onAbandon func()) (T, error) {
 	g.hung.Add(1) // before the CAS, so the goroutine's decrement never runs first
 	if !c.state.CompareAndSwap(0, 2) {
+		// It finished meanwhile (a store that honours the deadline ends
+		// with it): its outcome counts as any finished call's.
 		g.hung.Add(-1)
 		<-c.done
+		g.note(c.err)
 		return c.v, c.err
 	}
 	if onAbandon != nil {

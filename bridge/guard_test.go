@@ -214,3 +214,77 @@ func TestGuardKeepsBatchedCommits(t *testing.T) {
 		t.Fatalf("without BatchedCommits: batches=%d singles=%d errs=%v, want 0, 3 and no error", single.batches, single.singles, errs)
 	}
 }
+
+// answerStore has no health of its own (as Iggy): the guard judges it by
+// its answers. Topics answers at once; Topic waits until its context ends
+// (the guard's deadline, or its own wait when set) and returns fail's error.
+type answerStore struct {
+	Backend
+	wait time.Duration
+	fail func(ctx context.Context) error
+}
+
+func (s *answerStore) Capabilities() Capabilities        { return Capabilities{} }
+func (s *answerStore) Health() (Health, <-chan struct{}) { return Health{}, nil }
+
+func (s *answerStore) Topics(ctx context.Context, stream string) ([]TopicInfo, error) {
+	return nil, nil
+}
+
+func (s *answerStore) Topic(ctx context.Context, stream, topic string) (TopicInfo, error) {
+	if s.wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.wait)
+		defer cancel()
+	}
+	<-ctx.Done()
+	return TopicInfo{}, s.fail(ctx)
+}
+
+// A hung server's call fails at the guard's deadline, when the store ends
+// it too (a connection's deadline is the call's): whichever of the two
+// sees the deadline first, the failure is newer than the last answer and
+// the store is degraded.
+func TestGuardHealthFailureAtDeadline(t *testing.T) {
+	t.Parallel()
+	s := &answerStore{fail: func(ctx context.Context) error {
+		return fmt.Errorf("%w: connection: %w", ErrUnavailable, ctx.Err())
+	}}
+	for i := 0; i < 300; i++ {
+		g := Guard(s, GuardOptions{Timeout: time.Millisecond})
+		// An answer first; under load even an instant one can miss 1ms.
+		await.Until(t, 5*time.Second, func() error { _, err := g.Topics(context.Background(), "s"); return err })
+		if _, err := g.Topic(context.Background(), "s", "t"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call %d on a hung server: %v", i, err)
+		}
+		if h, _ := g.Health(); h.State != Degraded {
+			t.Fatalf("call %d failed at its deadline after an answer, health %+v", i, h)
+		}
+	}
+}
+
+// A call that ran out of time inside the store (here waiting for a
+// connection a hung call holds: plain context.DeadlineExceeded) is no
+// answer: the store is degraded.
+func TestGuardHealthTimedOutInStore(t *testing.T) {
+	t.Parallel()
+	s := &answerStore{wait: time.Millisecond, fail: func(ctx context.Context) error {
+		return fmt.Errorf("iggy get topic: %w", ctx.Err())
+	}}
+	g := Guard(s, GuardOptions{Timeout: time.Hour})
+	if _, err := g.Topics(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Topic(context.Background(), "s", "t"); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrAbandoned) {
+		t.Fatalf("call that timed out in the store: %v", err)
+	}
+	if h, _ := g.Health(); h.State != Degraded || !errors.Is(h.Cause, context.DeadlineExceeded) {
+		t.Fatalf("health after a call timed out in the store: %+v", h)
+	}
+	if _, err := g.Topics(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := g.Health(); h.State != Healthy {
+		t.Fatalf("health after the next answer: %+v", h)
+	}
+}

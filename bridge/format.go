@@ -13,8 +13,10 @@ type BatchFormat interface {
 	// Encode appends to dst the stored form of the Kafka batch rb, whose
 	// uncompressed records section is records, each record at most
 	// maxMessage bytes once stored. On error dst is returned unchanged;
-	// errors wrap ErrRecordInvalid or ErrRecordTooLarge.
-	Encode(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error)
+	// errors wrap ErrRecordInvalid or ErrRecordTooLarge. rb comes by value:
+	// a pointer through an interface call would move the caller's batch
+	// header to the heap, an allocation per Produce.
+	Encode(dst []byte, rb codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error)
 	// AppendKafka appends to dst one Kafka v2 batch of the records of the
 	// stored batch at offsets >= cur.From, within cur's budget, and
 	// returns what the stored batch holds, so the caller need not parse
@@ -38,8 +40,8 @@ var IggyFormat BatchFormat = iggyFormat{}
 
 type iggyFormat struct{}
 
-func (iggyFormat) Encode(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error) {
-	return EncodeKafkaRecords(dst, rb, records, maxMessage)
+func (iggyFormat) Encode(dst []byte, rb codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error) {
+	return EncodeKafkaRecords(dst, &rb, records, maxMessage)
 }
 
 func (iggyFormat) AppendKafka(dst, stored []byte, cur *FetchCursor) ([]byte, StoredBatch, error) {

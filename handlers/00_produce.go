@@ -404,7 +404,7 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	}()
 	g := c.G
 	var stats bridge.ProduceStats
-	eb.B, stats, err = g.Format.Encode(eb.B, &rb, recs, g.Cfg.MaxMessageSize)
+	eb.B, stats, err = g.Format.Encode(eb.B, rb, recs, g.Cfg.MaxMessageSize)
 	if err != nil {
 		return errCode(err, opWrite), nil
 	}

@@ -76,7 +76,7 @@ func benchFetch(b *testing.B, g *Gateway) int {
 
 // benchTopic creates topic "bench" of one partition on g and returns the
 // records of the batch the benchmarks send: 100 keyed 100-byte values.
-func benchTopic(b *testing.B, g *Gateway) []rec {
+func benchTopic(b testing.TB, g *Gateway) []rec {
 	createTopic(b, g, "bench", 1)
 	recs := make([]rec, 100)
 	for i := range recs {

@@ -10,11 +10,6 @@ import (
 	"github.com/iggy-kafka/gateway/internal/await"
 )
 
-func TestAdminStore(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testAdminStore)
-}
-
 // testAdminStore: GrowPartitions adds partitions (never removes), sizes
 // are per partition, DeleteRecords raises Earliest durably (a second
 // client, a restarted gateway, sees it), refuses past the high watermark,
@@ -106,11 +101,6 @@ func TestParseStart(t *testing.T) {
 	}
 }
 
-func TestTopicState(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testTopicState)
-}
-
 // testTopicState: one TopicState answers what Topic and a Partition per
 // partition answer, log starts (DeleteRecords) included, and a missing
 // topic is ErrTopicNotFound.
@@ -147,4 +137,14 @@ func testTopicState(t *testing.T, e *env) {
 		states[2] != (bridge.PartitionState{Earliest: 5, Next: 9}) {
 		t.Fatalf("states %+v", states)
 	}
+}
+
+// TestAdminStore runs the admin scenarios above on both servers, each a
+// subtest of its own.
+func TestAdminStore(t *testing.T) {
+	t.Parallel()
+	eachScenario(t,
+		serverScenario{"PartitionsAndRecords", testAdminStore},
+		serverScenario{"TopicState", testTopicState},
+	)
 }

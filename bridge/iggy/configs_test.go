@@ -20,9 +20,7 @@ func TestTopicConfigs(t *testing.T) {
 		ctx := context.Background()
 		s := e.store
 		cfg := bridge.TopicConfigs{"retention.ms": "3600000", "retention.bytes": "1073741824", "cleanup.policy": "delete", "segment.ms": "5"}
-		if _, err := s.CreateTopicWithConfigs(ctx, e.stream, "ret", 2, cfg); err != nil {
-			t.Fatal(err)
-		}
+		e.configuredTopic(t, "ret", 2, cfg)
 		tp, ok, err := s.c.GetTopic(ctx, Name(e.stream), Name("ret"))
 		if err != nil || !ok {
 			t.Fatal(ok, err)
@@ -59,9 +57,7 @@ func TestTopicConfigs(t *testing.T) {
 		}
 
 		compact := bridge.TopicConfigs{"cleanup.policy": "compact", "retention.ms": "1000"}
-		if _, err := s.CreateTopicWithConfigs(ctx, e.stream, "cmp", 1, compact); err != nil {
-			t.Fatal(err)
-		}
+		e.configuredTopic(t, "cmp", 1, compact)
 		tp, _, _ = s.c.GetTopic(ctx, Name(e.stream), Name("cmp"))
 		if tp.MessageExpiry != 0 && tp.MessageExpiry != math.MaxUint64 {
 			t.Errorf("a compacted topic expires: %d", tp.MessageExpiry)
@@ -100,18 +96,27 @@ func TestTopicConfigs(t *testing.T) {
 
 func TestConfigRecord(t *testing.T) {
 	t.Parallel()
-	k := cfgKey{"kafka", "t", 7}
-	b, err := appendConfigRecord(nil, k, bridge.TopicConfigs{"a": "b"})
+	checkConfigRecord(t, cfgKey{"kafka", "t", 7}, appendConfigRecord, parseConfigRecord)
+}
+
+// checkConfigRecord: a record of key k and config a=b, made by appendRec,
+// parses back to both, and no shorter prefix of it parses. It returns the
+// record.
+func checkConfigRecord[K comparable, C ~map[string]string](t *testing.T, k K,
+	appendRec func([]byte, K, C) ([]byte, error), parse func([]byte) (K, C, bool)) []byte {
+	t.Helper()
+	b, err := appendRec(nil, k, C{"a": "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gk, cfg, ok := parseConfigRecord(b)
+	gk, cfg, ok := parse(b)
 	if !ok || gk != k || cfg["a"] != "b" {
 		t.Fatalf("%v %v %v", gk, cfg, ok)
 	}
 	for i := range b {
-		if _, _, ok := parseConfigRecord(b[:i]); ok {
+		if _, _, ok := parse(b[:i]); ok {
 			t.Errorf("truncated at %d parsed", i)
 		}
 	}
+	return b
 }

@@ -22,9 +22,7 @@ func TestGroupConfigs(t *testing.T) {
 			t.Fatalf("unset: %v %v", got, err)
 		}
 		tcfg := bridge.TopicConfigs{"segment.ms": "7"}
-		if _, err := s.CreateTopicWithConfigs(ctx, e.stream, "t", 1, tcfg); err != nil {
-			t.Fatal(err)
-		}
+		e.configuredTopic(t, "t", 1, tcfg)
 		want := bridge.GroupConfigs{"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
 		if err := s.SetGroupConfigs(ctx, e.stream, "g", want); err != nil {
 			t.Fatal(err)
@@ -67,20 +65,7 @@ func TestGroupConfigs(t *testing.T) {
 
 func TestGroupConfigRecord(t *testing.T) {
 	t.Parallel()
-	k := groupCfgKey{"kafka", "g"}
-	b, err := appendGroupConfigRecord(nil, k, bridge.GroupConfigs{"a": "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gk, cfg, ok := parseGroupConfigRecord(b)
-	if !ok || gk != k || cfg["a"] != "b" {
-		t.Fatalf("%v %v %v", gk, cfg, ok)
-	}
-	for i := range b {
-		if _, _, ok := parseGroupConfigRecord(b[:i]); ok {
-			t.Errorf("truncated at %d parsed", i)
-		}
-	}
+	b := checkConfigRecord(t, groupCfgKey{"kafka", "g"}, appendGroupConfigRecord, parseGroupConfigRecord)
 	// A topic record is not a group record and the other way round.
 	if _, _, ok := parseConfigRecord(b); ok {
 		t.Error("group record parsed as a topic record")

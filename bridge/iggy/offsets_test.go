@@ -14,11 +14,6 @@ import (
 // Kafka's next offset N is Iggy's last consumed N-1 under the consumer
 // "kafka.cg.<group>", which a native client reads as such; the group log
 // keeps what Iggy cannot (0, metadata, epoch, commit time, the group list).
-func TestGroupOffsetsKeying(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testGroupOffsetsKeying)
-}
-
 func testGroupOffsetsKeying(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
@@ -130,11 +125,6 @@ func testGroupOffsetsKeying(t *testing.T, e *env) {
 // A Store opened fresh on the same server (a restarted gateway) lists every
 // group and reads every offset exactly as committed; two Stores see each
 // other's commits and deletions.
-func TestGroupLogSharedAndReplayed(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testGroupLogSharedAndReplayed)
-}
-
 func testGroupLogSharedAndReplayed(t *testing.T, e *env) {
 	ctx := context.Background()
 	a := e.store
@@ -202,11 +192,6 @@ func testGroupLogSharedAndReplayed(t *testing.T, e *env) {
 
 // A commit of 0 does not outlive its topic: the record names the topic's
 // id, and a topic made again under the same name has another.
-func TestGroupLogTopicRecreated(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testGroupLogTopicRecreated)
-}
-
 func testGroupLogTopicRecreated(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
@@ -253,11 +238,6 @@ func testGroupLogTopicRecreated(t *testing.T, e *env) {
 
 // Records the Store does not understand (a newer version, damage) are
 // skipped; the ones after them still apply.
-func TestGroupLogSkipsUnknownRecords(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testGroupLogSkipsUnknownRecords)
-}
-
 func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
@@ -283,11 +263,6 @@ func testGroupLogSkipsUnknownRecords(t *testing.T, e *env) {
 
 // CommitOffsets: one answer per entry, in order; the stored ones go to the
 // log in one send and read back as committed from a fresh Store.
-func TestGroupOffsetsBatch(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testGroupOffsetsBatch)
-}
-
 func testGroupOffsetsBatch(t *testing.T, e *env) {
 	ctx := context.Background()
 	s := e.store
@@ -343,11 +318,6 @@ func testGroupOffsetsBatch(t *testing.T, e *env) {
 
 // Concurrent readers share catch-ups; each still sees every commit made
 // before it asked, here another Store's.
-func TestGroupLogConcurrentReaders(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testGroupLogConcurrentReaders)
-}
-
 func testGroupLogConcurrentReaders(t *testing.T, e *env) {
 	ctx := context.Background()
 	a := e.store
@@ -376,4 +346,18 @@ func testGroupLogConcurrentReaders(t *testing.T, e *env) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestGroupOffsets runs the group offset scenarios above on both servers,
+// each a subtest of its own.
+func TestGroupOffsets(t *testing.T) {
+	t.Parallel()
+	eachScenario(t,
+		serverScenario{"Keying", testGroupOffsetsKeying},
+		serverScenario{"LogSharedAndReplayed", testGroupLogSharedAndReplayed},
+		serverScenario{"LogTopicRecreated", testGroupLogTopicRecreated},
+		serverScenario{"LogSkipsUnknownRecords", testGroupLogSkipsUnknownRecords},
+		serverScenario{"Batch", testGroupOffsetsBatch},
+		serverScenario{"LogConcurrentReaders", testGroupLogConcurrentReaders},
+	)
 }

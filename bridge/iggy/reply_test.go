@@ -17,6 +17,27 @@ func payloadOf(t *testing.T, frame []byte) ([]byte, error) {
 	return payloadAs(t, frame, echoedOp(frame))
 }
 
+// mustPayloadOf is payloadOf for a reply that must decode.
+func mustPayloadOf(t *testing.T, frame []byte) []byte {
+	t.Helper()
+	p, err := payloadOf(t, frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pollMessages decodes a Poll reply with the messages of its records.
+func pollMessages(t *testing.T, p []byte) (PollHead, []bridge.IggyMessage, error) {
+	t.Helper()
+	var msgs []bridge.IggyMessage
+	h, err := decodePoll(p, func(rec []byte) bool {
+		msgs = append(msgs, messagesOf(t, rec)...)
+		return true
+	})
+	return h, msgs, err
+}
+
 // echoedOp is the operation byte of a reply frame (0 when too short).
 func echoedOp(frame []byte) uint8 {
 	if len(frame) < wire.HeaderSize {
@@ -38,17 +59,15 @@ func payloadAs(t *testing.T, frame []byte, sent uint8) ([]byte, error) {
 
 func TestReplyFixtures(t *testing.T) {
 	t.Parallel()
-	get := func(name string) ([]byte, error) {
-		return payloadOf(t, readHexFixture(t, "testdata/replies/"+name+".hex"))
+	fixture := func(t *testing.T, name string) []byte {
+		t.Helper()
+		return readHexFixture(t, "testdata/replies/"+name+".hex")
 	}
+	get := func(name string) ([]byte, error) { return payloadOf(t, fixture(t, name)) }
 	// payload is get for a reply that must decode.
 	payload := func(t *testing.T, name string) []byte {
 		t.Helper()
-		p, err := get(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return mustPayloadOf(t, fixture(t, name))
 	}
 	t.Run("login", func(t *testing.T) {
 		p := payload(t, "01_login")
@@ -91,19 +110,13 @@ func TestReplyFixtures(t *testing.T) {
 		}
 	})
 	t.Run("send", func(t *testing.T) {
-		p := payload(t, "05_send")
-		c, ok, err := decodeFirstConfirmation(p)
+		c, ok, err := decodeFirstConfirmation(payload(t, "05_send"))
 		if err != nil || !ok || c != (SendConfirmation{TopicID: 4, PartitionID: 2, BaseOffset: 5}) {
 			t.Fatalf("got %+v %v %v", c, ok, err)
 		}
 	})
 	t.Run("poll", func(t *testing.T) {
-		p := payload(t, "06_poll")
-		var msgs []bridge.IggyMessage
-		h, err := decodePoll(p, func(rec []byte) bool {
-			msgs = append(msgs, messagesOf(t, rec)...)
-			return true
-		})
+		h, msgs, err := pollMessages(t, payload(t, "06_poll"))
 		if err != nil || h != (PollHead{PartitionID: 2, CurrentOffset: 5, Count: 1}) {
 			t.Fatalf("got %+v %v", h, err)
 		}
@@ -112,8 +125,7 @@ func TestReplyFixtures(t *testing.T) {
 		}
 	})
 	t.Run("consumer offset", func(t *testing.T) {
-		p := payload(t, "07_consumer_offset")
-		o, ok, err := decodeConsumerOffset(p)
+		o, ok, err := decodeConsumerOffset(payload(t, "07_consumer_offset"))
 		if err != nil || !ok || o != (ConsumerOffset{PartitionID: 2, CurrentOffset: 9, StoredOffset: 9}) {
 			t.Fatalf("got %+v %v %v", o, ok, err)
 		}
@@ -153,21 +165,11 @@ func messagesOf(t *testing.T, rec []byte) []bridge.IggyMessage {
 func TestReplyVectors(t *testing.T) {
 	t.Parallel()
 	vs := loadVectors(t)
-	dec := func(name string, v any) {
-		t.Helper()
-		if err := json.Unmarshal(vs[name].Decoded, v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
 	pay := func(name string) ([]byte, error) { return payloadOf(t, mustHex(t, vs[name].Hex)) }
 
 	t.Run("login", func(t *testing.T) {
-		p, err := pay("reply_login_register")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var want LoginReply
-		dec("reply_login_register", &want)
+		p := vectorReply(t, vs, "reply_login_register", &want)
 		if got, err := decodeLogin(p); err != nil || got != want {
 			t.Fatalf("got %+v %v, want %+v", got, err, want)
 		}
@@ -178,17 +180,12 @@ func TestReplyVectors(t *testing.T) {
 		}
 	})
 	t.Run("create stream", func(t *testing.T) {
-		p, err := pay("reply_create_stream")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var want struct {
 			ID        uint32 `json:"id"`
 			Name      string `json:"name"`
 			CreatedAt uint64 `json:"createdAt"`
 		}
-		dec("reply_create_stream", &want)
-		s, err := decodeStream(p)
+		s, err := decodeStream(vectorReply(t, vs, "reply_create_stream", &want))
 		if err != nil || s.ID != want.ID || s.Name != want.Name || s.CreatedAt != want.CreatedAt {
 			t.Fatalf("got %+v %v, want %+v", s, err, want)
 		}
@@ -209,21 +206,13 @@ func TestReplyVectors(t *testing.T) {
 	})
 	t.Run("get topic", func(t *testing.T) { checkTopicVector(t, vs, "reply_get_topic") })
 	t.Run("get topics", func(t *testing.T) {
-		p, err := pay("reply_get_topics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts, err := decodeTopics(p)
+		ts, err := decodeTopics(vectorReply(t, vs, "reply_get_topics", nil))
 		if err != nil || len(ts) != 1 || ts[0].Name != "events" || ts[0].PartitionsCount != 3 || ts[0].MessagesCount != 3 {
 			t.Fatalf("got %+v %v", ts, err)
 		}
 	})
 	t.Run("send", func(t *testing.T) {
-		p, err := pay("reply_send_messages")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := decodeSendReply(p)
+		cs, err := decodeSendReply(vectorReply(t, vs, "reply_send_messages", nil))
 		if err != nil || !reflect.DeepEqual(cs, []SendConfirmation{{}}) {
 			t.Fatalf("got %+v %v", cs, err)
 		}
@@ -232,21 +221,13 @@ func TestReplyVectors(t *testing.T) {
 		t.Run(name, func(t *testing.T) { checkPollVector(t, vs, name) })
 	}
 	t.Run("resync sentinel", func(t *testing.T) {
-		p, err := pay("reply_poll_resync_sentinel")
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := decodePoll(p, nil)
+		h, err := decodePoll(vectorReply(t, vs, "reply_poll_resync_sentinel", nil), nil)
 		if err != nil || h.PartitionID != ResyncSentinel || h.Count != 0 {
 			t.Fatalf("got %+v %v", h, err)
 		}
 	})
 	t.Run("consumer offset", func(t *testing.T) {
-		p, err := pay("reply_get_consumer_offset")
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, ok, err := decodeConsumerOffset(p)
+		o, ok, err := decodeConsumerOffset(vectorReply(t, vs, "reply_get_consumer_offset", nil))
 		if err != nil || !ok || o != (ConsumerOffset{PartitionID: 1, CurrentOffset: 2, StoredOffset: 1}) {
 			t.Fatalf("got %+v %v", o, err)
 		}
@@ -258,11 +239,19 @@ func TestReplyVectors(t *testing.T) {
 	})
 }
 
-func checkTopicVector(t *testing.T, vs map[string]vector, name string) {
-	p, err := payloadOf(t, mustHex(t, vs[name].Hex))
-	if err != nil {
-		t.Fatal(err)
+// vectorReply is the payload of vector name's reply, which must decode;
+// with want non-nil, the SDK's decoded answer is read into it.
+func vectorReply(t *testing.T, vs map[string]vector, name string, want any) []byte {
+	t.Helper()
+	if want != nil {
+		if err := json.Unmarshal(vs[name].Decoded, want); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
+	return mustPayloadOf(t, mustHex(t, vs[name].Hex))
+}
+
+func checkTopicVector(t *testing.T, vs map[string]vector, name string) {
 	var want struct {
 		ID            uint32 `json:"id"`
 		Name          string `json:"name"`
@@ -277,10 +266,7 @@ func checkTopicVector(t *testing.T, vs map[string]vector, name string) {
 			SegmentsCount uint32 `json:"segmentsCount"`
 		} `json:"partitions"`
 	}
-	if err := json.Unmarshal(vs[name].Decoded, &want); err != nil {
-		t.Fatal(err)
-	}
-	tp, err := decodeTopic(p)
+	tp, err := decodeTopic(vectorReply(t, vs, name, &want))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,10 +287,6 @@ func checkTopicVector(t *testing.T, vs map[string]vector, name string) {
 }
 
 func checkPollVector(t *testing.T, vs map[string]vector, name string) {
-	p, err := payloadOf(t, mustHex(t, vs[name].Hex))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want struct {
 		Count         uint32 `json:"count"`
 		CurrentOffset uint64 `json:"current_offset"`
@@ -314,14 +296,7 @@ func checkPollVector(t *testing.T, vs map[string]vector, name string) {
 			Payload                                      string
 		} `json:"messages"`
 	}
-	if err := json.Unmarshal(vs[name].Decoded, &want); err != nil {
-		t.Fatal(err)
-	}
-	var got []bridge.IggyMessage
-	h, err := decodePoll(p, func(rec []byte) bool {
-		got = append(got, messagesOf(t, rec)...)
-		return true
-	})
+	h, got, err := pollMessages(t, vectorReply(t, vs, name, &want))
 	if err != nil || h.Count != want.Count || h.CurrentOffset != want.CurrentOffset || h.PartitionID != want.PartitionID {
 		t.Fatalf("head %+v %v, want %+v", h, err, want)
 	}

@@ -22,9 +22,7 @@ func TestSegmentBytes(t *testing.T) {
 		ctx := context.Background()
 		s := e.store
 		cfg := bridge.TopicConfigs{"segment.bytes": "1048576", "retention.ms": "2000"}
-		if _, err := s.CreateTopicWithConfigs(ctx, e.stream, "seg", 1, cfg); err != nil {
-			t.Fatal(err)
-		}
+		e.configuredTopic(t, "seg", 1, cfg)
 		tp, _, err := s.c.GetTopic(ctx, Name(e.stream), Name("seg"))
 		if err != nil {
 			t.Fatal(err)

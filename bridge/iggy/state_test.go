@@ -8,11 +8,6 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-func TestStateTopic(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testStateTopic)
-}
-
 // testStateTopic: a missing state stream reads as an empty topic; an
 // append makes stream and topic and stores its messages in order with the
 // ids they were given (a timeID carrying the message's own time in its
@@ -70,4 +65,79 @@ func testStateTopic(t *testing.T, e *env) {
 	if got, next := replay(3); len(got) != 0 || next != 3 {
 		t.Fatalf("from the end: %q %d", got, next)
 	}
+}
+
+// testProducerIDMarks: each instance's mark is the highest it stored, and
+// a new client (a restarted gateway) reads the same marks.
+func testProducerIDMarks(t *testing.T, e *env) {
+	ctx := context.Background()
+	if m, err := e.store.LoadProducerIDMark(ctx, 3); err != nil || m != 0 {
+		t.Fatalf("empty: %d, %v", m, err)
+	}
+	for _, step := range []struct {
+		inst uint16
+		mark uint64
+	}{{3, 100}, {4, 5000}, {3, 70_000}, {3, 500}} {
+		if err := e.store.StoreProducerIDMark(ctx, step.inst, step.mark); err != nil {
+			t.Fatalf("store %+v: %v", step, err)
+		}
+	}
+	if m, err := e.store.LoadProducerIDMark(ctx, 3); err != nil || m != 70_000 {
+		t.Fatalf("instance 3: %d, %v", m, err)
+	}
+	if m, err := e.store.LoadProducerIDMark(ctx, 4); err != nil || m != 5000 {
+		t.Fatalf("instance 4: %d, %v", m, err)
+	}
+	// A new client (a restarted gateway) reads the same marks.
+	s2 := e.another(t)
+	if m, err := s2.LoadProducerIDMark(ctx, 3); err != nil || m != 70_000 {
+		t.Fatalf("after reconnect: %d, %v", m, err)
+	}
+}
+
+// testSecurityLog: the security log lives in the state stream: a second
+// store on the same server (another gateway) reads what the first
+// appended, and a read from a position sees only what came after.
+func testSecurityLog(t *testing.T, e *env) {
+	ctx := context.Background()
+	read := func(s *Store, from uint64) ([]string, uint64) {
+		t.Helper()
+		var got []string
+		next, err := s.ReadSecurityRecords(ctx, from, func(r []byte) { got = append(got, string(r)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, next
+	}
+	if got, next := read(e.store, 0); len(got) != 0 || next != 0 {
+		t.Fatalf("before the topic exists: %q %d", got, next)
+	}
+	for _, r := range []string{"one", "two"} {
+		if err := e.store.AppendSecurityRecord(ctx, []byte(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := e.another(t)
+	got, next := read(other, 0)
+	if len(got) != 2 || got[1] != "two" || next != 2 {
+		t.Fatalf("other store: %q %d", got, next)
+	}
+	if err := other.AppendSecurityRecord(ctx, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	if got, next := read(e.store, 2); len(got) != 1 || got[0] != "three" || next != 3 {
+		t.Fatalf("from 2: %q %d", got, next)
+	}
+}
+
+// TestStateStream runs the scenarios of the state stream below on both
+// servers, each a subtest of its own: the state topic, and the records the
+// gateway keeps there (producer id marks, the security log).
+func TestStateStream(t *testing.T) {
+	t.Parallel()
+	eachScenario(t,
+		serverScenario{"Topic", testStateTopic},
+		serverScenario{"ProducerIDMarks", testProducerIDMarks},
+		serverScenario{"SecurityLog", testSecurityLog},
+	)
 }

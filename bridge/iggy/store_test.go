@@ -119,6 +119,14 @@ func (e *env) topic(t testing.TB, topic string, n int32) {
 	}
 }
 
+// configuredTopic creates topic in e.stream with n partitions and cfg.
+func (e *env) configuredTopic(t testing.TB, topic string, n int32, cfg bridge.TopicConfigs) {
+	t.Helper()
+	if _, err := e.store.CreateTopicWithConfigs(context.Background(), e.stream, topic, n, cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // put appends batch to a partition of topic in e.stream.
 func (e *env) put(t testing.TB, topic string, partition int32, batch []byte) {
 	t.Helper()
@@ -133,6 +141,23 @@ func (e *env) put(t testing.TB, topic string, partition int32, batch []byte) {
 func eachServer(t *testing.T, fn func(t *testing.T, e *env), mutate ...func(*Options)) {
 	t.Run("iggytest", func(t *testing.T) { t.Parallel(); fn(t, newEnv(t, mutate...)) })
 	t.Run("real", func(t *testing.T) { t.Parallel(); fn(t, newRealEnv(t, mutate...)) })
+}
+
+// serverScenario is one conformance scenario of a table eachScenario runs.
+type serverScenario struct {
+	name string
+	run  func(t *testing.T, e *env)
+}
+
+// eachScenario runs every scenario as a parallel subtest of its own, on
+// both servers (eachServer).
+func eachScenario(t *testing.T, scenarios ...serverScenario) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			eachServer(t, sc.run)
+		})
+	}
 }
 
 const origin0 = 1_700_000_000_000_000 // µs

@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/bridge/iggy/iggytest"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
 // backendEnv picks the store the whole suite runs on: "embedded" (the
@@ -262,7 +263,7 @@ func privateIggyGateway(t *testing.T, env ...string) (*gateway, *iggyreal.Server
 // (its logger set here), its Kafka topics in stream.
 func gatewayOnIggy(t *testing.T, o iggy.Options, stream string, opts ...gwOption) *gateway {
 	t.Helper()
-	logBuf := &syncBuffer{}
+	logBuf := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.Logger = log.With("component", "iggy")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

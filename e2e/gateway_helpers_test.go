@@ -11,6 +11,7 @@ import (
 	gatewaypkg "github.com/iggy-kafka/gateway/gateway"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/internal/metrics"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 	"github.com/iggy-kafka/gateway/loop"
 )
 
@@ -21,7 +22,7 @@ type gateway struct {
 	Stream string         // the Iggy stream holding its Kafka topics
 	G      *handlers.Gateway
 	Srv    *loop.Server
-	Log    *syncBuffer
+	Log    *syncbuf.Buffer
 }
 
 type gwOption func(*handlers.Config, *loop.Config)
@@ -51,7 +52,7 @@ func freePort(t testing.TB) int {
 // test ends, and their log is printed if it failed.
 func startGateway(t testing.TB, opts ...gwOption) *gateway {
 	t.Helper()
-	logBuf := &syncBuffer{}
+	logBuf := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store := openBackend(t, t.TempDir(), log.With("component", "store"))
 	return startGatewayOn(t, store, kafkaStream(t), logBuf, opts...)
@@ -60,10 +61,10 @@ func startGateway(t testing.TB, opts ...gwOption) *gateway {
 // startGatewayOn is startGateway on a given store, whose Kafka topics are
 // in stream; the gateway owns the store (closes it) from here on. logBuf
 // receives the gateway's log (nil: a new buffer).
-func startGatewayOn(t testing.TB, store bridge.Backend, stream string, logBuf *syncBuffer, opts ...gwOption) *gateway {
+func startGatewayOn(t testing.TB, store bridge.Backend, stream string, logBuf *syncbuf.Buffer, opts ...gwOption) *gateway {
 	t.Helper()
 	if logBuf == nil {
-		logBuf = &syncBuffer{}
+		logBuf = &syncbuf.Buffer{}
 	}
 	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := gatewaypkg.Config{

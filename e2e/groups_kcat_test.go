@@ -14,18 +14,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/internal/await"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
 // kcatMember is a `kcat -G` consumer printing "<partition> <offset>" lines.
 type kcatMember struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-	err *syncBuffer
+	out *syncbuf.Buffer
+	err *syncbuf.Buffer
 }
 
 func startKcatMember(t *testing.T, kcat, addr, group, topic string) *kcatMember {
 	t.Helper()
-	m := &kcatMember{out: &syncBuffer{}, err: &syncBuffer{}}
+	m := &kcatMember{out: &syncbuf.Buffer{}, err: &syncbuf.Buffer{}}
 	m.cmd = exec.Command(kcat, "-b", addr, "-G", group, "-q", "-u", "-f", "%p %o\n",
 		"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000",
 		"-X", "heartbeat.interval.ms=500", "-X", "topic.metadata.refresh.interval.ms=2000", topic)

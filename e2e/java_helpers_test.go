@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/internal/await"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
 // javaLib is where e2e/java/fetch.sh puts the Kafka jars.
@@ -92,8 +93,8 @@ func jvmArgs(t testing.TB, class string) (java string, args []string) {
 type javaProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	out   *syncBuffer
-	err   *syncBuffer
+	out   *syncbuf.Buffer
+	err   *syncbuf.Buffer
 	done  chan struct{}
 }
 
@@ -106,7 +107,7 @@ func javaStart(t testing.TB, name, class string, args ...string) *javaProc {
 	java, jvm := jvmArgs(t, class)
 	cmd := exec.Command(java, append(jvm, args...)...)
 	cmd.Env = childEnv()
-	p := &javaProc{cmd: cmd, out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
+	p := &javaProc{cmd: cmd, out: &syncbuf.Buffer{}, err: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.err
 	cmd.WaitDelay = 5 * time.Second

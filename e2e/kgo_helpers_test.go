@@ -10,13 +10,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
 // newClient returns a franz-go client for addr, closed when the test ends.
 // Its warnings go to the test log only if the test fails.
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	logBuf := &syncBuffer{}
+	logBuf := &syncbuf.Buffer{}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.WithLogger(kgo.BasicLogger(logBuf, kgo.LogLevelWarn, nil)),

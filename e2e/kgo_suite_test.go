@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
 // franz-go's own integration suite (the tests of github.com/twmb/franz-go/pkg/kgo,
@@ -125,7 +127,7 @@ func TestFranzGoIntegrationSuite(t *testing.T) {
 		"KGO_TEST_SCRAM=kgo:kgo-secret:256",
 	)
 	cmd.Stdout = f
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -39,24 +37,6 @@ func missing(t testing.TB, what, install string) {
 
 // slow says whether the race detector is on; some loads are cut then.
 var slow = raceEnabled || runtime.GOMAXPROCS(0) < 2
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writers of a log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func tail(s string, lines int) string {
 	parts := strings.Split(s, "\n")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/internal/await"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
 var buildDir string // holds the gateway binary built by gatewayBinary
@@ -57,7 +58,7 @@ type process struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error // from Wait, valid after done
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 }
 
 // childEnv is the test's environment without IGGY_KAFKA_* variables, so the
@@ -89,7 +90,7 @@ func spawnGateway(t testing.TB, dataDir string, args ...string) *process {
 		full = append(full, args...)
 		cmd := exec.Command(bin, full...)
 		cmd.Env = childEnv()
-		p = &process{t: t, Addr: addr, cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}}
+		p = &process{t: t, Addr: addr, cmd: cmd, done: make(chan struct{}), stderr: &syncbuf.Buffer{}}
 		cmd.Stdout = p.stderr
 		cmd.Stderr = p.stderr
 		if err := cmd.Start(); err != nil {
@@ -184,7 +185,7 @@ func spawnListeners(t testing.TB, waitAddr string, args ...string) *process {
 	full := append([]string{"--log-level=debug"}, backendArgs(t, t.TempDir())...)
 	cmd := exec.Command(gatewayBinary(t), append(full, args...)...)
 	cmd.Env = childEnv()
-	p := &process{t: t, Addr: waitAddr, cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}}
+	p := &process{t: t, Addr: waitAddr, cmd: cmd, done: make(chan struct{}), stderr: &syncbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

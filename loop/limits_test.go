@@ -1,36 +1,17 @@
 package loop
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/iggy-kafka/gateway/internal/await"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
-
-// lockedBuf is a log sink safe for the loop's concurrent writers.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // dialFrom connects to addr from local IP src (any 127/8 address works on
 // Linux loopback).
@@ -160,7 +141,7 @@ func TestPerAddrConnectionCap(t *testing.T) {
 // the logger of whichever engine started last, which a parallel test's
 // server could make this one.
 func TestRefusalLogRateLimited(t *testing.T) {
-	logs := &lockedBuf{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, _ := newTestServer(t, Config{MaxConnectionsPerAddr: 1, Log: log})
 	keep := dialRaw(t, srv.Addr())

@@ -7,34 +7,17 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/internal/syncbuf"
 )
 
-// logBuf is a slog destination tests read back.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *logBuf) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *logBuf) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
-func captureLog() (*slog.Logger, *logBuf) {
-	var w logBuf
+// captureLog is a logger whose output the test reads back.
+func captureLog() (*slog.Logger, *syncbuf.Buffer) {
+	var w syncbuf.Buffer
 	return slog.New(slog.NewTextHandler(&w, nil)), &w
 }
 

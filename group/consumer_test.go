@@ -131,6 +131,14 @@ func (c *coord848) member(tb testing.TB, group, id string, topics ...string) *cm
 	return &cmem{t: tb, c: c, group: group, id: id, topics: topics, owned: partSet{}}
 }
 
+// joined is a member of group that has sent its first heartbeat.
+func (c *coord848) joined(tb testing.TB, group, id string, topics ...string) *cmem {
+	tb.Helper()
+	m := c.member(tb, group, id, topics...)
+	m.mustBeat()
+	return m
+}
+
 func (m *cmem) request() *kmsg.ConsumerGroupHeartbeatRequest {
 	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	r.Version = 1
@@ -259,8 +267,7 @@ func TestConsumerRevocationBeforeAssignment(t *testing.T) {
 	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 12)
-	a := c.member(t, "g", "a", "orders")
-	a.mustBeat()
+	a := c.joined(t, "g", "a", "orders")
 	if len(a.owned) != 12 || a.epoch != 1 {
 		t.Fatalf("first member: %d partitions at epoch %d, want 12 at 1", len(a.owned), a.epoch)
 	}
@@ -361,10 +368,8 @@ func TestConsumerEpochFencing(t *testing.T) {
 	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 4)
-	a := c.member(t, "g", "a", "orders")
-	a.mustBeat()
-	b := c.member(t, "g", "b", "orders")
-	b.mustBeat()
+	a := c.joined(t, "g", "a", "orders")
+	b := c.joined(t, "g", "b", "orders")
 	settle(t, a, b) // a: epoch 1 -> 2
 	if a.epoch != 2 {
 		t.Fatalf("a at epoch %d", a.epoch)
@@ -408,12 +413,19 @@ func TestConsumerSessionTimeout(t *testing.T) {
 		c.clock.advance(4 * time.Second)
 		b.mustBeat()
 	}
-	if r := a.send(a.request()); r.ErrorCode != kerr.UnknownMemberID.Code {
-		t.Fatalf("a after its session: %v", kerr.ErrorForCode(r.ErrorCode))
+	replaced(t, a, b, 6, "its session")
+}
+
+// replaced: after gone's deadline (what), gone's heartbeat is refused as
+// from an unknown member, and heir's next one gets all n partitions.
+func replaced(tb testing.TB, gone, heir *cmem, n int, what string) {
+	tb.Helper()
+	if r := gone.send(gone.request()); r.ErrorCode != kerr.UnknownMemberID.Code {
+		tb.Fatalf("%s after %s: %v", gone.id, what, kerr.ErrorForCode(r.ErrorCode))
 	}
-	b.mustBeat()
-	if len(b.owned) != 6 {
-		t.Fatalf("b after a expired: %d partitions", len(b.owned))
+	heir.mustBeat()
+	if len(heir.owned) != n {
+		tb.Fatalf("%s after %s was removed: %d partitions", heir.id, gone.id, len(heir.owned))
 	}
 }
 
@@ -421,10 +433,8 @@ func TestConsumerRebalanceTimeoutFences(t *testing.T) {
 	t.Parallel()
 	c := newCoord848(t, func(cfg *Config) { cfg.ConsumerSessionTimeout = time.Hour })
 	c.topic(t, "orders", 6)
-	a := c.member(t, "g", "a", "orders")
-	a.mustBeat()
-	b := c.member(t, "g", "b", "orders")
-	b.mustBeat()
+	a := c.joined(t, "g", "a", "orders")
+	b := c.joined(t, "g", "b", "orders")
 	// a is told to revoke but keeps listing all six (a stuck poll loop).
 	hold := a.owned.clone()
 	a.send(a.request())
@@ -436,13 +446,7 @@ func TestConsumerRebalanceTimeoutFences(t *testing.T) {
 		t.Fatalf("b got partitions a holds: %d", len(b.owned))
 	}
 	c.clock.advance(2 * time.Second) // past a's 60 s rebalance timeout
-	if r := a.send(a.request()); r.ErrorCode != kerr.UnknownMemberID.Code {
-		t.Fatalf("a after its rebalance timeout: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
-	b.mustBeat()
-	if len(b.owned) != 6 {
-		t.Fatalf("b after a was fenced: %d partitions", len(b.owned))
-	}
+	replaced(t, a, b, 6, "its rebalance timeout")
 }
 
 func TestConsumerStaticMember(t *testing.T) {
@@ -684,8 +688,7 @@ func TestConsumerOffsetCommitEpochs(t *testing.T) {
 	t.Parallel()
 	c := newCoord848(t)
 	c.topic(t, "orders", 2)
-	a := c.member(t, "g", "a", "orders")
-	a.mustBeat()
+	c.joined(t, "g", "a", "orders")
 	commit := func(member string, epoch int32, ver int16) int16 {
 		r := kmsg.NewPtrOffsetCommitRequest()
 		r.Version, r.Group, r.MemberID, r.Generation = ver, "g", member, epoch

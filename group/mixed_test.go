@@ -88,8 +88,7 @@ func TestMixedGroupUpgradeDowngrade(t *testing.T) {
 
 	// A consumer-protocol member joins: the group is upgraded; the new
 	// member gets nothing until the classic one released partitions.
-	n := c.member(t, "g", "n", "orders")
-	n.mustBeat()
+	n := c.joined(t, "g", "n", "orders")
 	if len(n.owned) != 0 {
 		t.Fatalf("new member got %d partitions the classic member holds", len(n.owned))
 	}

@@ -291,6 +291,12 @@ func eachRecord(tb testing.TB, b []byte, fn func(rb *codec.RecordBatch, r *codec
 }
 
 // createTopic makes topic with n partitions straight in the store.
+// topicExists says whether the store answers for topic in stream kafka.
+func topicExists(g *Gateway, topic string) bool {
+	_, err := g.Store.Topic(context.Background(), "kafka", topic)
+	return err == nil
+}
+
 func createTopic(tb testing.TB, g *Gateway, topic string, n int32) {
 	tb.Helper()
 	if _, err := g.Store.CreateTopic(context.Background(), g.Cfg.Stream, topic, n); err != nil {

@@ -36,6 +36,20 @@ var plainMeta = batchMeta{producerID: -1, producerEpoch: -1, baseSequence: -1}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// fetched stamps iggy as a stored batch of partition 0 at base (server
+// time testServerTs) and reads it back as Kafka batches with a 1 MiB
+// budget; cur is where the read stopped.
+func fetched(t testing.TB, iggy []byte, base uint64) (out []byte, cur FetchCursor) {
+	t.Helper()
+	StampIggyBatch(iggy, 0, base, testServerTs)
+	cur = FetchCursor{MaxBytes: 1 << 20}
+	out, err := AppendKafkaBatch(nil, iggy, &cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, cur
+}
+
 // kafkaBatch encodes recs as a v2 batch with kmsg, independently of codec.
 func kafkaBatch(t testing.TB, m batchMeta, recs []rec) []byte {
 	t.Helper()

@@ -60,12 +60,7 @@ func TestCompressedBatchesTravelCompressed(t *testing.T) {
 		if _, ok := userHeaders(t, ms[1].UserHeaders)[HeaderCodec]; ok {
 			t.Fatalf("codec %d: kafka.codec on a later message", c)
 		}
-		StampIggyBatch(iggy, 0, testBase, testServerTs)
-		cur := FetchCursor{MaxBytes: 1 << 20}
-		out, err := AppendKafkaBatch(nil, iggy, &cur)
-		if err != nil {
-			t.Fatal(err)
-		}
+		out, cur := fetched(t, iggy, testBase)
 		codecs, _, got := readKafkaBatches(t, out)
 		if len(codecs) != 1 || codecs[0] != c || cur.Bytes != len(out) || cur.Records != 20 || cur.Next != testBase+20 {
 			t.Fatalf("codec %d: batches %v, cursor %+v, %d bytes", c, codecs, cur, len(out))
@@ -106,12 +101,7 @@ func TestCompressedBatchBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	StampIggyBatch(iggy, 0, 0, testServerTs)
-	cur := FetchCursor{MaxBytes: 1 << 20}
-	out, err := AppendKafkaBatch(nil, iggy, &cur)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, cur := fetched(t, iggy, 0)
 	codecs, counts, _ := readKafkaBatches(t, out)
 	if len(codecs) != 1 || counts[0] != 3 || cur.Next != 3 || cur.Bytes != len(out) || len(out) > 1<<20 {
 		t.Fatalf("batches %v %v, cursor %+v, %d bytes", codecs, counts, cur, len(out))
@@ -152,12 +142,7 @@ func TestCompressedRunBoundaries(t *testing.T) {
 		}
 	}
 	buf, _ = bb.Finish(buf)
-	StampIggyBatch(buf, 0, 0, testServerTs)
-	cur := FetchCursor{MaxBytes: 1 << 20}
-	out, err := AppendKafkaBatch(nil, buf, &cur)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, cur := fetched(t, buf, 0)
 	codecs, counts, got := readKafkaBatches(t, out)
 	wantCodecs := []int8{codec.CompressionGzip, codec.CompressionNone, codec.CompressionLZ4}
 	if !bytes.Equal(int8s(codecs), int8s(wantCodecs)) || len(counts) != 3 || counts[0] != 2 || counts[1] != 2 || counts[2] != 2 {
@@ -174,7 +159,7 @@ func TestCompressedRunBoundaries(t *testing.T) {
 	buf, _ = bb2.Append(buf, [16]byte{}, 5_000_000, []byte("x"), marked(9, 1))
 	buf, _ = bb2.Finish(buf)
 	cur = FetchCursor{MaxBytes: 1 << 20}
-	out, err = AppendKafkaBatch(nil, buf, &cur)
+	out, err := AppendKafkaBatch(nil, buf, &cur)
 	if codecs, _, _ := readKafkaBatches(t, out); err != nil || len(codecs) != 1 || codecs[0] != 0 {
 		t.Fatalf("unknown codec marker: %v %v", codecs, err)
 	}

@@ -306,12 +306,7 @@ func TestNativeMessagesReadBack(t *testing.T) {
 	}
 	buf, _ = bb.Append(buf, [16]byte{}, 0, []byte{}, nil) // no origin: server time
 	buf, _ = bb.Finish(buf)
-	StampIggyBatch(buf, 0, 40, testServerTs)
-	cur := FetchCursor{MaxBytes: 1 << 20}
-	out, err := AppendKafkaBatch(nil, buf, &cur)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, cur := fetched(t, buf, 40)
 	base, _, got := readKafka(t, out)
 	want := []rec{
 		{value: []byte("payload"), ts: 5000, headers: []hdr{{"trace", []byte("abc")}, {"kafka.key", []byte{1, 2, 3, 4}}}},

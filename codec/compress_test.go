@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"runtime"
 	"testing"
 
@@ -29,20 +30,17 @@ var compressors = []struct {
 }
 
 func gzipEnc(t testing.TB, b []byte) []byte {
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return streamEnc(t, b, func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) })
 }
 
 func lz4Enc(t testing.TB, b []byte) []byte {
+	return streamEnc(t, b, func(w io.Writer) io.WriteCloser { return lz4.NewWriter(w) })
+}
+
+// streamEnc compresses b with a streaming writer that newWriter makes.
+func streamEnc(t testing.TB, b []byte, newWriter func(io.Writer) io.WriteCloser) []byte {
 	var buf bytes.Buffer
-	w := lz4.NewWriter(&buf)
+	w := newWriter(&buf)
 	if _, err := w.Write(b); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,7 @@ import (
 // partition change and a rename, and a topic made again starts with none.
 func TestTopicConfigsPersist(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := openStore(t, dir, SyncAlways)
+	s, reopen := reopenableStore(t, SyncAlways)
 	want := bridge.TopicConfigs{"cleanup.policy": "compact", "retention.ms": "1000"}
 	if _, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 2, want); err != nil {
 		t.Fatal(err)
@@ -35,11 +34,7 @@ func TestTopicConfigsPersist(t *testing.T) {
 	if _, err := s.SetPartitions(ctx, "kafka", "t", 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncAlways)
-	defer s.Close()
+	s = reopen()
 	if got, err := s.TopicConfigs(ctx, "kafka", "t"); err != nil || !maps.Equal(got, want) {
 		t.Fatalf("after reopen: %v %v, want %v", got, err, want)
 	}

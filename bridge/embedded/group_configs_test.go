@@ -13,8 +13,7 @@ import (
 // does), and an empty set removes them.
 func TestGroupConfigsPersist(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := openStore(t, dir, SyncNever)
+	s, reopen := reopenableStore(t, SyncNever)
 	if got, err := s.GroupConfigs(ctx, "kafka", "g"); err != nil || got != nil {
 		t.Fatalf("unset: %v %v", got, err)
 	}
@@ -29,11 +28,7 @@ func TestGroupConfigsPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	// SyncNever for data: the config write syncs on its own.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncNever)
-	defer s.Close()
+	s = reopen()
 	got, err := s.GroupConfigs(ctx, "kafka", "g")
 	if err != nil || !maps.Equal(got, want) {
 		t.Fatalf("after reopen: %v %v, want %v", got, err, want)

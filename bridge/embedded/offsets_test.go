@@ -12,8 +12,7 @@ import (
 func TestGroupOffsets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openStore(t, dir, SyncAlways)
+	s, reopen := reopenableStore(t, SyncAlways)
 	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +55,7 @@ func TestGroupOffsets(t *testing.T) {
 	}
 
 	// Survives a reopen.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncAlways)
-	t.Cleanup(func() { _ = s.Close() })
+	s = reopen()
 	if o, ok, _ := s.FetchOffset(ctx, "kafka", "a", "u", 0); !ok || o.Offset != 9 {
 		t.Fatalf("after reopen: %+v %v", o, ok)
 	}

@@ -12,8 +12,7 @@ import (
 // empty (the old data does not come back).
 func TestSetPartitions(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := openStore(t, dir, SyncAlways)
+	s, reopen := reopenableStore(t, SyncAlways)
 	if _, err := s.CreateTopic(ctx, "kafka", "t", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +37,7 @@ func TestSetPartitions(t *testing.T) {
 	if _, err := s.SetPartitions(ctx, "kafka", "missing", 1); !errors.Is(err, bridge.ErrTopicNotFound) {
 		t.Fatalf("missing topic: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncAlways)
-	defer s.Close()
+	s = reopen()
 	if info, err := s.Topic(ctx, "kafka", "t"); err != nil || info.Partitions != 1 {
 		t.Fatalf("after reopen: %+v %v", info, err)
 	}

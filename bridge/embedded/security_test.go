@@ -8,8 +8,7 @@ import (
 // from a position sees only what came after it.
 func TestSecurityLog(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := openStore(t, dir, SyncNever)
+	s, reopen := reopenableStore(t, SyncNever)
 	read := func(s *Store, from uint64) ([]string, uint64) {
 		t.Helper()
 		var got []string
@@ -30,11 +29,7 @@ func TestSecurityLog(t *testing.T) {
 	if got, next := read(s, 1); len(got) != 2 || got[0] != "two" || next != 3 {
 		t.Fatalf("from 1: %q %d", got, next)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncNever)
-	defer s.Close()
+	s = reopen()
 	if err := s.AppendSecurityRecord(ctx, []byte("four")); err != nil {
 		t.Fatal(err)
 	}

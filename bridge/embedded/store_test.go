@@ -27,6 +27,25 @@ func openStore(t testing.TB, dir string, policy SyncPolicy) *Store {
 	return s
 }
 
+// reopenableStore is a store in a fresh directory; reopen closes it (the
+// close must succeed) and opens the directory again, as a restarted
+// gateway does. The store reopen returns is closed when the test ends.
+func reopenableStore(t testing.TB, policy SyncPolicy) (s *Store, reopen func() *Store) {
+	t.Helper()
+	dir := t.TempDir()
+	s = openStore(t, dir, policy)
+	return s, func() *Store {
+		t.Helper()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = openStore(t, dir, policy)
+		again := s
+		t.Cleanup(func() { _ = again.Close() })
+		return again
+	}
+}
+
 // topicStore is a store in a fresh directory holding topic "t" of parts
 // partitions in stream "kafka"; it is closed when the test ends.
 func topicStore(t testing.TB, policy SyncPolicy, parts int32) *Store {

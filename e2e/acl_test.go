@@ -140,13 +140,7 @@ func TestACLToolsAndEnforcement(t *testing.T) {
 	}
 
 	// The Java producer (kafka-console-producer).
-	produce := func(topic string) (string, error) {
-		_, errOut, err := javaRun(t, 90*time.Second, "java-v\n", "org.apache.kafka.tools.ConsoleProducer",
-			"--bootstrap-server", gw.Addr, "--topic", topic, "--producer.config", aliceProps,
-			"--producer-property", "max.block.ms=15000", "--producer-property", "delivery.timeout.ms=20000",
-			"--producer-property", "request.timeout.ms=10000")
-		return errOut, err
-	}
+	produce := func(topic string) (string, error) { return javaProduceOne(t, gw.Addr, topic, aliceProps) }
 	if errOut, err := produce("acl-a"); err != nil || strings.Contains(errOut, "ERROR") {
 		t.Fatalf("Java producer to acl-a: %v\n%s", err, tail(errOut, 30))
 	}
@@ -185,11 +179,7 @@ func TestSCRAMKafkaConfigs(t *testing.T) {
 	adminProps := javaSaslProps(t, "admin", aclAdminPass)
 	configs := func(args ...string) string {
 		t.Helper()
-		out, errOut, err := javaRun(t, 90*time.Second, "", configsClass,
-			append([]string{"--bootstrap-server", gw.Addr, "--command-config", adminProps}, args...)...)
-		if err != nil {
-			t.Fatalf("kafka-configs %v: %v\nstdout: %s\nstderr: %s", args, err, out, tail(errOut, 30))
-		}
+		out, _ := kafkaTool(t, gw.Addr, configsClass, append([]string{"--command-config", adminProps}, args...)...)
 		return out
 	}
 	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA256, "carol", "carol-secret"); err == nil {
@@ -211,10 +201,7 @@ func TestSCRAMKafkaConfigs(t *testing.T) {
 	}
 	// The Java client logs in as carol too.
 	carolProps := javaSaslProps(t, "carol", "carol-secret")
-	if _, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", gw.Addr,
-		"--command-config", carolProps, "--list"); err != nil {
-		t.Fatalf("kafka-topics --list as carol: %v\n%s", err, tail(errOut, 30))
-	}
+	kafkaTool(t, gw.Addr, "org.apache.kafka.tools.TopicCommand", "--command-config", carolProps, "--list")
 	configs("--alter", "--entity-type", "users", "--entity-name", "carol", "--delete-config", "SCRAM-SHA-512")
 	if _, err := kgoLoginErr(t, gw.Addr, handlers.MechScramSHA512, "carol", "carol-secret"); err == nil {
 		t.Fatal("carol SCRAM-SHA-512 login after --delete-config")
@@ -369,13 +356,7 @@ func TestTLSClientCertACL(t *testing.T) {
 		props := filepath.Join(t.TempDir(), "mtls.properties")
 		writeFile(t, props, fmt.Sprintf("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=%s\n"+
 			"ssl.keystore.type=PEM\nssl.keystore.location=%s\n", ts.files.CA, pemKeystore(t, ts.files)))
-		javaProduce := func(topic string) (string, error) {
-			_, errOut, err := javaRun(t, 90*time.Second, "java-v\n", "org.apache.kafka.tools.ConsoleProducer",
-				"--bootstrap-server", ts.ssl, "--topic", topic, "--producer.config", props,
-				"--producer-property", "max.block.ms=15000", "--producer-property", "delivery.timeout.ms=20000",
-				"--producer-property", "request.timeout.ms=10000")
-			return errOut, err
-		}
+		javaProduce := func(topic string) (string, error) { return javaProduceOne(t, ts.ssl, topic, props) }
 		if errOut, err := javaProduce(topicA); err != nil || strings.Contains(errOut, "ERROR") {
 			t.Fatalf("Java producer to %s: %v\n%s", topicA, err, tail(errOut, 30))
 		}

@@ -75,6 +75,31 @@ func javaRun(t testing.TB, timeout time.Duration, stdin, class string, args ...s
 	return runCmd(t, timeout, stdin, java, append(jvm, args...)...)
 }
 
+// kafkaTool runs one of Kafka's command-line tools (its main class)
+// against the gateway at addr and fails t unless the tool exits 0 within
+// 90 s; it returns what the tool printed on stdout and stderr.
+func kafkaTool(t testing.TB, addr, class string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errOut, err := javaRun(t, 90*time.Second, "", class, append([]string{"--bootstrap-server", addr}, args...)...)
+	if err != nil {
+		t.Fatalf("%s %v: %v\nstdout: %s\nstderr: %s", class, args, err, out, tail(errOut, 40))
+	}
+	return out, errOut
+}
+
+// javaProduceOne sends one record ("java-v") to topic with the Java
+// console producer configured by the properties file props, with timeouts
+// short enough that a refused write fails soon; it returns the producer's
+// stderr and how it exited.
+func javaProduceOne(t testing.TB, addr, topic, props string) (stderr string, err error) {
+	t.Helper()
+	_, errOut, err := javaRun(t, 90*time.Second, "java-v\n", "org.apache.kafka.tools.ConsoleProducer",
+		"--bootstrap-server", addr, "--topic", topic, "--producer.config", props,
+		"--producer-property", "max.block.ms=15000", "--producer-property", "delivery.timeout.ms=20000",
+		"--producer-property", "request.timeout.ms=10000")
+	return errOut, err
+}
+
 // jvmArgs are the java path and the JVM's arguments up to class, on the
 // fetched classpath: start fast and stay small, for the tools and for a
 // Streams app or Connect worker alike.

@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/iggy-kafka/gateway/handlers"
 )
 
@@ -111,14 +108,9 @@ func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
 	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
-	cl := clientWithTopic(t, gw.Addr, "java-tools", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	produceAll(t, cl, valueRecords("java-tools", 12))
+	cl := filledTopic(t, gw.Addr, "java-tools", 12)
 
-	_, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TopicCommand",
-		"--bootstrap-server", gw.Addr, "--alter", "--topic", "java-tools", "--partitions", "3")
-	if err != nil {
-		t.Fatalf("TopicCommand --alter: %v\nstderr: %s", err, errOut)
-	}
+	kafkaTool(t, gw.Addr, "org.apache.kafka.tools.TopicCommand", "--alter", "--topic", "java-tools", "--partitions", "3")
 	if n := partitionsOf(t, gw.Addr, "java-tools"); n != 3 {
 		t.Fatalf("%d partitions after kafka-topics --alter --partitions 3", n)
 	}
@@ -127,22 +119,12 @@ func TestJavaToolsAlterPartitionsDeleteRecords(t *testing.T) {
 	if err := os.WriteFile(js, []byte(`{"version":1,"partitions":[{"topic":"java-tools","partition":0,"offset":5}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.DeleteRecordsCommand",
-		"--bootstrap-server", gw.Addr, "--offset-json-file", js)
-	if err != nil {
-		t.Fatalf("DeleteRecordsCommand: %v\nstdout: %s\nstderr: %s", err, out, errOut)
-	}
+	out, errOut := kafkaTool(t, gw.Addr, "org.apache.kafka.tools.DeleteRecordsCommand", "--offset-json-file", js)
 	if !strings.Contains(out, "low_watermark: 5") {
 		t.Fatalf("DeleteRecordsCommand output:\n%s\nstderr: %s", out, errOut)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, "java-tools")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := starts.Lookup("java-tools", 0); o.Offset != 5 {
-		t.Fatalf("earliest after kafka-delete-records: %+v", o)
+	if o := startOffset(t, cl, "java-tools"); o != 5 {
+		t.Fatalf("earliest after kafka-delete-records: %d", o)
 	}
 }
 
@@ -152,36 +134,24 @@ func TestJavaToolsLogDirsDescribeProducersTransactions(t *testing.T) {
 	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
-	cl := clientWithTopic(t, gw.Addr, "java-logdirs", 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	produceAll(t, cl, valueRecords("java-logdirs", 4))
+	cl := filledTopic(t, gw.Addr, "java-logdirs", 4)
 	pid, _, err := cl.ProducerID(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.LogDirsCommand",
-		"--bootstrap-server", gw.Addr, "--describe", "--topic-list", "java-logdirs")
-	if err != nil {
-		t.Fatalf("LogDirsCommand: %v\nstdout: %s\nstderr: %s", err, out, errOut)
-	}
+	out, errOut := kafkaTool(t, gw.Addr, "org.apache.kafka.tools.LogDirsCommand", "--describe", "--topic-list", "java-logdirs")
 	if !regexp.MustCompile(`"partition":"java-logdirs-0","size":[1-9]`).MatchString(out) {
 		t.Fatalf("LogDirsCommand: no size for java-logdirs-0:\n%s\nstderr: %s", out, errOut)
 	}
 
-	out, errOut, err = javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TransactionsCommand",
-		"--bootstrap-server", gw.Addr, "describe-producers", "--topic", "java-logdirs", "--partition", "0")
-	if err != nil {
-		t.Fatalf("TransactionsCommand describe-producers: %v\nstdout: %s\nstderr: %s", err, out, errOut)
-	}
+	out, errOut = kafkaTool(t, gw.Addr, "org.apache.kafka.tools.TransactionsCommand",
+		"describe-producers", "--topic", "java-logdirs", "--partition", "0")
 	if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+0\s+-1\s+3\s+\d+\s+None`, pid)).MatchString(out) {
 		t.Fatalf("describe-producers: producer %d with epoch 0, coordinator epoch -1, last sequence 3, a timestamp and no transaction wanted:\n%s\nstderr: %s", pid, out, errOut)
 	}
 
-	out, errOut, err = javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.TransactionsCommand",
-		"--bootstrap-server", gw.Addr, "list")
-	if err != nil {
-		t.Fatalf("TransactionsCommand list: %v\nstdout: %s\nstderr: %s", err, out, errOut)
-	}
+	out, errOut = kafkaTool(t, gw.Addr, "org.apache.kafka.tools.TransactionsCommand", "list")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "TransactionalId") {
 		t.Fatalf("kafka-transactions list: want only the header line:\n%s\nstderr: %s", out, errOut)
 	}

@@ -23,6 +23,19 @@ func needKcat(t testing.TB) string {
 	return p
 }
 
+// kcatListRefused runs kcat -L with the connection settings args and
+// fails t unless kcat fails, with want in its stderr; what names the case.
+func kcatListRefused(t testing.TB, kcat, what, want string, args ...string) {
+	t.Helper()
+	_, errOut, err := runCmd(t, 30*time.Second, "", kcat, append(args, "-L", "-m", "5")...)
+	if err == nil {
+		t.Fatalf("kcat -L %s succeeded:\n%s", what, errOut)
+	}
+	if !strings.Contains(errOut, want) {
+		t.Errorf("kcat -L %s: want %q in its errors, got:\n%s", what, want, errOut)
+	}
+}
+
 // kcatMeta is the part of `kcat -L -J` the tests read.
 type kcatMeta struct {
 	Brokers []struct {

@@ -50,6 +50,20 @@ func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
 	return o.Offset
 }
 
+// startOffset is partition 0's log start offset.
+func startOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
+	t.Helper()
+	offs, err := kadm.NewClient(cl).ListStartOffsets(adminCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		t.Fatalf("start offset of %s: %v %v", topic, ok, o.Err)
+	}
+	return o.Offset
+}
+
 // topicConfig returns a topic config's value as DescribeConfigs answers it
 // ("" when absent or null).
 func topicConfig(t testing.TB, cl *kgo.Client, topic, key string) string {

@@ -36,6 +36,18 @@ func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// notServed fails t, saying what, if a client of addr with opts (and no
+// retries) has a Metadata request answered within 5 s.
+func notServed(t testing.TB, addr, what string, opts ...kgo.Opt) {
+	t.Helper()
+	cl := newClient(t, addr, append(opts, kgo.RequestRetries(0))...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err == nil {
+		t.Fatal(what)
+	}
+}
+
 // createTopic creates topic through the Kafka CreateTopics API.
 func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32) {
 	t.Helper()
@@ -108,6 +120,16 @@ func testRecords(topic string, n int) []*kgo.Record {
 		out[i] = r
 	}
 	return out
+}
+
+// filledTopic creates topic at addr with one partition holding n records
+// (valueRecords) and returns the client that produced them, whose records
+// go to the partition they name.
+func filledTopic(t testing.TB, addr, topic string, n int) *kgo.Client {
+	t.Helper()
+	cl := clientWithTopic(t, addr, topic, 1, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceAll(t, cl, valueRecords(topic, n))
+	return cl
 }
 
 // valueRecords are n records for partition 0 of topic, valued v0, v1, ...

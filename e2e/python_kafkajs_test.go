@@ -141,45 +141,60 @@ func checkAfterClient(t *testing.T, gw *gateway, topic, group string, configs ma
 	}
 }
 
-// confluent-kafka-python 1.7.0 (Debian's python3-confluent-kafka, on
-// Debian's librdkafka): e2e/python/confluent_check.py.
-func TestConfluentKafkaPython(t *testing.T) {
+// The Python clients, each driven by its script through the same story
+// (e2e/python/*.py): confluent-kafka-python 1.7.0 (Debian's
+// python3-confluent-kafka, on Debian's librdkafka) and kafka-python 2.0.2
+// (Debian's python3-kafka).
+func TestPythonClients(t *testing.T) {
 	t.Parallel()
-	py := needPython(t, "confluent_kafka", "python3-confluent-kafka")
-	gw := startGateway(t)
-	runClientCheck(t, py, "python/confluent_check.py", gw.Addr, "py-confluent", "py-confluent-group", []string{
-		"metadata broker 1 ",
-		"create_topics 2 partitions; again: TOPIC_ALREADY_EXISTS",
-		"describe_configs retention.ms=3600000 dynamic; cleanup.policy=delete default",
-		"alter_configs segment.ms=600000; retention.ms back to default -1",
-		"alter_configs unknown config refused: INVALID_CONFIG",
-		"create_partitions 4",
-		"produced 40",
-		"consumed 40 in group, committed [20, 20]",
-		"list_groups py-confluent-group Stable 1 member",
-	})
-	checkAfterClient(t, gw, "py-confluent", "py-confluent-group", map[string]string{"segment.ms": "600000", "retention.ms": "-1"}, -1)
-}
-
-// kafka-python 2.0.2 (Debian's python3-kafka):
-// e2e/python/kafka_python_check.py.
-func TestKafkaPython(t *testing.T) {
-	t.Parallel()
-	py := needPython(t, "kafka", "python3-kafka")
-	gw := startGateway(t)
-	runClientCheck(t, py, "python/kafka_python_check.py", gw.Addr, "py-kafka", "py-kafka-group", []string{
-		"describe_cluster broker 1 ",
-		"create_topics 2 partitions; again: TOPIC_ALREADY_EXISTS",
-		"describe_configs v2 retention.ms=3600000 dynamic; cleanup.policy=delete default",
-		"alter_configs retention.ms=7200000 segment.ms=600000",
-		"alter_configs unknown config refused: INVALID_CONFIG",
-		"create_partitions 4",
-		"produced 40",
-		"consumed 40 in group",
-		"list_consumer_groups, describe_consumer_groups py-kafka-group Stable 1 member; committed [20, 20]",
-		"offsets [0, 0, 0, 0] to [20, 20, 0, 0]",
-	})
-	checkAfterClient(t, gw, "py-kafka", "py-kafka-group", map[string]string{"segment.ms": "600000", "retention.ms": "7200000"}, 7200000)
+	for _, c := range []struct {
+		name, module, debPackage, script, topic string
+		want                                    []string
+		configs                                 map[string]string
+		retentionMs                             int64
+	}{
+		{
+			name: "confluent-kafka", module: "confluent_kafka", debPackage: "python3-confluent-kafka",
+			script: "python/confluent_check.py", topic: "py-confluent",
+			configs: map[string]string{"segment.ms": "600000", "retention.ms": "-1"}, retentionMs: -1,
+			want: []string{
+				"metadata broker 1 ",
+				"create_topics 2 partitions; again: TOPIC_ALREADY_EXISTS",
+				"describe_configs retention.ms=3600000 dynamic; cleanup.policy=delete default",
+				"alter_configs segment.ms=600000; retention.ms back to default -1",
+				"alter_configs unknown config refused: INVALID_CONFIG",
+				"create_partitions 4",
+				"produced 40",
+				"consumed 40 in group, committed [20, 20]",
+				"list_groups py-confluent-group Stable 1 member",
+			},
+		},
+		{
+			name: "kafka-python", module: "kafka", debPackage: "python3-kafka",
+			script: "python/kafka_python_check.py", topic: "py-kafka",
+			configs: map[string]string{"segment.ms": "600000", "retention.ms": "7200000"}, retentionMs: 7200000,
+			want: []string{
+				"describe_cluster broker 1 ",
+				"create_topics 2 partitions; again: TOPIC_ALREADY_EXISTS",
+				"describe_configs v2 retention.ms=3600000 dynamic; cleanup.policy=delete default",
+				"alter_configs retention.ms=7200000 segment.ms=600000",
+				"alter_configs unknown config refused: INVALID_CONFIG",
+				"create_partitions 4",
+				"produced 40",
+				"consumed 40 in group",
+				"list_consumer_groups, describe_consumer_groups py-kafka-group Stable 1 member; committed [20, 20]",
+				"offsets [0, 0, 0, 0] to [20, 20, 0, 0]",
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			py := needPython(t, c.module, c.debPackage)
+			gw := startGateway(t)
+			runClientCheck(t, py, c.script, gw.Addr, c.topic, c.topic+"-group", c.want)
+			checkAfterClient(t, gw, c.topic, c.topic+"-group", c.configs, c.retentionMs)
+		})
+	}
 }
 
 // kafkajs 2.2.4 (npm, e2e/js/package-lock.json): e2e/js/kafkajs_check.js.
@@ -200,11 +215,7 @@ func TestKafkajs(t *testing.T) {
 		"deleteGroups; listGroups no longer has it",
 	})
 	checkAfterClient(t, gw, "js-kafkajs", "js-kafkajs-group", map[string]string{"segment.ms": "600000", "retention.ms": "7200000"}, 7200000)
-	starts, err := kadm.NewClient(newClient(t, gw.Addr)).ListStartOffsets(adminCtx(t), "js-kafkajs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := starts.Lookup("js-kafkajs", 0); o.Offset != 3 {
-		t.Errorf("log start of js-kafkajs/0 after kafkajs deleteTopicRecords: %+v, want 3", o)
+	if o := startOffset(t, newClient(t, gw.Addr), "js-kafkajs"); o != 3 {
+		t.Errorf("log start of js-kafkajs/0 after kafkajs deleteTopicRecords: %d, want 3", o)
 	}
 }

@@ -32,3 +32,16 @@ func startNode(t *testing.T, endpoint, prefix string, id int32, more ...func(*Op
 	}
 	return n
 }
+
+// mayWrite says whether a and b may each write partition p of topic "t"
+// now; both are asked before either write ends.
+func mayWrite(a, b *Node, p int32) (wa, wb bool) {
+	wa, wb = a.BeginWrite("t", p), b.BeginWrite("t", p)
+	if wa {
+		a.EndWrite()
+	}
+	if wb {
+		b.EndWrite()
+	}
+	return wa, wb
+}

@@ -39,27 +39,26 @@ func partitionsOf(t *testing.T, addr string, topic string) int {
 // endOffset is partition 0's high watermark.
 func endOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
 	t.Helper()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(adminCtx(t), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := offs.Lookup(topic, 0)
-	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s: %v %v", topic, ok, o.Err)
-	}
-	return o.Offset
+	return partition0Offset(t, "end", topic, kadm.NewClient(cl).ListEndOffsets)
 }
 
 // startOffset is partition 0's log start offset.
 func startOffset(t *testing.T, cl *kgo.Client, topic string) int64 {
 	t.Helper()
-	offs, err := kadm.NewClient(cl).ListStartOffsets(adminCtx(t), topic)
+	return partition0Offset(t, "start", topic, kadm.NewClient(cl).ListStartOffsets)
+}
+
+// partition0Offset is the offset of partition 0 of topic that list
+// answers; which names it for the failure message.
+func partition0Offset(t *testing.T, which, topic string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) int64 {
+	t.Helper()
+	offs, err := list(adminCtx(t), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o, ok := offs.Lookup(topic, 0)
 	if !ok || o.Err != nil {
-		t.Fatalf("start offset of %s: %v %v", topic, ok, o.Err)
+		t.Fatalf("%s offset of %s: %v %v", which, topic, ok, o.Err)
 	}
 	return o.Offset
 }

@@ -194,43 +194,43 @@ func BenchmarkConnClosed(b *testing.B) {
 // *Metrics ignores the call.
 func TestFetchSessionMetrics(t *testing.T) {
 	t.Parallel()
-	var nilM *Metrics
-	nilM.FetchSessions(func() FetchSessionCounts { return FetchSessionCounts{} })
-	reg := prometheus.NewRegistry()
-	m := New(reg)
-	m.FetchSessions(func() FetchSessionCounts {
-		return FetchSessionCounts{Open: 3, Created: 5, Evicted: 1, Refused: 2, Incremental: 40}
-	})
-	got := gaugesAndCounters(t, reg)
-	for name, want := range map[string]float64{
+	checkReaderMetrics(t, func(m *Metrics) {
+		m.FetchSessions(func() FetchSessionCounts {
+			return FetchSessionCounts{Open: 3, Created: 5, Evicted: 1, Refused: 2, Incremental: 40}
+		})
+	}, map[string]float64{
 		"iggy_kafka_fetch_sessions_open": 3, "iggy_kafka_fetch_sessions_created_total": 5,
 		"iggy_kafka_fetch_sessions_evicted_total": 1, "iggy_kafka_fetch_sessions_refused_total": 2,
 		"iggy_kafka_fetch_incremental_total": 40,
-	} {
-		if got[name] != want {
-			t.Errorf("%s = %v, want %v", name, got[name], want)
-		}
-	}
+	})
 }
 
 // The tail-cache collectors report what their reader returns, and a nil
 // *Metrics ignores the call.
 func TestTailCacheMetrics(t *testing.T) {
 	t.Parallel()
-	var nilM *Metrics
-	nilM.TailCache(func() TailCacheCounts { return TailCacheCounts{} })
-	reg := prometheus.NewRegistry()
-	m := New(reg)
-	m.TailCache(func() TailCacheCounts {
-		return TailCacheCounts{Hits: 7, Misses: 2, ServedBytes: 1234, UsedBytes: 65536}
-	})
-	got := gaugesAndCounters(t, reg)
-	for name, want := range map[string]float64{
+	checkReaderMetrics(t, func(m *Metrics) {
+		m.TailCache(func() TailCacheCounts {
+			return TailCacheCounts{Hits: 7, Misses: 2, ServedBytes: 1234, UsedBytes: 65536}
+		})
+	}, map[string]float64{
 		"iggy_kafka_tail_cache_bytes": 65536, "iggy_kafka_tail_cache_hits_total": 7,
 		"iggy_kafka_tail_cache_misses_total": 2, "iggy_kafka_tail_cache_served_bytes_total": 1234,
-	} {
-		if got[name] != want {
-			t.Errorf("%s = %v, want %v", name, got[name], want)
+	})
+}
+
+// checkReaderMetrics: register, which hands collectors a reader, does
+// nothing on a nil *Metrics, and on a fresh registry the collectors report
+// want.
+func checkReaderMetrics(t *testing.T, register func(*Metrics), want map[string]float64) {
+	t.Helper()
+	register(nil)
+	reg := prometheus.NewRegistry()
+	register(New(reg))
+	got := gaugesAndCounters(t, reg)
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s = %v, want %v", name, got[name], w)
 		}
 	}
 }

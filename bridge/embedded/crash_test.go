@@ -18,33 +18,41 @@ import (
 // child test skips when it is unset, so a normal run never starts it alone.
 const crashDirEnv = "EMBEDDED_CRASH_CHILD_DIR"
 
+// openCrashChild opens, with SyncAlways, the store in the directory a
+// crash test (parent) passed in env; without it the test is not a crash
+// child and skips.
+func openCrashChild(t *testing.T, env, parent string) *Store {
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("crash child; run by " + parent)
+	}
+	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger()})
+	exitOnError(err)
+	return s
+}
+
+// exitOnError ends a crash child on err, printing it for the parent.
+func exitOnError(err error) {
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+}
+
 // TestCrashChild appends with SyncAlways until it is killed, printing
 // "ack <base> <count> <tag>" after each Append returned, which is the
 // promise under test: an acknowledged write survives kill -9.
 func TestCrashChild(t *testing.T) {
 	t.Parallel()
-	dir := os.Getenv(crashDirEnv)
-	if dir == "" {
-		t.Skip("crash child; run by TestCrashKeepsAcknowledgedWrites")
-	}
-	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger()})
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
-	if _, err := s.CreateTopic(ctx, "kafka", "crash", 1); err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
+	s := openCrashChild(t, crashDirEnv, "TestCrashKeepsAcknowledgedWrites")
+	_, err := s.CreateTopic(ctx, "kafka", "crash", 1)
+	exitOnError(err)
 	fmt.Println("ready")
 	for i := 0; ; i++ {
 		n := 1 + i%5
 		tag := fmt.Sprintf("b%d", i)
 		base, err := s.Append(ctx, "kafka", "crash", 0, makeBatch(t, tag, n, 1))
-		if err != nil {
-			fmt.Println("error", err)
-			os.Exit(2)
-		}
+		exitOnError(err)
 		// One write(2) per line, unbuffered: the line exists only once
 		// Append returned, and the parent sees it even after SIGKILL.
 		fmt.Printf("ack %d %d %s\n", base, n, tag)
@@ -56,18 +64,9 @@ func TestCrashChild(t *testing.T) {
 // all the time: "ack <partition> <base> <count> <tag>".
 func TestCrashChildSegments(t *testing.T) {
 	t.Parallel()
-	dir := os.Getenv(crashSegDirEnv)
-	if dir == "" {
-		t.Skip("crash child; run by TestCrashKeepsAcknowledgedWritesSegments")
-	}
-	s, err := Open(dir, Options{Sync: SyncAlways, Logger: quietLogger()})
-	if err == nil {
-		_, err = s.CreateTopicWithConfigs(ctx, "kafka", "crash", 3, bridge.TopicConfigs{"segment.bytes": "16384"})
-	}
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(2)
-	}
+	s := openCrashChild(t, crashSegDirEnv, "TestCrashKeepsAcknowledgedWritesSegments")
+	_, err := s.CreateTopicWithConfigs(ctx, "kafka", "crash", 3, bridge.TopicConfigs{"segment.bytes": "16384"})
+	exitOnError(err)
 	fmt.Println("ready")
 	for p := int32(0); p < 3; p++ {
 		go func() {
@@ -75,10 +74,7 @@ func TestCrashChildSegments(t *testing.T) {
 				n := 1 + (i+int(p))%7
 				tag := fmt.Sprintf("p%db%d", p, i)
 				base, err := s.Append(ctx, "kafka", "crash", p, makeBatch(t, tag, n, 1))
-				if err != nil {
-					fmt.Println("error", err)
-					os.Exit(2)
-				}
+				exitOnError(err)
 				fmt.Printf("ack %d %d %d %s\n", p, base, n, tag)
 			}
 		}()

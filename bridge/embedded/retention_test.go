@@ -68,7 +68,7 @@ func TestRetentionTime(t *testing.T) {
 	var c fakeClock
 	const t0 = uint64(1_700_000_000_000_000) // µs
 	c.set(t0)
-	s := openSwept(t, dir, &c)
+	s, reopen := reopenable(t, dir, func(dir string) *Store { return openSwept(t, dir, &c) })
 	old := t0 - 10_000_000 // 10 s before t0
 	for _, name := range []string{"del", "compact", "both"} {
 		cfg := bridge.TopicConfigs{"retention.ms": "2000"}
@@ -112,12 +112,8 @@ func TestRetentionTime(t *testing.T) {
 	if n := rawBatches(t, s, info.ID, 0); n != 0 {
 		t.Fatalf("%d batches left", n)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s = openSwept(t, dir, &c)
-	defer s.Close()
+	s = reopen()
 	wantState(t, s, "del", 0, bridge.PartitionState{Earliest: 11, Next: 11})
 	if off, err := s.Append(ctx, "kafka", "del", 0, makeBatch(t, "e", 1, t0)); err != nil || off != 11 {
 		t.Fatalf("append after expiry: %d %v", off, err)
@@ -274,7 +270,7 @@ func TestRetentionBytesAccounting(t *testing.T) {
 	dir := t.TempDir()
 	var c fakeClock
 	c.set(uint64(time.Now().UnixMicro()))
-	s := openSwept(t, dir, &c)
+	s, reopen := reopenable(t, dir, func(dir string) *Store { return openSwept(t, dir, &c) })
 	one := len(makeBatch(t, "x", 2, 1))
 	info, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 1, nil)
 	if err != nil {
@@ -308,11 +304,7 @@ func TestRetentionBytesAccounting(t *testing.T) {
 	}
 	_ = info
 	appendN(5) // offsets 0-9
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openSwept(t, dir, &c)
-	defer s.Close()
+	s = reopen()
 	appendN(2) // offsets 10-13
 	// One batch from before Open goes, the next one straddles.
 	if _, err := s.DeleteRecords(ctx, "kafka", "t", 0, 3); err != nil {

@@ -43,7 +43,7 @@ func TestSegmentBytesRollsAndFrees(t *testing.T) {
 	dir := t.TempDir()
 	var c fakeClock
 	c.set(uint64(nowMicros()))
-	s := openSwept(t, dir, &c)
+	s, reopen := reopenable(t, dir, func(dir string) *Store { return openSwept(t, dir, &c) })
 	one := len(makeBatch(t, "x", 4, 1)) // 4 batches per 4 KiB segment
 	info, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 2, bridge.TopicConfigs{"segment.bytes": fmt.Sprint(4 * one)})
 	if err != nil {
@@ -101,11 +101,7 @@ func TestSegmentBytesRollsAndFrees(t *testing.T) {
 	if files := segmentFiles(t, dir, info.ID, 0); len(files) != 4 || files[3] != "00000000000000000176.log" {
 		t.Fatalf("after appends at 8 batches a segment: %v", files)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openSwept(t, dir, &c)
-	defer s.Close()
+	s = reopen()
 	wantState(t, s, "t", 0, bridge.PartitionState{Earliest: 124, Next: 192})
 	if got := pollAll(t, s, "t", 0, 124); len(got) != 68 || got[0].offset != 124 || got[67].payload != "y-3" {
 		t.Fatalf("after reopen: %d messages", len(got))

@@ -27,19 +27,25 @@ func openStore(t testing.TB, dir string, policy SyncPolicy) *Store {
 	return s
 }
 
-// reopenableStore is a store in a fresh directory; reopen closes it (the
-// close must succeed) and opens the directory again, as a restarted
-// gateway does. The store reopen returns is closed when the test ends.
+// reopenableStore is a store with policy in a fresh directory, reopenable
+// (see reopenable).
 func reopenableStore(t testing.TB, policy SyncPolicy) (s *Store, reopen func() *Store) {
 	t.Helper()
-	dir := t.TempDir()
-	s = openStore(t, dir, policy)
+	return reopenable(t, t.TempDir(), func(dir string) *Store { return openStore(t, dir, policy) })
+}
+
+// reopenable is the store open makes on dir; reopen closes it (the close
+// must succeed) and has open make it again on dir, as a restarted gateway
+// does. The store reopen returns is closed when the test ends.
+func reopenable(t testing.TB, dir string, open func(dir string) *Store) (s *Store, reopen func() *Store) {
+	t.Helper()
+	s = open(dir)
 	return s, func() *Store {
 		t.Helper()
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		s = openStore(t, dir, policy)
+		s = open(dir)
 		again := s
 		t.Cleanup(func() { _ = again.Close() })
 		return again

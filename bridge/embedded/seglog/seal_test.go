@@ -51,6 +51,21 @@ func rollHoldingFirstSeal(t *testing.T) (mem *vfs.MemFS, l *Log, end int64, rele
 	return mem, l, end, release
 }
 
+// stillWaiting starts l.WaitSynced(ctx, pos) and fails t if it returns
+// within d (when says what should hold it back); its result arrives on
+// the channel returned.
+func stillWaiting(t *testing.T, l *Log, pos int64, d time.Duration, when string) <-chan error {
+	t.Helper()
+	waited := make(chan error, 1)
+	go func() { waited <- l.WaitSynced(ctx, pos) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("WaitSynced returned (%v) %s", err, when)
+	case <-time.After(d):
+	}
+	return waited
+}
+
 // Without VisibleOnSync a roll does not wait for the old segment's sync
 // (a whole segment, up to 1 GiB: seconds of stalled produce); a sync
 // round does not count anything durable before that seal has synced; the
@@ -66,13 +81,7 @@ func TestBackgroundSealDoesNotStallAppends(t *testing.T) {
 	if got := readAll(t, l, 0); len(got) != 6 {
 		t.Fatalf("read %d messages while the seal runs", len(got))
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- l.WaitSynced(ctx, end) }()
-	select {
-	case err := <-waited:
-		t.Fatalf("WaitSynced returned (%v) while the old segment's sync was held", err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	waited := stillWaiting(t, l, end, 50*time.Millisecond, "while the old segment's sync was held")
 	if _, err := mem.Stat(mem.PathJoin(testDir, segmentName(0, indexSuffix))); err == nil {
 		t.Fatal("index written before the segment was synced")
 	}
@@ -217,13 +226,7 @@ func TestSealsChainInOrder(t *testing.T) {
 	if l.Segments() != 3 {
 		t.Fatalf("%d segments", l.Segments())
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- l.WaitSynced(ctx, end) }()
-	select {
-	case err := <-waited:
-		t.Fatalf("WaitSynced returned (%v) before the first seal synced", err)
-	case <-time.After(100 * time.Millisecond):
-	}
+	waited := stillWaiting(t, l, end, 100*time.Millisecond, "before the first seal synced")
 	release()
 	if err := <-waited; err != nil {
 		t.Fatal(err)

@@ -525,13 +525,8 @@ func testConcurrentAppends(t *testing.T, e *env) {
 	}
 }
 
-// TestPollManySmall makes Poll need several Iggy polls for one call (the
+// testPollManySmall makes Poll need several Iggy polls for one call (the
 // first poll of a partition is a small probe).
-func TestPollManySmall(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testPollManySmall)
-}
-
 func testPollManySmall(t *testing.T, e *env) {
 	e.topic(t, "s", 1)
 	for i := range 40 {
@@ -547,11 +542,9 @@ func testPollManySmall(t *testing.T, e *env) {
 	}
 }
 
-func TestConsumerOffsets(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testConsumerOffsets)
-}
-
+// testConsumerOffsets: the client's consumer offsets, stored, read back,
+// deleted, and refused past the end, on an empty partition or a missing
+// topic.
 func testConsumerOffsets(t *testing.T, e *env) {
 	ctx := context.Background()
 	c := e.store.Client()
@@ -587,11 +580,8 @@ func testConsumerOffsets(t *testing.T, e *env) {
 	}
 }
 
-func TestClientStreams(t *testing.T) {
-	t.Parallel()
-	eachServer(t, testClientStreams)
-}
-
+// testClientStreams: the client creates, reads and deletes a stream of
+// its own and a topic in it, and knows the server's version.
 func testClientStreams(t *testing.T, e *env) {
 	ctx := context.Background()
 	c := e.store.Client()
@@ -622,4 +612,15 @@ func testClientStreams(t *testing.T, e *env) {
 	if v := c.ServerVersion(); v == "" {
 		t.Fatal("no server version")
 	}
+}
+
+// TestStoreScenarios runs the Poll and client scenarios above on both
+// servers, each a subtest of its own.
+func TestStoreScenarios(t *testing.T) {
+	t.Parallel()
+	eachScenario(t,
+		serverScenario{"PollManySmall", testPollManySmall},
+		serverScenario{"ConsumerOffsets", testConsumerOffsets},
+		serverScenario{"ClientStreams", testClientStreams},
+	)
 }

@@ -27,6 +27,15 @@ func mustPayloadOf(t *testing.T, frame []byte) []byte {
 	return p
 }
 
+// wantFound fails t unless a decoder answered got, found (ok), without an
+// error, and got is want.
+func wantFound[T comparable](t *testing.T, got T, ok bool, err error, want T) {
+	t.Helper()
+	if err != nil || !ok || got != want {
+		t.Fatalf("got %+v %v %v, want %+v", got, ok, err, want)
+	}
+}
+
 // pollMessages decodes a Poll reply with the messages of its records.
 func pollMessages(t *testing.T, p []byte) (PollHead, []bridge.IggyMessage, error) {
 	t.Helper()
@@ -111,9 +120,7 @@ func TestReplyFixtures(t *testing.T) {
 	})
 	t.Run("send", func(t *testing.T) {
 		c, ok, err := decodeFirstConfirmation(payload(t, "05_send"))
-		if err != nil || !ok || c != (SendConfirmation{TopicID: 4, PartitionID: 2, BaseOffset: 5}) {
-			t.Fatalf("got %+v %v %v", c, ok, err)
-		}
+		wantFound(t, c, ok, err, SendConfirmation{TopicID: 4, PartitionID: 2, BaseOffset: 5})
 	})
 	t.Run("poll", func(t *testing.T) {
 		h, msgs, err := pollMessages(t, payload(t, "06_poll"))
@@ -126,9 +133,7 @@ func TestReplyFixtures(t *testing.T) {
 	})
 	t.Run("consumer offset", func(t *testing.T) {
 		o, ok, err := decodeConsumerOffset(payload(t, "07_consumer_offset"))
-		if err != nil || !ok || o != (ConsumerOffset{PartitionID: 2, CurrentOffset: 9, StoredOffset: 9}) {
-			t.Fatalf("got %+v %v %v", o, ok, err)
-		}
+		wantFound(t, o, ok, err, ConsumerOffset{PartitionID: 2, CurrentOffset: 9, StoredOffset: 9})
 	})
 	t.Run("eviction", func(t *testing.T) {
 		_, err := get("08_eviction_credentials")
@@ -228,9 +233,7 @@ func TestReplyVectors(t *testing.T) {
 	})
 	t.Run("consumer offset", func(t *testing.T) {
 		o, ok, err := decodeConsumerOffset(vectorReply(t, vs, "reply_get_consumer_offset", nil))
-		if err != nil || !ok || o != (ConsumerOffset{PartitionID: 1, CurrentOffset: 2, StoredOffset: 1}) {
-			t.Fatalf("got %+v %v", o, err)
-		}
+		wantFound(t, o, ok, err, ConsumerOffset{PartitionID: 1, CurrentOffset: 2, StoredOffset: 1})
 	})
 	t.Run("store consumer offset", func(t *testing.T) {
 		if p, err := pay("reply_store_consumer_offset"); err != nil || len(p) != 0 {

@@ -24,10 +24,7 @@ func TestListenersAdvertiseBoundPort(t *testing.T) {
 	}})
 	bound, adv := srv.ListenerAddrs(), srv.Advertised()
 	ts := &tlsServer{srv: srv, plain: bound["PLAINTEXT"], tl: bound["SSL"], files: f, src: src}
-	rc, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := mustDialTLS(t, ts, false)
 	for name, c := range map[string]*rawConn{"PLAINTEXT": dialRaw(t, ts.plain), "SSL": rc} {
 		_, p, _ := net.SplitHostPort(bound[name])
 		if h, got := metadataBroker(t, c); h != "127.0.0.1" || strconv.Itoa(int(got)) != p || adv[name].Port != got {

@@ -74,6 +74,16 @@ func dialTLS(t testing.TB, ts *tlsServer, clientCert bool) (*rawConn, error) {
 	return &rawConn{t: t, c: c}, nil
 }
 
+// mustDialTLS is dialTLS for a handshake that must succeed.
+func mustDialTLS(t testing.TB, ts *tlsServer, clientCert bool) *rawConn {
+	t.Helper()
+	rc, err := dialTLS(t, ts, clientCert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
 // metadataBroker asks rc for Metadata and returns the broker it names.
 func metadataBroker(t *testing.T, rc *rawConn) (string, int32) {
 	t.Helper()
@@ -97,10 +107,7 @@ func TestTLSListenerServesAndAdvertisesItself(t *testing.T) {
 	if h, p := metadataBroker(t, plain); h != "plain.example" || p != 1111 {
 		t.Fatalf("plaintext listener advertises %s:%d", h, p)
 	}
-	rc, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := mustDialTLS(t, ts, false)
 	if h, p := metadataBroker(t, rc); h != "tls.example" || p != 2222 {
 		t.Fatalf("SSL listener advertises %s:%d", h, p)
 	}
@@ -170,10 +177,7 @@ func TestTLSHandshakeNeverFinishes(t *testing.T) {
 	if _, err := half.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := mustDialTLS(t, ts, false)
 	produceOK(t, rc, "others", "served")
 	expectClosed(t, silent)
 	expectClosed(t, half)
@@ -195,10 +199,7 @@ func TestTLSPlaintextOnTLSPort(t *testing.T) {
 	b, _ := rc.frame(apiVersionsReq(3))
 	rc.write(b)
 	expectClosed(t, c)
-	tc, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := mustDialTLS(t, ts, false)
 	produceOK(t, tc, "after-plain", "ok")
 }
 
@@ -236,10 +237,7 @@ func TestTLSMutual(t *testing.T) {
 			t.Fatal("a client without a certificate was served")
 		}
 	}
-	rc, err := dialTLS(t, ts, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := mustDialTLS(t, ts, true)
 	produceOK(t, rc, "mtls", "ok")
 	var principals []string
 	ts.srv.connMu.Lock()
@@ -259,10 +257,7 @@ func TestTLSMutual(t *testing.T) {
 func TestTLSReload(t *testing.T) {
 	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
-	old, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustDialTLS(t, ts, false)
 	cn := func(rc *rawConn) string {
 		return rc.c.(*tls.Conn).ConnectionState().PeerCertificates[0].Subject.CommonName
 	}
@@ -279,10 +274,7 @@ func TestTLSReload(t *testing.T) {
 	if err := ts.src.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustDialTLS(t, ts, false)
 	if got := cn(fresh); got != "reloaded" {
 		t.Fatalf("after reload CN %q", got)
 	}
@@ -301,9 +293,7 @@ func TestTLSRefusesOldVersions(t *testing.T) {
 		c.Close()
 		t.Fatal("a TLS 1.1 handshake succeeded")
 	}
-	if _, err := dialTLS(t, ts, false); err != nil {
-		t.Fatal(err)
-	}
+	mustDialTLS(t, ts, false)
 }
 
 func copyFile(from, to string) error {
@@ -322,10 +312,7 @@ func copyFile(from, to string) error {
 func TestTLSLargePipelinedRequests(t *testing.T) {
 	t.Parallel()
 	ts := newTLSServer(t, Config{}, false)
-	rc, err := dialTLS(t, ts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := mustDialTLS(t, ts, false)
 	var all []byte
 	var corrs []int32
 	sizes := []int{700 << 10, 10, 900 << 10, 300 << 10, 900 << 10}

@@ -84,30 +84,9 @@ func (l *Log) ExpiredBefore(cutoff uint64) (uint64, error) {
 	start := l.start.Load()
 	k := l.newWalk(math.MaxInt, scanChunk)
 	defer k.w.release()
-	var (
-		at    uint64
-		found bool
-	)
-	fn := func(b []byte) bool {
-		if newestStored(b) >= cutoff {
-			at, found = le.Uint64(b[hdrBaseOffset:]), true
-		}
-		return !found
-	}
-	for _, seg := range l.segments() {
-		if seg.next.Load() <= start || seg.maxTs.Load() < cutoff {
-			continue
-		}
-		if !seg.acquire() {
-			continue
-		}
-		_, err := k.segment(seg, max(start, seg.base), fn)
-		seg.release()
-		if err != nil || found {
-			return max(at, start), err
-		}
-	}
-	return max(k.hwm, start), nil
+	return l.firstBatch(&k, start, k.hwm,
+		func(seg *segment) bool { return seg.next.Load() <= start || seg.maxTs.Load() < cutoff },
+		func(b []byte) bool { return newestStored(b) >= cutoff })
 }
 
 // OversizeBefore returns the base offset of the oldest visible batch that
@@ -129,30 +108,44 @@ func (l *Log) OversizeBefore(limit int64) (uint64, error) {
 	}
 	k := walk{l: l, hwm: hwm, vpos: vpos, budget: math.MaxInt, want: scanChunk}
 	defer k.w.release()
-	var (
-		at    uint64
-		found bool
-	)
-	fn := func(b []byte) bool {
-		n := int64(len(b))
-		if size-n < limit {
-			at, found = le.Uint64(b[hdrBaseOffset:]), true
-			return false
-		}
-		size -= n
-		return true
-	}
-	for _, seg := range l.segments() {
+	// A segment wholly before the cut goes unread: its bytes go at once.
+	skip := func(seg *segment) bool {
 		segFrom := max(from, seg.startPos)
 		segTo := min(seg.startPos+seg.size.Load(), vpos)
 		if segTo <= segFrom {
-			continue
+			return true
 		}
 		if size-(segTo-segFrom) >= limit {
 			size -= segTo - segFrom
-			continue
+			return true
 		}
-		if !seg.acquire() {
+		return false
+	}
+	return l.firstBatch(&k, start, hwm, skip, func(b []byte) bool {
+		n := int64(len(b))
+		if size-n < limit {
+			return true
+		}
+		size -= n
+		return false
+	})
+}
+
+// firstBatch walks, with k, the visible batches of every segment that skip
+// does not pass over, from start on, and returns the base offset of the
+// first batch stop accepts, or end when none does (neither below start).
+// Any goroutine.
+func (l *Log) firstBatch(k *walk, start, end uint64, skip func(*segment) bool, stop func(b []byte) bool) (uint64, error) {
+	var at uint64
+	found := false
+	fn := func(b []byte) bool {
+		if stop(b) {
+			at, found = le.Uint64(b[hdrBaseOffset:]), true
+		}
+		return !found
+	}
+	for _, seg := range l.segments() {
+		if skip(seg) || !seg.acquire() {
 			continue
 		}
 		_, err := k.segment(seg, max(start, seg.base), fn)
@@ -161,7 +154,7 @@ func (l *Log) OversizeBefore(limit int64) (uint64, error) {
 			return max(at, start), err
 		}
 	}
-	return max(hwm, start), nil
+	return max(end, start), nil
 }
 
 func firstErr(errs ...error) error {

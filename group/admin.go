@@ -23,11 +23,7 @@ func (co *Coordinator) Describe(ctx context.Context, req *kmsg.DescribeGroupsReq
 		rg.Default()
 		rg.Group = name
 		rg.State = stateDead.String()
-		if !validGroupID(name) {
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-			continue
-		}
-		if code := co.placed(name); code != 0 {
+		if code := co.groupCode(name); code != 0 {
 			rg.ErrorCode = code
 			continue
 		}
@@ -124,11 +120,7 @@ func (co *Coordinator) Delete(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		rg := &resp.Groups[i]
 		rg.Default()
 		rg.Group = name
-		if !validGroupID(name) {
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-			continue
-		}
-		if code := co.placed(name); code != 0 {
+		if code := co.groupCode(name); code != 0 {
 			rg.ErrorCode = code
 			continue
 		}

@@ -29,11 +29,9 @@ func (co *Coordinator) ConsumerDescribe(req *kmsg.ConsumerGroupDescribeRequest) 
 		rg.Group = name
 		rg.AuthorizedOperations = math.MinInt32 // never computed
 		g := co.groups[name]
-		switch {
-		case !validGroupID(name):
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-		case co.placed(name) != 0:
-			rg.ErrorCode = co.placed(name)
+		switch code := co.groupCode(name); {
+		case code != 0:
+			rg.ErrorCode = code
 		case g == nil:
 			rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, kmsg.StringPtr(fmt.Sprintf("Group %s not found.", name))
 		case g.consumer == nil:

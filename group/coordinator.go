@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -103,6 +104,17 @@ func New(o Options) *Coordinator {
 		topicID:   o.TopicID,
 		placement: o.Placement,
 	}
+}
+
+// groupCode is what an operation on group answers before it looks at the
+// group: INVALID_GROUP_ID for a name this gateway refuses, the placement's
+// code when another gateway coordinates it, else 0. Any goroutine; co.mu
+// need not be held.
+func (co *Coordinator) groupCode(group string) int16 {
+	if !validGroupID(group) {
+		return kerr.InvalidGroupID.Code
+	}
+	return co.placed(group)
 }
 
 // placed is the error an operation on group answers because another

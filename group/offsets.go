@@ -28,13 +28,8 @@ const maxOffsetMetadata = 4096
 // store batches commits, bridge.Capabilities.BatchedCommits).
 func (co *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	var code int16
-	switch {
-	case !validGroupID(req.Group):
-		code = kerr.InvalidGroupID.Code
-	case co.placed(req.Group) != 0:
-		code = co.placed(req.Group)
-	default:
+	code := co.groupCode(req.Group)
+	if code == 0 {
 		instance := ""
 		if req.InstanceID != nil {
 			instance = *req.InstanceID
@@ -210,13 +205,7 @@ func (co *Coordinator) FetchOffsets(ctx context.Context, req *kmsg.OffsetFetchRe
 // committed offset when all is set, and a group-level error code.
 func (co *Coordinator) fetchGroupOffsets(ctx context.Context, name string, topics []kmsg.OffsetFetchRequestTopic, all bool) ([]fetchedTopic, int16) {
 	st := co.store
-	code := int16(0)
-	switch {
-	case !validGroupID(name):
-		code = kerr.InvalidGroupID.Code
-	case co.placed(name) != 0:
-		code = co.placed(name)
-	}
+	code := co.groupCode(name)
 	part := func(p int32, o bridge.CommittedOffset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 		r := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		r.Partition, r.Offset, r.LeaderEpoch, r.Metadata = p, -1, -1, kmsg.StringPtr("")
@@ -269,11 +258,7 @@ func (co *Coordinator) fetchGroupOffsets(ctx context.Context, name string, topic
 // a live group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC, as Kafka).
 func (co *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !validGroupID(req.Group) {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
-	}
-	if code := co.placed(req.Group); code != 0 {
+	if code := co.groupCode(req.Group); code != 0 {
 		resp.ErrorCode = code
 		return resp
 	}

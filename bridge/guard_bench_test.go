@@ -21,3 +21,19 @@ func BenchmarkGuardAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGuardAppendStaged is BenchmarkGuardAppend through AppendStaged,
+// the call Produce makes.
+func BenchmarkGuardAppendStaged(b *testing.B) {
+	s := newHangStore()
+	close(s.release)
+	g := Guard(s, GuardOptions{})
+	ctx := context.Background()
+	batch := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := g.AppendStaged(ctx, "s", "t", 0, batch, Prepared{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

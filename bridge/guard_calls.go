@@ -69,9 +69,13 @@ func (g *Guarded) TopicState(ctx context.Context, stream, topic string) (TopicIn
 	if g.caps.MemoryReads {
 		return g.inner.TopicState(ctx, stream, topic)
 	}
-	return run2(g, ctx, "topic_state", false, func(ctx context.Context) (TopicInfo, []PartitionState, error) {
-		return g.inner.TopicState(ctx, stream, topic)
+	// Every Fetch of an Iggy gateway asks it per topic: one closure, as
+	// Append (no run2 layer).
+	st, err := run(g, ctx, "topic_state", false, nil, func(ctx context.Context) (pair[TopicInfo, []PartitionState], error) {
+		ti, states, err := g.inner.TopicState(ctx, stream, topic)
+		return pair[TopicInfo, []PartitionState]{ti, states}, err
 	})
+	return st.a, st.b, err
 }
 
 func (g *Guarded) GrowPartitions(ctx context.Context, stream, topic string, total int32) (TopicInfo, error) {
@@ -107,15 +111,17 @@ func (g *Guarded) Append(ctx context.Context, stream, topic string, partition in
 }
 
 // AppendStaged: the write and the wait for durability are each a guarded
-// call with its own deadline.
+// call with its own deadline. On the produce path, so one closure per
+// call, as Append (no run2 layer).
 func (g *Guarded) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, prep Prepared) (uint64, func(context.Context) error, error) {
-	base, durable, err := run2(g, ctx, "append", true, func(ctx context.Context) (uint64, func(context.Context) error, error) {
-		return g.inner.AppendStaged(ctx, stream, topic, partition, batch, prep)
+	st, err := run(g, ctx, "append", true, nil, func(ctx context.Context) (pair[uint64, func(context.Context) error], error) {
+		base, durable, err := g.inner.AppendStaged(ctx, stream, topic, partition, batch, prep)
+		return pair[uint64, func(context.Context) error]{base, durable}, err
 	})
-	if err != nil || durable == nil {
-		return base, nil, err
+	if err != nil || st.b == nil {
+		return st.a, nil, err
 	}
-	return base, func(ctx context.Context) error { return do(g, ctx, "append_sync", true, durable) }, nil
+	return st.a, func(ctx context.Context) error { return do(g, ctx, "append_sync", true, st.b) }, nil
 }
 
 // Poll: fn runs on the call's goroutine while the caller waits; once the

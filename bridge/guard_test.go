@@ -50,6 +50,11 @@ func (s *hangStore) Append(ctx context.Context, stream, topic string, partition 
 	return 7, nil
 }
 
+func (s *hangStore) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, _ Prepared) (uint64, func(context.Context) error, error) {
+	base, err := s.Append(ctx, stream, topic, partition, batch)
+	return base, nil, err
+}
+
 func (s *hangStore) Topics(ctx context.Context, stream string) ([]TopicInfo, error) {
 	<-s.release
 	return nil, nil

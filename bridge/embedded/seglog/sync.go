@@ -149,12 +149,7 @@ func (l *Log) round() (again bool, err error) {
 	} else {
 		l.syncedLocked(end, next)
 	}
-	for _, w := range sc.waiters {
-		if sc.err != nil || w.pos <= sc.synced {
-			w.ch <- false
-		}
-	}
-	sc.waiters = slices.DeleteFunc(sc.waiters, func(w *waiter) bool { return sc.err != nil || w.pos <= sc.synced })
+	sc.wakeSyncedLocked()
 	if len(sc.waiters) == 0 {
 		if sc.abandoned > 0 && sc.err == nil {
 			sc.abandoned = 0
@@ -178,13 +173,26 @@ func (l *Log) markSynced(pos int64, off uint64) {
 	sc := &l.sc
 	sc.mu.Lock()
 	l.syncedLocked(pos, off)
-	for _, w := range sc.waiters {
-		if w.pos <= sc.synced {
-			w.ch <- false
-		}
-	}
-	sc.waiters = slices.DeleteFunc(sc.waiters, func(w *waiter) bool { return w.pos <= sc.synced })
+	sc.wakeSyncedLocked()
 	sc.mu.Unlock()
+}
+
+// wakeSyncedLocked ends the wait of every waiter whose bytes are synced
+// (of every waiter once a sync failed) and drops it from the list. A woken
+// waiter may at once go back to waiterPool and wait on another log with
+// another pos: each is kept or dropped on what was read before its wake,
+// and not read after. Under sc.mu.
+func (sc *syncState) wakeSyncedLocked() {
+	kept := sc.waiters[:0]
+	for _, w := range sc.waiters {
+		if sc.err == nil && w.pos > sc.synced {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- false
+	}
+	clear(sc.waiters[len(kept):]) // no hold on pooled waiters
+	sc.waiters = kept
 }
 
 // syncedLocked moves the synced position forward to pos, and under

@@ -15,10 +15,10 @@ package loop
 // Fetch handlers size their answer to the room left (handlers.Call.ReplyRoom),
 // so the requests already taken cannot pile far past the cap either.
 //
-// gnet cannot pause reading a socket and says nothing when its outbound
-// buffer drains, so a blocked connection is re-checked by a timer that
-// Wakes it (1 ms, doubling to 20 ms); the bytes a client keeps sending
-// meanwhile pile up unread until MaxBufferedPerConn closes it. A blocked
+// gnet says nothing when its outbound buffer drains, so a blocked
+// connection is re-checked by a timer that Wakes it (1 ms, doubling to
+// 20 ms); meanwhile the connection is muted (mute.go), so what its client
+// keeps sending waits in TCP. A blocked
 // connection whose client reads nothing at all for WriteStallTimeout is
 // closed with CloseWriteStall.
 

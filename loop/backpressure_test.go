@@ -228,3 +228,54 @@ func TestDefaultReplyRoomHoldsAFrame(t *testing.T) {
 		t.Fatalf("reply room of an idle connection %d, want at least the frame size %d", room, s.cfg.MaxFrameSize)
 	}
 }
+
+// A client pipelining far more Produce bytes than MaxBufferedPerConn while
+// the store holds every Append is slowed, not closed: once the connection
+// is held the loop stops reading its socket (TCP keeps the rest in the
+// client), and every request is answered, in order, once the store lets
+// go. Reading on regardless would pass the unread-bytes cap and close it.
+// On a gnet connection the loop changes its epoll interest; a TLS
+// connection's reader stops reading.
+func TestPipelinedProducerMutedNotClosed(t *testing.T) {
+	t.Parallel()
+	const frameCap, bufCap = 128 << 10, 256 << 10
+	cfg := Config{Workers: 2, MaxFrameSize: frameCap, MaxBufferedPerConn: bufCap, QueueDepth: 64}
+	t.Run("plaintext", func(t *testing.T) {
+		t.Parallel()
+		srv, hs := newTestServer(t, cfg)
+		pipelineWhileHeld(t, srv, hs, dialRaw(t, srv.Addr()))
+	})
+	t.Run("tls", func(t *testing.T) {
+		t.Parallel()
+		ts := newTLSServer(t, cfg, false)
+		pipelineWhileHeld(t, ts.srv, ts.hs, mustDialTLS(t, ts, false))
+	})
+}
+
+// pipelineWhileHeld writes 200 Produce requests of 64 KiB in one go while
+// the store holds appends, waits for the server to mute a connection,
+// lets the store go and expects every reply, in order.
+func pipelineWhileHeld(t *testing.T, srv *Server, hs *hookStore, rc *rawConn) {
+	const requests = 200
+	ensureTopic(t, rc, "muted")
+	_, release := hs.holdAppends(t)
+	value := strings.Repeat("m", 64<<10)
+	var all []byte
+	var corrs []int32
+	for range requests {
+		b, corr := rc.frame(produceReq("muted", -1, value))
+		all = append(all, b...)
+		corrs = append(corrs, corr)
+	}
+	written := make(chan error, 1)
+	go func() {
+		_, err := rc.c.Write(all)
+		written <- err
+	}()
+	await.True(t, 10*time.Second, "the held connection to be muted", func() bool { return srv.mutes.Load() > 0 })
+	release()
+	expectProduceReplies(t, rc, corrs)
+	if err := <-written; err != nil {
+		t.Fatalf("writing %d pipelined requests: %v", requests, err)
+	}
+}

@@ -18,7 +18,7 @@ type Config struct {
 	Workers            int // worker goroutines for Produce/Fetch/store calls; default 4*GOMAXPROCS
 	QueueDepth         int // jobs queued for workers before connections are held back; default 4096
 	MaxInFlightPerConn int // requests in flight per connection before reading pauses; default 64
-	MaxBufferedPerConn int // unread inbound bytes per connection before it is closed, and request bytes in flight before reading pauses; default 4*MaxFrameSize
+	MaxBufferedPerConn int // request bytes in flight per connection before reading pauses (mute.go); plus one socket read, the unread bytes that close a connection that cannot be muted; default 4*MaxFrameSize
 	// Write backpressure (backpressure.go).
 	MaxOutboundPerConn int           // reply bytes queued for writing per connection before reading pauses; default 8 MiB
 	WriteStallTimeout  time.Duration // a connection over MaxOutboundPerConn whose client reads nothing this long is closed; default 30s

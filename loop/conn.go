@@ -40,6 +40,13 @@ type connState struct {
 	// served is set once a whole request has arrived; stalled while the
 	// loop left frames unread for lack of room (not the client's delay).
 	served, stalled bool
+	// Muting (mute.go): muted while the socket is not read; muteOff once
+	// muting failed on this connection; epfd the epoll instance of its
+	// event loop (0: not looked up); exitBuffered the inbound bytes when
+	// OnTraffic last returned.
+	muted, muteOff bool
+	epfd           int
+	exitBuffered   int
 	// addr is the per-address accounting key (limits.go); set at accept.
 	addr netip.Addr
 	// frameStart is the unix-nano time the request now arriving started

@@ -36,6 +36,9 @@ type fakeConn struct {
 	pendingCB gnet.AsyncCallback
 }
 
+// pauseReading is a no-op: the fake loop reads only what a test feeds it.
+func (c *fakeConn) pauseReading(bool) {}
+
 // fakeLoop runs OnTraffic calls and write callbacks one at a time.
 type fakeLoop struct {
 	mu     sync.Mutex

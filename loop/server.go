@@ -69,7 +69,9 @@ type Server struct {
 	heldQ  []*connState // connections waiting for room in the job queue
 	nHeld  atomic.Int32
 
-	stallLog logLimiter // write-stall closes (backpressure.go)
+	stallLog logLimiter   // write-stall closes (backpressure.go)
+	mute     epollMuter   // muting held connections (mute.go)
+	mutes    atomic.Int64 // connections muted so far
 
 	// Listeners (listeners.go): all of them, and the ones gnet serves.
 	// lnErr is what resolving them found wrong; Start returns it.
@@ -191,7 +193,7 @@ func (s *Server) Start() error {
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithReuseAddr(true),
 			gnet.WithTicker(true),
-			gnet.WithReadBufferCap(256<<10),
+			gnet.WithReadBufferCap(socketReadChunk),
 			gnet.WithLogger(gnetLogger{s.log}),
 			gnet.WithLogLevel(logging.ErrorLevel),
 		)

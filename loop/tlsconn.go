@@ -72,6 +72,10 @@ type tlsConn struct {
 	off int
 	// inLarge, when set, is the pooled buffer in lives in (tlsSmallIn).
 	inLarge *bytebufferpool.ByteBuffer
+	// paused: the loop muted the connection (mute.go); the reader waits
+	// on resume before its next read.
+	paused bool
+	resume chan struct{}
 
 	mu      sync.Mutex
 	out     []byte // queued by AsyncWritev, not yet taken by the writer
@@ -106,7 +110,8 @@ func (s *Server) serveTLS(l *listenerState) {
 			continue
 		}
 		tc := &tlsConn{s: s, ln: l, raw: raw,
-			sig: make(chan struct{}, 1), wsig: make(chan struct{}, 1), done: make(chan struct{})}
+			sig: make(chan struct{}, 1), wsig: make(chan struct{}, 1), done: make(chan struct{}),
+			resume: make(chan struct{}, 1)}
 		s.tlsWG.Add(1)
 		go tc.run(l.TLS())
 	}
@@ -162,17 +167,20 @@ func (c *tlsConn) handshake() (CloseReason, error) {
 }
 
 // readLoop reads decrypted bytes and runs OnTraffic on them until the
-// connection fails or closes. Reader goroutine.
+// connection fails or closes; while the loop has it muted it reads nothing.
+// Reader goroutine.
 func (c *tlsConn) readLoop() error {
 	buf := make([]byte, tlsReadChunk)
 	for {
 		n, err := c.tc.Read(buf)
+		paused := false
 		if n > 0 {
 			c.lmu.Lock()
 			c.reserve(n)
 			c.in = append(c.in, buf[:n]...)
 			c.s.OnTraffic(c)
 			c.compact()
+			paused = c.paused
 			c.lmu.Unlock()
 		}
 		if err != nil {
@@ -181,6 +189,42 @@ func (c *tlsConn) readLoop() error {
 			}
 			return err
 		}
+		if paused {
+			c.waitUnpaused()
+		}
+	}
+}
+
+// waitUnpaused returns once the loop unmuted the connection or it is
+// closing. Reader goroutine.
+func (c *tlsConn) waitUnpaused() {
+	for {
+		<-c.resume
+		c.lmu.Lock()
+		paused := c.paused
+		c.lmu.Unlock()
+		c.mu.Lock()
+		closing := c.closing || c.gone
+		c.mu.Unlock()
+		if !paused || closing {
+			return
+		}
+	}
+}
+
+// pauseReading mutes (on) or unmutes the connection. lmu held.
+func (c *tlsConn) pauseReading(on bool) {
+	c.paused = on
+	if !on {
+		c.poke()
+	}
+}
+
+// poke wakes a reader waiting in waitUnpaused. Any goroutine.
+func (c *tlsConn) poke() {
+	select {
+	case c.resume <- struct{}{}:
+	default:
 	}
 }
 
@@ -420,6 +464,7 @@ func (c *tlsConn) Close() error {
 	}
 	c.closing = true
 	c.mu.Unlock()
+	c.poke()
 	// No close_notify: a writer blocked on a client that does not read
 	// must not hold the close up (crypto/tls would wait for it).
 	return c.raw.Close()

@@ -25,6 +25,7 @@ type tlsServer struct {
 	plain, tl string // bound addresses
 	files     testcert.Files
 	src       *tlsfiles.Source
+	hs        *hookStore // the store, whose appends a test may hold
 }
 
 func newTLSServer(t testing.TB, cfg Config, mtls bool) *tlsServer {
@@ -45,13 +46,14 @@ func newTLSServer(t testing.TB, cfg Config, mtls bool) *tlsServer {
 		{Name: "PLAINTEXT", Protocol: ProtoPlaintext, Addr: "127.0.0.1:0", AdvertisedHost: "plain.example", AdvertisedPort: 1111},
 		{Name: "SSL", Protocol: ProtoSSL, Addr: "127.0.0.1:0", AdvertisedHost: "tls.example", AdvertisedPort: 2222, TLS: src.Config},
 	}
-	srv := startServer(t, cfg, handlers.NewGateway(gcfg, st, nil), st, func(err error) {
+	hs := &hookStore{Backend: st}
+	srv := startServer(t, cfg, handlers.NewGateway(gcfg, hs, nil), st, func(err error) {
 		if err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
 	a := srv.ListenerAddrs()
-	return &tlsServer{srv: srv, plain: a["PLAINTEXT"], tl: a["SSL"], files: f, src: src}
+	return &tlsServer{srv: srv, plain: a["PLAINTEXT"], tl: a["SSL"], files: f, src: src, hs: hs}
 }
 
 // clientConfig is the TLS configuration of a client of ts, with a client

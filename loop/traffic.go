@@ -20,7 +20,8 @@ import (
 // has MaxOutboundPerConn bytes queued for writing, or the worker queue is
 // full; whoever frees room wakes the connection (gnet does not fire
 // OnTraffic again for bytes already buffered), and for the write cap a
-// timer does (backpressure.go). Loop only.
+// timer does (backpressure.go). While it is held the socket is not read
+// (mute.go). Loop only.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	cs, ok := c.Context().(*connState)
 	if !ok || cs.closed.Load() {
@@ -32,6 +33,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		return gnet.None
 	}
 	cs.stalled = false
+	entry := c.InboundBuffered()
 	for {
 		if cs.writeBlocked(c) {
 			cs.stalled = true // our doing, not the client's: no frame deadline
@@ -53,10 +55,14 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		}
 	}
 	buffered := c.InboundBuffered()
-	if buffered > s.cfg.MaxBufferedPerConn {
+	if buffered > s.cfg.MaxBufferedPerConn+socketReadChunk {
 		cs.close(CloseBufferedBytes, fmt.Errorf("%d unread bytes", buffered))
 		return gnet.None
 	}
+	if cs.stalled || cs.muted {
+		cs.setMuted(c, cs.stalled, entry)
+	}
+	cs.exitBuffered = buffered
 	if !cs.stalled {
 		// Whatever is left is a partial request: its clock runs.
 		cs.noteFrameProgress(buffered)

@@ -133,7 +133,7 @@ func optionsFor(c *config) []option {
 			usage: "requests in flight on one connection before its reading pauses",
 			set:   intIn(1, 1<<16, to(&c.Loop.MaxInFlightPerConn))},
 		{flag: "max-buffered-per-conn", defText: "4 x max-frame-size",
-			usage: "unread inbound bytes on one connection before it is closed; also the request bytes in flight on it before its reading pauses",
+			usage: "request bytes in flight on one connection before its reading pauses (the connection is muted: slowed by TCP, not closed)",
 			set:   intIn(1024, 1<<31-1, to(&c.Loop.MaxBufferedPerConn))},
 		{flag: "max-outbound-per-conn", def: "8388608",
 			usage: "reply bytes queued for writing to one connection (not yet read by its client) before its reading pauses; Fetch answers shrink to fit",

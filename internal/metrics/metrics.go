@@ -71,6 +71,7 @@ type collectors struct {
 	connsOpen   prometheus.Gauge
 	connsClosed *prometheus.CounterVec
 	queueDepth  prometheus.Gauge
+	connMutes   prometheus.Counter
 	storeLat    *prometheus.HistogramVec
 
 	// byKey holds the resolved children of keys 0..maxKey, indexed by key,
@@ -121,6 +122,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "iggy_kafka_connections_closed_total",
 			Help: "Kafka client connections closed, by reason.",
 		}, []string{"reason"}),
+		connMutes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "iggy_kafka_connection_mutes_total",
+			Help: "Times a connection stopped being read because its client sent requests faster than they are served (TCP holds the rest in the client).",
+		}),
 		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "iggy_kafka_worker_queue_depth",
 			Help: "Jobs waiting for a worker (Produce, Fetch and other store calls).",
@@ -132,7 +137,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"op"}),
 	}
 	reg.MustRegister(c.requests, c.reqLatency, c.bytesIn, c.bytesOut,
-		c.connsOpen, c.connsClosed, c.queueDepth, c.storeLat)
+		c.connsOpen, c.connsClosed, c.connMutes, c.queueDepth, c.storeLat)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		c.gatherer = g
 	} else {
@@ -228,6 +233,14 @@ func (m *Metrics) ConnClosed(reason string) {
 	}
 	m.impl.connsOpen.Dec()
 	m.impl.closed.get(reason).Inc()
+}
+
+// ConnMuted counts a connection muted for backpressure.
+func (m *Metrics) ConnMuted() {
+	if m == nil {
+		return
+	}
+	m.impl.connMutes.Inc()
 }
 
 // QueueDepth sets the current worker-pool queue depth.

@@ -143,7 +143,7 @@ func encodeOnePass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 	for i := uint32(0); it.Next(); i++ {
 		r := it.Record()
 		origin, ok := originOf(recordTime(rb, r))
-		if !ok || hasRepeatedHeader(r) {
+		if !ok {
 			return dst[:start], false, BatchTimes{}, false
 		}
 		if i == 0 {
@@ -198,8 +198,8 @@ func encodeTwoPass(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage
 // without mapping them; used for acks=0 and metrics.
 func CountKafkaRecords(rb *codec.RecordBatch) int32 { return rb.NumRecords }
 
-// scanRecords is the first pass: it checks every record (framing, header
-// names unique, timestamp in range) and returns the batch origin timestamp,
+// scanRecords is the first pass: it checks every record (framing,
+// timestamp in range) and returns the batch origin timestamp,
 // the minimum over messages, which every frame's delta is relative to.
 func scanRecords(rb *codec.RecordBatch, records []byte) (uint64, error) {
 	minOrigin := uint64(math.MaxUint64)
@@ -211,9 +211,6 @@ func scanRecords(rb *codec.RecordBatch, records []byte) (uint64, error) {
 			return 0, fmt.Errorf("%w: timestamp out of range", ErrRecordInvalid)
 		}
 		minOrigin = min(minOrigin, origin)
-		if hasRepeatedHeader(r) {
-			return 0, fmt.Errorf("%w: repeated header name", ErrRecordInvalid)
-		}
 	}
 	if err := it.Err(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrRecordInvalid, err)
@@ -238,8 +235,10 @@ func originOf(ms int64) (uint64, bool) {
 	return uint64(ms) * 1000, true
 }
 
-// hasRepeatedHeader reports a header name used twice in one record: Iggy
-// keeps user headers in a map, so the second would silently win.
+// hasRepeatedHeader reports a header name used twice in one record (legal
+// in Kafka): Iggy keeps user headers in a map, where the second would
+// replace the first, so such a record goes into the envelope, which keeps
+// its headers as a list.
 func hasRepeatedHeader(r *codec.Record) bool {
 	if r.HeaderCount < 2 {
 		return false
@@ -380,7 +379,8 @@ func entrySize(key string, n int) int { return tlvOverhead + len(key) + n }
 // plainHeadersSize sums the key, value-marker and kafka.h.* entries of r,
 // and reports false when one of them cannot be a TLV (so the record needs
 // the envelope): an empty or over-long key, a header name that is over-long
-// or not UTF-8 (keys are Iggy Strings), a null, empty or over-long value.
+// or not UTF-8 (keys are Iggy Strings), a null, empty or over-long value, a
+// header name used twice.
 func plainHeadersSize(r *codec.Record) (int, bool) {
 	n := 0
 	switch {
@@ -403,6 +403,9 @@ func plainHeadersSize(r *codec.Record) (int, bool) {
 			return 0, false
 		}
 		n += tlvOverhead + len(HeaderPrefix) + len(k) + len(v)
+	}
+	if hasRepeatedHeader(r) {
+		return 0, false
 	}
 	return n, true
 }

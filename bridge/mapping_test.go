@@ -193,14 +193,25 @@ func TestTimestamps(t *testing.T) {
 	}
 }
 
-func TestRepeatedHeaderIsInvalid(t *testing.T) {
+// A record naming a header twice (legal in Kafka, common with tracing
+// headers) goes into the envelope and comes back with every header, in
+// order, byte for byte; a record beside it without repeats stays plain.
+func TestRepeatedHeaderKeptInEnvelope(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{2, 40} { // both the quadratic and the map check
 		hs := manyHeaders(n, 1)
-		hs[n-1].k = hs[0].k
-		_, err := encode(t, plainMeta, []rec{{value: []byte("v"), ts: nowMs}, {value: []byte("v"), ts: nowMs, headers: hs}}, 0)
-		if !errors.Is(err, ErrRecordInvalid) {
-			t.Fatalf("%d headers with a repeat: %v", n, err)
+		hs[n-1] = hdr{hs[0].k, []byte("second")}
+		recs := []rec{{value: []byte("plain"), ts: nowMs, headers: manyHeaders(2, 1)}, {key: []byte("k"), value: []byte("v"), ts: nowMs, headers: hs}}
+		iggy, got := roundTrip(t, plainMeta, recs)
+		checkSame(t, recs, got)
+		envelopes := 0
+		for _, m := range messages(t, iggy) {
+			if _, ok := userHeaders(t, m.UserHeaders)[HeaderEnvelope]; ok {
+				envelopes++
+			}
+		}
+		if envelopes != 1 {
+			t.Fatalf("%d headers with a repeat: %d messages in the envelope, want 1", n, envelopes)
 		}
 	}
 }

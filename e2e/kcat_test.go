@@ -38,6 +38,25 @@ func TestKcatProduceConsume(t *testing.T) {
 	checkKcatLines(t, kcatConsumeLines(t, kcat, gw.Addr, "orders"), keys, "k=v,trace=abc-123", values)
 }
 
+// A header name given twice (legal in Kafka; tracing and Spring do it) is
+// kept: librdkafka reads every header back, in the order it was sent, and
+// so does franz-go, with the repeated values byte for byte.
+func TestKcatRepeatedHeaderNames(t *testing.T) {
+	t.Parallel()
+	kcat := needKcat(t)
+	gw := startGateway(t)
+	input, keys, values := kcatInput(20)
+	kcatProduce(t, kcat, gw.Addr, "repeated-headers", input, "-K:",
+		"-H", "traceparent=00-a-01", "-H", "b3=1", "-H", "traceparent=00-b-01", "-H", "empty=")
+	checkKcatLines(t, kcatConsumeLines(t, kcat, gw.Addr, "repeated-headers"), keys,
+		"traceparent=00-a-01,b3=1,traceparent=00-b-01,empty=", values)
+	for _, r := range consumeN(t, gw.Addr, "repeated-headers", len(keys)) {
+		if r.Headers != "traceparent=00-a-01,b3=1,traceparent=00-b-01,empty=" {
+			t.Fatalf("franz-go reads %s", r)
+		}
+	}
+}
+
 // kcat -z snappy: librdkafka's snappy framing decodes on Produce.
 func TestKcatSnappy(t *testing.T) {
 	t.Parallel()

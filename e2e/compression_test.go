@@ -50,7 +50,7 @@ func TestCompressedFetchRealClients(t *testing.T) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxWaitMillis, req.MaxBytes = 12, 100, 50<<20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicIDOf(t, admin, topic)
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.PartitionMaxBytes = 50 << 20
 	rt.Partitions = append(rt.Partitions, rp)

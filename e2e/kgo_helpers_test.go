@@ -345,3 +345,24 @@ func sameRecs(t testing.TB, want, got []rec) {
 		t.FailNow()
 	}
 }
+
+// topicIDOf is the id Metadata gives topic, for requests that name topics
+// by id (Fetch and Produce v13+: kgo sends every request at the highest
+// version both sides know, whatever version it was built with).
+func topicIDOf(t testing.TB, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata of %s: %+v", topic, resp.Topics)
+	}
+	return resp.Topics[0].TopicID
+}

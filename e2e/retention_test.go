@@ -230,7 +230,7 @@ func TestRetentionWakesParkedFetch(t *testing.T) {
 	req.MaxBytes = 1 << 20
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topicIDOf(t, cl, topic)
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = 0, 0, 1<<20, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)

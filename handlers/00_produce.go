@@ -1,4 +1,4 @@
-// Produce: v0-11
+// Produce: v0-13
 //
 // Behavior:
 //   - Advertised from v0 (KAFKA-18659: librdkafka refuses a broker whose
@@ -76,8 +76,11 @@
 //   - v3 adds transactional_id and requires record batch v2 (KIP-98); v7
 //     allows zstd (KIP-110); v8 adds per-record errors and an error message
 //     (KIP-467); v9 is flexible; v10/v11 add the current-leader tagged fields
-//     (KIP-951), left at their defaults (not sent). v12 (KIP-890 part 2,
-//     transactions v2) and v13 (topic ids) are not served.
+//     (KIP-951), left at their defaults (not sent). v12 (KIP-890 part 2)
+//     changes only transactional produce, which is refused. v13 (KIP-516)
+//     names topics by id: an id that names no topic, or no longer names the
+//     topic of that name (deleted, created again), is UNKNOWN_TOPIC_ID for
+//     each of its partitions, and nothing is auto-created by id.
 
 package handlers
 
@@ -95,7 +98,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 11, Handle: typed(produce), NoReply: produceAcksZero})
+	register(Spec{Key: 0, MinVersion: 0, MaxVersion: 13, Handle: typed(produce), NoReply: produceAcksZero})
 }
 
 // errAcks0Failed closes an acks=0 connection after a failed partition.
@@ -153,6 +156,28 @@ func repeatedPartitions(req *kmsg.ProduceRequest) map[topicPartition]int {
 	return counts
 }
 
+// produceTopic finds the topic a Produce writes to, or the code that
+// refuses it: by name (auto-created when allowed), or byID (v13+, name
+// then from nameByID), where an id that names no topic, or no longer names
+// this one, is UNKNOWN_TOPIC_ID and nothing is created.
+func (c *Call) produceTopic(name string, id [16]byte, byID bool) (bridge.TopicInfo, int16) {
+	var ti bridge.TopicInfo
+	switch {
+	case byID && !validTopicName(name):
+		return ti, kerr.UnknownTopicID.Code
+	case !c.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, name):
+		return ti, kerr.TopicAuthorizationFailed.Code
+	case !validTopicName(name):
+		return ti, kerr.InvalidTopicException.Code
+	}
+	ti, err := c.topic(name, !byID)
+	code := errCode(err, opWrite)
+	if byID && (code == kerr.UnknownTopicOrPartition.Code || code == 0 && !c.sameTopicID(ti, id)) {
+		code = kerr.UnknownTopicID.Code
+	}
+	return ti, code
+}
+
 // smallHasRepeat compares every partition entry of req with the ones
 // before it.
 func smallHasRepeat(req *kmsg.ProduceRequest) bool {
@@ -201,27 +226,24 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 	// repeats counts the partitions named more than once (nil: none, the
 	// normal case); a repeated partition is answered once, refused, and
 	// nothing of it is stored.
+	if req.Version >= 13 {
+		for i := range req.Topics {
+			req.Topics[i].Topic = c.nameByID(req.Topics[i].TopicID)
+		}
+	}
 	repeats := repeatedPartitions(req)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Default()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 
 		code, msg := refuse, refuseMsg
 		var ti bridge.TopicInfo
 		if code == 0 {
-			if !c.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, rt.Topic) {
-				code = kerr.TopicAuthorizationFailed.Code
-			} else if !validTopicName(rt.Topic) {
-				code = kerr.InvalidTopicException.Code
-			} else if t, err := c.topic(rt.Topic, true); err != nil {
-				code = errCode(err, opWrite)
-			} else {
-				ti = t
-			}
+			ti, code = c.produceTopic(rt.Topic, rt.TopicID, req.Version >= 13)
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]

@@ -1,4 +1,4 @@
-// Fetch: v4-12
+// Fetch: v4-18
 //
 // Behavior:
 //   - Incremental fetch sessions (KIP-227) as on Kafka (fetch_sessions.go):
@@ -83,9 +83,19 @@
 //     (KIP-107); v7 fetch sessions (KIP-227); v9
 //     current leader epoch (KIP-320, not checked); v11 rack and preferred read
 //     replica (KIP-392); v12 is flexible with last fetched epoch and
-//     diverging epoch (KIP-595), which we never set. v13+ address topics by
-//     id only and are not served (so FETCH_SESSION_TOPIC_ID_ERROR, which
-//     only v13+ sessions can get, is never sent). v0-3 (message format v0/v1) are not served.
+//     diverging epoch (KIP-595), which we never set. v13 (KIP-516) names
+//     topics by id, here and in forgotten topics: the ids Metadata hands
+//     out are resolved to names (topic_ids.go), so sessions, parking and
+//     the pipeline work by name; an id that names no topic, or no longer
+//     names the topic found by its name, is UNKNOWN_TOPIC_ID per
+//     partition. FETCH_SESSION_TOPIC_ID_ERROR is never sent: a session
+//     keeps each partition's topic id from the request that added it.
+//     v14 adds an error only tiered storage sends; v15 moves the replica
+//     id into ReplicaState (KIP-903), v16 adds the node endpoints a broker
+//     sends with NOT_LEADER_OR_FOLLOWER (KIP-951, left out: clients refresh
+//     Metadata instead), v17 the replica directory id (KIP-853), v18 a
+//     follower's high watermark (KIP-1166): fields for followers, ignored
+//     here like the replica id. v0-3 (message format v0/v1) are not served.
 
 package handlers
 
@@ -97,7 +107,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 12, Handle: typed(fetch), LargeReply: true})
+	register(Spec{Key: 1, MinVersion: 4, MaxVersion: 18, Handle: typed(fetch), LargeReply: true})
 }
 
 func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Response, error) {
@@ -105,6 +115,9 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 	// The session is resolved once per call: a parked call re-run by the
 	// loop reads the same partitions and does not advance the epoch again.
 	if c.fetchPlan == nil {
+		if req.Version >= 13 {
+			c.nameFetchTopics(req)
+		}
 		c.fetchPlan = g.fetchSessions.planFetch(req)
 	}
 	plan := c.fetchPlan
@@ -137,7 +150,7 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		st.Default()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			sp := &st.Partitions[j]
@@ -174,6 +187,21 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 		c.Defer(func() { releaseFetched(g.tail, bufs, held) })
 	}
 	return resp, nil
+}
+
+// nameFetchTopics fills in the names of the topics a v13+ request names by
+// id only (its topics and its forgotten topics), so sessions, the watch
+// and the pipeline key partitions by name as for older versions; an id
+// that names no topic gets a placeholder name, which the pipeline answers
+// UNKNOWN_TOPIC_ID (so does a store that cannot list its topics just now:
+// the client looks the topic up again, as it must).
+func (c *Call) nameFetchTopics(req *kmsg.FetchRequest) {
+	for i := range req.Topics {
+		req.Topics[i].Topic = c.nameByID(req.Topics[i].TopicID)
+	}
+	for i := range req.ForgottenTopics {
+		req.ForgottenTopics[i].Topic = c.nameByID(req.ForgottenTopics[i].TopicID)
+	}
 }
 
 // fetchKeys lists the requested partitions for Call.Park.

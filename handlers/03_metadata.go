@@ -201,7 +201,7 @@ func metadataErr(name string, id [16]byte, code int16) kmsg.MetadataResponseTopi
 func (c *Call) metadataTopic(name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = strp(name)
-	t.TopicID = topicID(ti)
+	t.TopicID = c.G.topicNames.idOf(ti)
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, ti.Partitions)
 	// Every replica and ISR list is a one-node list sliced from one array
 	// of the brokers' ids, shared read-only.

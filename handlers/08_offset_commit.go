@@ -1,4 +1,4 @@
-// OffsetCommit: v2-9
+// OffsetCommit: v2-10
 //
 // Behavior:
 //   - Committed offsets go to the Store (bridge.GroupOffsets), so they
@@ -31,7 +31,10 @@
 // Version notes:
 //   - v0-1 are not served (removed in Kafka 4, KIP-896); v6 leader epoch
 //     (kept by the embedded store); v7 group.instance.id; v8 flexible; v10
-//     (topic ids, KIP-848) is not served.
+//     names topics by id (KIP-848): each id is resolved to its topic's
+//     name (topic_ids.go) and committed under it; an id no topic has is
+//     UNKNOWN_TOPIC_ID for each of its partitions, and nothing of it is
+//     kept.
 
 package handlers
 
@@ -41,12 +44,36 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 8, MinVersion: 2, MaxVersion: 9, Handle: typedReq(offsetCommit)})
+	register(Spec{Key: 8, MinVersion: 2, MaxVersion: 10, Handle: typedReq(offsetCommit)})
 }
 
 func offsetCommit(c *Call, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+	if req.Version < 10 {
+		return offsetCommitNamed(c, req), nil
+	}
+	ids := make(map[string][16]byte, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		rt.Topic = c.nameByID(rt.TopicID)
+		ids[rt.Topic] = rt.TopicID
+	}
+	resp := offsetCommitNamed(c, req)
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		st.TopicID = ids[st.Topic]
+		if unnamed(st.Topic) {
+			for j := range st.Partitions {
+				st.Partitions[j].ErrorCode = kerr.UnknownTopicID.Code
+			}
+		}
+	}
+	return resp, nil
+}
+
+// offsetCommitNamed commits req, whose topics are named.
+func offsetCommitNamed(c *Call, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	if !c.authzOn() {
-		return c.G.coordinator().CommitOffsets(c.Ctx, req), nil
+		return c.G.coordinator().CommitOffsets(c.Ctx, req)
 	}
 	// READ on the group, then READ on each topic: the refused topics are
 	// answered here and the rest go to the coordinator.
@@ -75,16 +102,16 @@ func offsetCommit(c *Call, req *kmsg.OffsetCommitRequest) (kmsg.Response, error)
 		refused = append(refused, st)
 	}
 	if len(refused) == 0 {
-		return c.G.coordinator().CommitOffsets(c.Ctx, req), nil
+		return c.G.coordinator().CommitOffsets(c.Ctx, req)
 	}
 	if len(kept) == 0 {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		resp.Topics = refused
-		return resp, nil
+		return resp
 	}
 	sub := *req
 	sub.Topics = kept
 	resp := c.G.coordinator().CommitOffsets(c.Ctx, &sub)
 	resp.Topics = append(resp.Topics, refused...)
-	return resp, nil
+	return resp
 }

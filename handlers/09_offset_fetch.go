@@ -1,4 +1,4 @@
-// OffsetFetch: v1-9
+// OffsetFetch: v1-10
 //
 // Behavior:
 //   - Reads committed offsets from the Store (bridge.GroupOffsets). A
@@ -19,7 +19,11 @@
 // Version notes:
 //   - v0 is not served (Kafka 4, KIP-896); v2 top-level error and null
 //     topics; v5 leader epoch; v6 flexible; v7 require_stable; v8 groups
-//     (KIP-709); v10 (topic ids) is not served.
+//     (KIP-709); v10 names topics by id (KIP-848): an id asked for is
+//     resolved to its topic's name (topic_ids.go), one that names no
+//     topic is UNKNOWN_TOPIC_ID for each of its partitions; all topics
+//     (null) answer the committed topics that exist, each with its id (a
+//     deleted topic's offsets have no id to go by and are left out).
 
 package handlers
 
@@ -29,12 +33,55 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 9, MinVersion: 1, MaxVersion: 9, Handle: typedReq(offsetFetch)})
+	register(Spec{Key: 9, MinVersion: 1, MaxVersion: 10, Handle: typedReq(offsetFetch)})
 }
 
 func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	if req.Version < 10 {
+		return offsetFetchNamed(c, req), nil
+	}
+	for i := range req.Groups {
+		for j := range req.Groups[i].Topics {
+			rt := &req.Groups[i].Topics[j]
+			rt.Topic = c.nameByID(rt.TopicID)
+		}
+	}
+	resp := offsetFetchNamed(c, req)
+	for i := range resp.Groups {
+		resp.Groups[i].Topics = c.withTopicIDs(resp.Groups[i].Topics)
+	}
+	return resp, nil
+}
+
+// withTopicIDs gives each topic of a v10 answer its id and drops the
+// committed topics that no longer exist; a placeholder of nameByID keeps
+// the id it was made of, its partitions UNKNOWN_TOPIC_ID.
+func (c *Call) withTopicIDs(topics []kmsg.OffsetFetchResponseGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+	out := topics[:0]
+	for _, t := range topics {
+		if unnamed(t.Topic) {
+			copy(t.TopicID[:], t.Topic[1:])
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.UnknownTopicID.Code
+			}
+			out = append(out, t)
+			continue
+		}
+		ti, err := c.topic(t.Topic, false)
+		if err != nil {
+			continue
+		}
+		t.TopicID = c.G.topicNames.idOf(ti)
+		out = append(out, t)
+	}
+	return out
+}
+
+// offsetFetchNamed answers req, whose topics are named.
+func offsetFetchNamed(c *Call, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	if !c.authzOn() {
-		return c.G.coordinator().FetchOffsets(c.Ctx, req), nil
+		return c.G.coordinator().FetchOffsets(c.Ctx, req)
 	}
 	// DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on
 	// each topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED
@@ -54,7 +101,7 @@ func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 				}
 				resp.Topics = append(resp.Topics, st)
 			}
-			return resp, nil
+			return resp
 		}
 		resp := c.G.coordinator().FetchOffsets(c.Ctx, req)
 		resp.Topics = describableTopics(c, resp.Topics, req.Topics == nil,
@@ -65,7 +112,7 @@ func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 					t.Partitions[j].ErrorCode = kerr.TopicAuthorizationFailed.Code
 				}
 			})
-		return resp, nil
+		return resp
 	}
 	refusedGroup := map[string]bool{}
 	for _, g := range req.Groups {
@@ -97,7 +144,7 @@ func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 				}
 			})
 	}
-	return resp, nil
+	return resp
 }
 
 // describableTopics keeps the topics of an OffsetFetch answer that the

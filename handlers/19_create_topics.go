@@ -99,7 +99,7 @@ func createTopics(c *Call, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopic
 			if err != nil {
 				code, msg = errCode(err, opAdmin), err.Error()
 			} else {
-				st.TopicID = topicID(ti)
+				st.TopicID = c.G.topicNames.idOf(ti)
 				n = ti.Partitions
 			}
 		}

@@ -1,4 +1,4 @@
-// DescribeLogDirs: v1-4
+// DescribeLogDirs: v1-5
 //
 // Behavior:
 //   - One log dir, named "iggy:<stream>" (the Iggy stream holding the
@@ -16,9 +16,9 @@
 //     level from v3).
 //
 // Version notes:
-//   - Kafka 4.1 serves v1-4, and so does this gateway; v2 is flexible; v3
-//     adds the top-level error code; v4 total and usable bytes. v5
-//     (cordoned dirs) is newer than Kafka 4.1 and not served.
+//   - v2 is flexible; v3 adds the top-level error code; v4 total and
+//     usable bytes; v5 whether a dir is cordoned (new replicas kept off
+//     it): the one dir never is.
 
 package handlers
 
@@ -28,7 +28,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 35, MinVersion: 1, MaxVersion: 4, Handle: typed(describeLogDirs)})
+	register(Spec{Key: 35, MinVersion: 1, MaxVersion: 5, Handle: typed(describeLogDirs)})
 }
 
 func describeLogDirs(c *Call, req *kmsg.DescribeLogDirsRequest, resp *kmsg.DescribeLogDirsResponse) (kmsg.Response, error) {

@@ -1,4 +1,4 @@
-// DeleteGroups: v0-2
+// DeleteGroups: v0-3
 //
 // Behavior:
 //   - Deletes a group with no live members: its committed offsets are
@@ -9,7 +9,8 @@
 //     COORDINATOR_NOT_AVAILABLE (or REQUEST_TIMED_OUT).
 //
 // Version notes:
-//   - v2 flexible. v3 (error messages) is not served.
+//   - v2 flexible. v3 adds an error message per group: the error's own
+//     text, as Kafka sends it.
 
 package handlers
 
@@ -19,12 +20,26 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 42, MinVersion: 0, MaxVersion: 2, Handle: typedReq(deleteGroups)})
+	register(Spec{Key: 42, MinVersion: 0, MaxVersion: 3, Handle: typedReq(deleteGroups)})
 }
 
 func deleteGroups(c *Call, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	resp := deleteAuthorizedGroups(c, req)
+	if req.Version >= 3 {
+		for i := range resp.Groups {
+			if e, ok := kerr.ErrorForCode(resp.Groups[i].ErrorCode).(*kerr.Error); ok {
+				resp.Groups[i].ErrorMessage = &e.Description
+			}
+		}
+	}
+	return resp, nil
+}
+
+// deleteAuthorizedGroups deletes the groups of req the client may delete
+// and answers the others GROUP_AUTHORIZATION_FAILED.
+func deleteAuthorizedGroups(c *Call, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	if !c.authzOn() {
-		return c.G.coordinator().Delete(c.Ctx, req), nil
+		return c.G.coordinator().Delete(c.Ctx, req)
 	}
 	// DELETE on each group: refused ones are answered here, the rest
 	// deleted.
@@ -43,9 +58,9 @@ func deleteGroups(c *Call, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error)
 	if len(sub.Groups) == 0 {
 		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 		resp.Groups = refused
-		return resp, nil
+		return resp
 	}
 	resp := c.G.coordinator().Delete(c.Ctx, &sub)
 	resp.Groups = append(resp.Groups, refused...)
-	return resp, nil
+	return resp
 }

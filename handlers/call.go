@@ -81,6 +81,8 @@ type Gateway struct {
 	fetchSessions *fetchSessions
 	// tail is the tail cache (package fetchcache); nil: off.
 	tail *fetchcache.Tail
+	// topicNames resolves topic ids (topic_ids.go).
+	topicNames topicNames
 }
 
 // Endpoint is a host and port a listener advertises.

@@ -67,6 +67,7 @@ type fetchRun struct {
 // lookup, its partitions' states.
 type fetchTopic struct {
 	name   string
+	id     [16]byte // asked by id (v13+): an invalid name when the id named no topic
 	valid  bool
 	ti     bridge.TopicInfo
 	code   int16
@@ -116,7 +117,7 @@ func (fr *fetchRun) inOrder(full bool) {
 	var fp fetchPart
 	for i := range fr.req.Topics {
 		rt := &fr.req.Topics[i]
-		ft = newFetchTopic(rt.Topic)
+		ft = newFetchTopic(rt.Topic, rt.TopicID)
 		fr.lookup(&ft)
 		ident := identityOf(&ft.ti)
 		sps := fr.resp.Topics[i].Partitions
@@ -164,7 +165,7 @@ func (fr fetchRun) atOnce() fetchRun {
 	for i := range fr.req.Topics {
 		rt := &fr.req.Topics[i]
 		ft := &topics[i]
-		*ft = newFetchTopic(rt.Topic)
+		*ft = newFetchTopic(rt.Topic, rt.TopicID)
 		tasks = append(tasks, fetchTask{taskLookup, i, 0})
 		for j := range rt.Partitions {
 			fp := &parts[k]
@@ -213,16 +214,23 @@ func (fr fetchRun) atOnce() fetchRun {
 	return fr
 }
 
-// newFetchTopic starts the lookup of topic name.
-func newFetchTopic(name string) fetchTopic {
-	return fetchTopic{name: name, valid: validTopicName(name)}
+// newFetchTopic starts the lookup of topic name, asked for by id when id
+// is not zero.
+func newFetchTopic(name string, id [16]byte) fetchTopic {
+	return fetchTopic{name: name, id: id, valid: validTopicName(name)}
 }
 
 // lookup reads topic ft.name into ft: the ACL check, the name, the
-// store's topic (with its partitions' states when batched). Any goroutine.
+// store's topic (with its partitions' states when batched); a topic asked
+// for by an id no topic has, or no longer has, is UNKNOWN_TOPIC_ID. Any
+// goroutine.
 func (fr *fetchRun) lookup(ft *fetchTopic) {
 	c, name := fr.c, ft.name
+	byID := ft.id != ([16]byte{})
 	switch {
+	case byID && !ft.valid:
+		ft.code = kerr.UnknownTopicID.Code
+		return
 	case !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name):
 		ft.code = kerr.TopicAuthorizationFailed.Code
 		return
@@ -237,6 +245,9 @@ func (fr *fetchRun) lookup(ft *fetchTopic) {
 		ft.ti, err = c.topic(name, false)
 	}
 	ft.code = errCode(err, opRead)
+	if byID && (ft.code == kerr.UnknownTopicOrPartition.Code || ft.code == 0 && !c.sameTopicID(ft.ti, ft.id)) {
+		ft.code = kerr.UnknownTopicID.Code
+	}
 }
 
 // plan starts fp as request partition rp of topic ft (whose lookup may

@@ -50,6 +50,7 @@ const (
 // while none of it changed).
 type sessPart struct {
 	key      PartitionKey
+	id       [16]byte // the topic's id, for v13+ replies (zero before v13)
 	offset   int64
 	maxBytes int32
 	// hwm and logStart are the last values sent; hwm -1 after an error,
@@ -68,11 +69,11 @@ type fetchSession struct {
 	index    map[PartitionKey]int // position in parts
 }
 
-// add appends partition k, as the client asks for it in rp, to the
-// session; nothing was sent for it yet.
-func (s *fetchSession) add(k PartitionKey, rp *kmsg.FetchRequestTopicPartition) {
+// add appends partition k of the topic with id, as the client asks for it
+// in rp, to the session; nothing was sent for it yet.
+func (s *fetchSession) add(k PartitionKey, id [16]byte, rp *kmsg.FetchRequestTopicPartition) {
 	s.index[k] = len(s.parts)
-	s.parts = append(s.parts, sessPart{key: k, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, hwm: -1, logStart: -1})
+	s.parts = append(s.parts, sessPart{key: k, id: id, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, hwm: -1, logStart: -1})
 }
 
 func (s *fetchSession) reindex() {
@@ -162,17 +163,22 @@ func (fs *fetchSessions) planFetch(req *kmsg.FetchRequest) *fetchPlan {
 	}
 	// Added or changed partitions first, then the forgotten ones, in
 	// Kafka's order.
-	for k, rp := range requested(req) {
-		if at, ok := s.index[k]; ok {
-			s.parts[at].offset, s.parts[at].maxBytes = rp.FetchOffset, rp.PartitionMaxBytes
-			continue
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			k := PartitionKey{Topic: rt.Topic, Partition: rp.Partition}
+			if at, ok := s.index[k]; ok {
+				s.parts[at].offset, s.parts[at].maxBytes = rp.FetchOffset, rp.PartitionMaxBytes
+				continue
+			}
+			if len(s.parts) >= maxSessionPartitions || fs.parts >= maxCachedPartitions {
+				fs.drop(s)
+				return &fetchPlan{errCode: kerr.FetchSessionIDNotFound.Code}
+			}
+			fs.parts++
+			s.add(k, rt.TopicID, rp)
 		}
-		if len(s.parts) >= maxSessionPartitions || fs.parts >= maxCachedPartitions {
-			fs.drop(s)
-			return &fetchPlan{errCode: kerr.FetchSessionIDNotFound.Code}
-		}
-		fs.parts++
-		s.add(k, rp)
 	}
 	forgot := false
 	for i := range req.ForgottenTopics {
@@ -234,7 +240,7 @@ func sessionRequest(req *kmsg.FetchRequest, parts []sessPart) *kmsg.FetchRequest
 	for i := range parts {
 		p := &parts[i]
 		if i == 0 || parts[i-1].key.Topic != p.key.Topic {
-			eff.Topics = append(eff.Topics, kmsg.FetchRequestTopic{Topic: p.key.Topic, Partitions: all[i:i:len(all)]})
+			eff.Topics = append(eff.Topics, kmsg.FetchRequestTopic{Topic: p.key.Topic, TopicID: p.id, Partitions: all[i:i:len(all)]})
 		}
 		t := &eff.Topics[len(eff.Topics)-1]
 		rp := &all[i]
@@ -331,9 +337,13 @@ func (fs *fetchSessions) create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 	}
 	s := &fetchSession{epoch: 1, created: now, lastUsed: now,
 		parts: make([]sessPart, 0, n), index: make(map[PartitionKey]int, n)}
-	for k, rp := range requested(req) {
-		if _, dup := s.index[k]; !dup {
-			s.add(k, rp)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			k := PartitionKey{Topic: rt.Topic, Partition: rt.Partitions[j].Partition}
+			if _, dup := s.index[k]; !dup {
+				s.add(k, rt.TopicID, &rt.Partitions[j])
+			}
 		}
 	}
 	// What the reply tells the client is what the next incremental reply

@@ -414,3 +414,20 @@ func TestGroupWakeBeforeWatch(t *testing.T) {
 		t.Fatalf("collected: %+v", resp)
 	}
 }
+
+// DeleteGroups v3 says why a group was not deleted in words too, as Kafka
+// does; v2 has no room for them.
+func TestDeleteGroupsV3ErrorMessage(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	for _, v := range []int16{2, 3} {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version, req.Groups = v, []string{"never-made"}
+		r := do(t, g, req).(*kmsg.DeleteGroupsResponse).Groups[0]
+		want := v >= 3
+		if r.ErrorCode != kerr.GroupIDNotFound.Code || (r.ErrorMessage != nil) != want ||
+			want && *r.ErrorMessage != kerr.GroupIDNotFound.Description {
+			t.Fatalf("v%d: %v, message %v", v, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 // API key.
 var sharedFiles = map[string]bool{
 	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
-	"errors.go": true, "topics.go": true, "pool.go": true, "groups.go": true, "cluster.go": true,
+	"errors.go": true, "topics.go": true, "topic_ids.go": true, "pool.go": true, "groups.go": true, "cluster.go": true,
 	"idempotence.go": true, "configs.go": true, "group_configs.go": true, "sasl.go": true, "authz.go": true, "acls.go": true,
 	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.

@@ -6,7 +6,11 @@
 
 package handlers
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
 
 // producePartitionAllocBudget is what the Produce handler itself allocates
 // for a request of one uncompressed partition, decoding excluded: the
@@ -36,4 +40,13 @@ func TestProduceAllocationBudget(t *testing.T) {
 		t.Fatalf("%.1f allocations per Produce, over the budget of %d", n, producePartitionAllocBudget)
 	}
 	t.Logf("%.1f allocations per Produce", n)
+}
+
+// topicID, checked per topic by every Fetch and Produce v13+, hashes
+// without allocating.
+func TestTopicIDAllocatesNothing(t *testing.T) {
+	ti := bridge.TopicInfo{Stream: "kafka", Name: "orders.eu-west", ID: 7}
+	if n := testing.AllocsPerRun(100, func() { _ = topicID(ti) }); n != 0 {
+		t.Fatalf("topicID allocates %.0f times", n)
+	}
 }

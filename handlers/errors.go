@@ -121,16 +121,17 @@ func validTopicName(name string) bool { return codec.ValidTopicName(name) }
 // and a topic deleted and created again under the same name gets a new one
 // (the embedded store never reuses TopicInfo.ID). Never the zero UUID. Any
 // goroutine.
+//
+// Fetch and Produce v13+ check it per topic per request, so it hashes from
+// a stack buffer (no allocation for names of usual length).
 func topicID(t bridge.TopicInfo) [16]byte {
-	h := sha256.New()
-	h.Write([]byte(t.Stream))
-	h.Write([]byte{0})
-	h.Write([]byte(t.Name))
-	var n [5]byte
-	binary.BigEndian.PutUint32(n[1:], t.ID)
-	h.Write(n[:])
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	var buf [512]byte
+	in := append(buf[:0], t.Stream...)
+	in = append(in, 0)
+	in = append(in, t.Name...)
+	in = append(in, 0)
+	in = binary.BigEndian.AppendUint32(in, t.ID)
+	sum := sha256.Sum256(in)
 	var id [16]byte
 	copy(id[:], sum[:16])
 	id[6] = id[6]&0x0f | 0x80 // version 8

@@ -1,4 +1,4 @@
-// ApiVersions: v0-4
+// ApiVersions: v0-5
 //
 // Behavior:
 //   - The key list is built only from the registry (Specs), sorted by key:
@@ -23,8 +23,12 @@
 //     tagged fields (supported/finalized features, KIP-584).
 //   - v4 (KIP-1022) adds nothing to the body; it lets a broker answer with
 //     an empty supported-feature range.
-//   - v5 (KIP-1082/KRaft) is not served: its cluster/node id fields are for
-//     brokers. A v5 request gets the KIP-511 v0 reply.
+//   - v5 (KIP-1242) lets a client say which cluster and node it means to
+//     reach, so one routed elsewhere (DNS, a load balancer) finds out: a
+//     cluster id and node id that are not this gateway's (Cfg.ClusterID,
+//     Cfg.NodeID: in cluster mode each gateway's own) answer
+//     REBOOTSTRAP_REQUIRED, a node id without a cluster id
+//     INVALID_REQUEST, both with no key list, as Kafka 4.4 answers.
 //   - The response header is always v0, even for flexible versions (the loop
 //     and codec handle that).
 
@@ -38,7 +42,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 4, Inline: true, Handle: typed(apiVersions), TooNew: ApiVersionsUnsupported, BeforeLogin: true})
+	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 5, Inline: true, Handle: typed(apiVersions), TooNew: ApiVersionsUnsupported, BeforeLogin: true})
 }
 
 var (
@@ -64,6 +68,16 @@ func apiVersions(c *Call, req *kmsg.ApiVersionsRequest, resp *kmsg.ApiVersionsRe
 	if req.Version >= 3 && (!validSoftwareField(req.ClientSoftwareName) || !validSoftwareField(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
+	}
+	if req.Version >= 5 {
+		switch {
+		case req.ClusterID == nil && req.NodeID != -1:
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		case req.ClusterID != nil && (*req.ClusterID != c.G.Cfg.ClusterID || req.NodeID != c.G.Cfg.NodeID):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return resp, nil
+		}
 	}
 	resp.ApiKeys = advertisedKeys()
 	return resp, nil

@@ -246,6 +246,36 @@ func TestApiVersionsSoftwareName(t *testing.T) {
 	}
 }
 
+// ApiVersions v5 (KIP-1242): a client that names this gateway's cluster
+// and node, or neither, gets the key list; another cluster or node is
+// REBOOTSTRAP_REQUIRED, a node without a cluster INVALID_REQUEST, both with
+// no keys.
+func TestApiVersionsV5ClusterCheck(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, func(c *Config) { c.ClusterID, c.NodeID = "c1", 7 })
+	cases := []struct {
+		cluster *string
+		node    int32
+		want    int16
+	}{
+		{nil, -1, 0},
+		{kmsg.StringPtr("c1"), 7, 0},
+		{kmsg.StringPtr("c2"), 7, kerr.RebootstrapRequired.Code},
+		{kmsg.StringPtr("c1"), 8, kerr.RebootstrapRequired.Code},
+		{nil, 7, kerr.InvalidRequest.Code},
+	}
+	for _, tc := range cases {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 5
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1"
+		req.ClusterID, req.NodeID = tc.cluster, tc.node
+		resp := do(t, g, req).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != tc.want || (tc.want == 0) != (len(resp.ApiKeys) > 0) {
+			t.Errorf("cluster %v node %d: code %d with %d keys, want code %d", tc.cluster, tc.node, resp.ErrorCode, len(resp.ApiKeys), tc.want)
+		}
+	}
+}
+
 func TestApiVersionsUnsupported(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)

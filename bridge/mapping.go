@@ -879,10 +879,18 @@ func fetchTime(m *IggyMessage, ts []byte) int64 {
 // consumer sees. Only a message that may carry kafka.ts has its headers
 // read: one at the largest delta (perhaps clamped) or with no origin
 // (perhaps a Kafka record at the epoch); any other message is its origin
-// timestamp at the cost of two compares. Any goroutine.
+// timestamp, at the cost of two compares inlined. Any goroutine.
 func SearchTime(m *IggyMessage) uint64 {
+	if m.TimestampDelta != MaxTimestampDelta && m.OriginTimestamp != 0 {
+		return m.OriginTimestamp
+	}
+	return searchTimeRead(m)
+}
+
+// searchTimeRead is SearchTime for a message that may carry kafka.ts.
+func searchTimeRead(m *IggyMessage) uint64 {
 	if m.OriginTimestamp != 0 {
-		return UnclampedOrigin(m)
+		return unclamped(m)
 	}
 	if bytes.Equal(mappedTime(m.UserHeaders), tsEpoch) {
 		return 0
@@ -894,11 +902,17 @@ func SearchTime(m *IggyMessage) uint64 {
 // message whose Kafka timestamp lay more than MaxTimestampDelta after its
 // batch's oldest was written at that delta with the real time in kafka.ts
 // (docs/MAPPING.md, "Timestamps and the clamp"), which is read then. Any
-// other message costs one compare. Any goroutine.
+// other message costs one compare, inlined. Any goroutine.
 func UnclampedOrigin(m *IggyMessage) uint64 {
 	if m.TimestampDelta != MaxTimestampDelta {
 		return m.OriginTimestamp
 	}
+	return unclamped(m)
+}
+
+// unclamped reads the real time of a message at the largest delta: its
+// kafka.ts, or its origin when it has none (it was not clamped).
+func unclamped(m *IggyMessage) uint64 {
 	ts := mappedTime(m.UserHeaders)
 	if len(ts) != 8 {
 		return m.OriginTimestamp

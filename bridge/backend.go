@@ -144,8 +144,9 @@ type Log interface {
 	Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func(batch []byte) bool) error
 	// Partition returns the partition's offsets.
 	Partition(ctx context.Context, stream, topic string, partition int32) (PartitionState, error)
-	// OffsetForTimestamp returns the first offset whose origin timestamp
-	// (µs) is >= ts, or found=false when none is.
+	// OffsetForTimestamp returns the first offset whose time (µs), the
+	// one Fetch shows (SearchTime), is >= ts, or found=false when none
+	// is.
 	OffsetForTimestamp(ctx context.Context, stream, topic string, partition int32, ts uint64) (offset uint64, found bool, err error)
 	// DeleteRecords moves the partition's log start to before (Kafka
 	// DeleteRecords): offsets below it are no longer readable and

@@ -132,6 +132,13 @@ func readKafka(t testing.TB, b []byte) (int64, []int64, []rec) {
 // encode runs EncodeKafkaRecords over a kmsg-built batch.
 func encode(t testing.TB, m batchMeta, recs []rec, maxMessage int) ([]byte, error) {
 	t.Helper()
+	out, _, err := encodeStats(t, m, recs, maxMessage)
+	return out, err
+}
+
+// encodeStats is encode with the encoder's stats.
+func encodeStats(t testing.TB, m batchMeta, recs []rec, maxMessage int) ([]byte, ProduceStats, error) {
+	t.Helper()
 	kb := kafkaBatch(t, m, recs)
 	rb, n, err := codec.ParseBatch(kb)
 	if err != nil || n != len(kb) {
@@ -141,7 +148,7 @@ func encode(t testing.TB, m batchMeta, recs []rec, maxMessage int) ([]byte, erro
 	if err == nil && (stats.Messages != len(recs) || stats.Bytes != len(out)) {
 		t.Fatalf("stats %+v for %d records, %d bytes", stats, len(recs), len(out))
 	}
-	return out, err
+	return out, stats, err
 }
 
 // sameBytes compares with null and empty kept apart.

@@ -90,7 +90,7 @@ type BatchView struct {
 // learns its newest record time without walking the frames again.
 type BatchTimes struct {
 	Known      bool
-	MaxOrigin  uint64 // the largest message origin timestamp, µs
+	MaxOrigin  uint64 // the largest message origin timestamp, µs, the clamp undone (UnclampedOrigin)
 	ZeroOrigin bool   // some message has none (origin 0)
 }
 
@@ -198,7 +198,22 @@ func verifyFrames(v *BatchView) error {
 		return errors.Join(ErrInvalidBatch, errChecksum)
 	}
 	v.Times = BatchTimes{Known: true, MaxOrigin: v.OriginTimestamp + uint64(maxDelta), ZeroOrigin: zero && v.OriginTimestamp == 0}
+	if maxDelta == MaxTimestampDelta {
+		v.Times.MaxOrigin = maxUnclamped(*v)
+	}
 	return nil
+}
+
+// maxUnclamped is the largest UnclampedOrigin of a well-formed batch: the
+// walk over its frames that only a batch with a message at the largest
+// delta, perhaps clamped, needs.
+func maxUnclamped(v BatchView) uint64 {
+	var ts uint64
+	it := NewIggyMessageIter(v)
+	for it.Next() {
+		ts = max(ts, UnclampedOrigin(it.Message()))
+	}
+	return ts
 }
 
 // StampIggyBatch writes partition id, base offset and base timestamp into a

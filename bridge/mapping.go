@@ -277,20 +277,21 @@ type encoder struct {
 	rb         *codec.RecordBatch
 	minOrigin  uint64
 	maxMessage int
-	// The largest timestamp delta written, and whether one was 0: the
-	// batch's BatchTimes.
-	maxDelta  uint32
+	// The largest origin written, the clamp undone, and whether a delta
+	// was 0: the batch's BatchTimes.
+	maxOrigin uint64
 	zeroDelta bool
 }
 
 // times is what the encoder wrote in brief (ProduceStats.Times).
 func (e *encoder) times() BatchTimes {
-	return BatchTimes{Known: true, MaxOrigin: e.minOrigin + uint64(e.maxDelta), ZeroOrigin: e.zeroDelta && e.minOrigin == 0}
+	return BatchTimes{Known: true, MaxOrigin: e.maxOrigin, ZeroOrigin: e.zeroDelta && e.minOrigin == 0}
 }
 
 // recordPlan is what one record needs, worked out before writing it.
 type recordPlan struct {
 	ms        int64
+	origin    uint64 // µs, 0 for a record without a timestamp
 	tsDelta   uint32
 	clamped   bool // origin further than MaxTimestampDelta from the minimum
 	envelope  bool
@@ -313,7 +314,7 @@ func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, 
 		return dst, ErrRecordTooLarge
 	}
 	start := len(dst)
-	e.maxDelta = max(e.maxDelta, p.tsDelta)
+	e.maxOrigin = max(e.maxOrigin, p.origin)
 	e.zeroDelta = e.zeroDelta || p.tsDelta == 0
 	var f [MessageHeaderSize]byte
 	e.messageID(f[mfID:mfID+16], i)
@@ -339,8 +340,8 @@ func (e *encoder) plan(r *codec.Record, i uint32) recordPlan {
 	if i == 0 {
 		p.codec, p.count = e.rb.Compression(), e.rb.NumRecords
 	}
-	origin, _ := originOf(p.ms) // range checked by scanRecords
-	if d := origin - e.minOrigin; d > MaxTimestampDelta {
+	p.origin, _ = originOf(p.ms) // range checked by scanRecords
+	if d := p.origin - e.minOrigin; d > MaxTimestampDelta {
 		p.tsDelta, p.clamped = MaxTimestampDelta, true
 	} else {
 		p.tsDelta = uint32(d)
@@ -874,6 +875,67 @@ func fetchTime(m *IggyMessage, ts []byte) int64 {
 		return int64(m.OriginTimestamp / 1000)
 	}
 	return int64(m.Timestamp / 1000)
+}
+
+// SearchTime is the time (µs) a search by timestamp compares for m: the
+// Kafka timestamp Fetch shows for it (fetchTime), so a search finds what a
+// consumer sees. Only a message that may carry kafka.ts has its headers
+// read: one at the largest delta (perhaps clamped) or with no origin
+// (perhaps a Kafka record at the epoch); any other message is its origin
+// timestamp, at the cost of two compares inlined. Any goroutine.
+func SearchTime(m *IggyMessage) uint64 {
+	if m.TimestampDelta != MaxTimestampDelta && m.OriginTimestamp != 0 {
+		return m.OriginTimestamp
+	}
+	return searchTimeRead(m)
+}
+
+// searchTimeRead is SearchTime for a message that may carry kafka.ts.
+func searchTimeRead(m *IggyMessage) uint64 {
+	if m.OriginTimestamp != 0 {
+		return unclamped(m)
+	}
+	if bytes.Equal(mappedTime(m.UserHeaders), tsEpoch) {
+		return 0
+	}
+	return m.Timestamp
+}
+
+// UnclampedOrigin is m's origin timestamp (µs) with the clamp undone: a
+// message whose Kafka timestamp lay more than MaxTimestampDelta after its
+// batch's oldest was written at that delta with the real time in kafka.ts
+// (docs/MAPPING.md, "Timestamps and the clamp"), which is read then. Any
+// other message costs one compare, inlined. Any goroutine.
+func UnclampedOrigin(m *IggyMessage) uint64 {
+	if m.TimestampDelta != MaxTimestampDelta {
+		return m.OriginTimestamp
+	}
+	return unclamped(m)
+}
+
+// unclamped reads the real time of a message at the largest delta: its
+// kafka.ts, or its origin when it has none (it was not clamped).
+func unclamped(m *IggyMessage) uint64 {
+	ts := mappedTime(m.UserHeaders)
+	if len(ts) != 8 {
+		return m.OriginTimestamp
+	}
+	ms := int64(le.Uint64(ts))
+	if ms < 0 || uint64(ms) > maxOriginMs {
+		return m.OriginTimestamp // not what the mapping writes
+	}
+	return uint64(ms) * 1000
+}
+
+// mappedTime is the kafka.ts value of a message the mapping wrote (kafka.v
+// 1), nil for any other: a native producer's kafka.* headers mean nothing,
+// as in decode.
+func mappedTime(block []byte) []byte {
+	var mh mappingHeaders
+	if mh.scan(block) != nil || !bytes.Equal(mh.version, oneByte) {
+		return nil
+	}
+	return mh.ts
 }
 
 // mappingHeaders are the kafka.* entries of one block, found in one pass.

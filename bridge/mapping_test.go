@@ -179,11 +179,32 @@ func TestTimestamps(t *testing.T) {
 					t.Errorf("record %d: ts %d want %d", i, got[i].ts, c.want[i])
 				}
 			}
+			var newest uint64
 			for i, m := range messages(t, iggy) {
 				_, clamped := userHeaders(t, m.UserHeaders)["kafka.ts"]
 				if c.in[i] > 0 && uint64(c.in[i])*1000 != m.OriginTimestamp && !clamped {
 					t.Errorf("message %d: origin %d for %d ms without kafka.ts", i, m.OriginTimestamp, c.in[i])
 				}
+				// A search by time compares what Fetch shows.
+				if st := SearchTime(&m); st != uint64(c.want[i])*1000 && (c.in[i] >= 0 || st != testServerTs) {
+					t.Errorf("message %d: search time %d µs, Fetch shows %d ms", i, st, c.want[i])
+				}
+				if c.in[i] > 0 {
+					newest = max(newest, uint64(c.in[i])*1000)
+				}
+			}
+			// The batch's newest origin is the real one, clamped or not,
+			// from the encoder and from a walk of the stored frames.
+			out, stats, err := encodeStats(t, plainMeta, recs, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := VerifyIggyBatch(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.Times.MaxOrigin != newest || v.Times != stats.Times {
+				t.Errorf("newest origin %d from the encoder (%+v), %+v from the frames, want %d", stats.Times.MaxOrigin, stats.Times, v.Times, newest)
 			}
 		})
 	}

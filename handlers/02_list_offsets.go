@@ -14,10 +14,12 @@
 //     KIP-1023) answer offset -1, timestamp -1, as Kafka does for a topic
 //     without tiered storage.
 //   - A timestamp >= 0 (ms) is Store.OffsetForTimestamp(ms*1000 µs): the
-//     first offset whose timestamp is >= it, returned with that record's
-//     timestamp (one extra Poll reads it); none gives offset -1, timestamp
-//     -1. The Rust gateway refuses these with UNSUPPORTED_FOR_MESSAGE_FORMAT.
-//     Any other negative timestamp is searched as 0, like Kafka.
+//     first offset whose timestamp, as Fetch shows it (a record clamped in
+//     a batch spanning over 71.6 minutes at its real time, docs/MAPPING.md),
+//     is >= it, returned with that record's timestamp (one extra Poll reads
+//     it); none gives offset -1, timestamp -1. The Rust gateway refuses
+//     these with UNSUPPORTED_FOR_MESSAGE_FORMAT. Any other negative
+//     timestamp is searched as 0, like Kafka.
 //   - Leader epoch 0. Unknown topic or partition (and a bad name) is
 //     UNKNOWN_TOPIC_OR_PARTITION. read_committed answers the same (no
 //     transactions). Transient store failures: REQUEST_TIMED_OUT on a

@@ -4,9 +4,14 @@
 //   - The key list is built only from the registry (Specs), sorted by key:
 //     what is advertised is exactly what the version firewall accepts and
 //     what the dispatch serves. Transaction keys 24/25/26/28 are never there.
-//   - No supported features and no finalized features (FinalizedFeaturesEpoch
-//     stays -1, so the tag is not sent): in particular transaction.version is
-//     never advertised.
+//   - v3+: the feature flags the gateway serves (features.go), and only
+//     those: group.version supported 0-1 and finalized at 1 (KIP-848
+//     groups). No transaction.version (transactions are refused), no
+//     share.version or streams.version, no metadata.version or
+//     kraft.version (no KRaft; docs/SCOPE.md says why). As Kafka 4.x
+//     answers: a v3 request gets no supported feature whose minimum is 0
+//     (KIP-1022), so group.version only as finalized; FinalizedFeaturesEpoch
+//     is >= 0 (the gateway's start in Unix ms) with the finalized list.
 //   - v3+: ClientSoftwareName and ClientSoftwareVersion must match Kafka's
 //     pattern [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?, else
 //     INVALID_REQUEST with an empty key list (as Kafka answers). Checked by
@@ -15,14 +20,15 @@
 //     ApiVersionsUnsupported (a v0 body with UNSUPPORTED_VERSION and the key
 //     list) and keeps the connection (KIP-511).
 //   - Inline: no store call, no allocation beyond the response struct; the
-//     key list is built once and shared read-only by every response.
+//     key list and the features are built once and shared read-only by
+//     every response.
 //
 // Version notes:
 //   - v1 adds ThrottleMillis; v2 changes nothing on the wire.
 //   - v3 (KIP-511) is flexible and adds the client software name/version and
 //     tagged fields (supported/finalized features, KIP-584).
-//   - v4 (KIP-1022) adds nothing to the body; it lets a broker answer with
-//     an empty supported-feature range.
+//   - v4 (KIP-1022) adds nothing to the body; it lets a broker list a
+//     supported feature whose range starts at 0.
 //   - v5 (KIP-1242) lets a client say which cluster and node it means to
 //     reach, so one routed elsewhere (DNS, a load balancer) finds out: a
 //     cluster id and node id that are not this gateway's (Cfg.ClusterID,
@@ -80,6 +86,7 @@ func apiVersions(c *Call, req *kmsg.ApiVersionsRequest, resp *kmsg.ApiVersionsRe
 		}
 	}
 	resp.ApiKeys = advertisedKeys()
+	c.G.features.fill(resp, req.Version)
 	return resp, nil
 }
 

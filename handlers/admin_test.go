@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/codec"
 )
 
@@ -80,6 +84,60 @@ func TestListOffsets(t *testing.T) {
 	req.IsolationLevel = 1
 	if p := do(t, g, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; p.Offset != 5 {
 		t.Errorf("read_committed latest %d", p.Offset)
+	}
+}
+
+// ListOffsets by time in a batch whose records span more than the 71.6
+// minutes an Iggy batch's u32 µs deltas hold: the later records are stored
+// clamped with their real time in kafka.ts (docs/MAPPING.md), and the
+// search finds them by that time, as Kafka finds a record by its own, on
+// both backends.
+func TestListOffsetsClampedBatch(t *testing.T) {
+	t.Parallel()
+	const minute = int64(60_000)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, backend := range []string{"embedded", "iggy"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var st bridge.Backend = openEmbedded(t, t.TempDir())
+			if backend == "iggy" {
+				is, err := iggy.Open(context.Background(), iggy.Options{Addr: iggyServer(t).Addr(), PoolSize: 2, CallTimeout: 5 * time.Second, Logger: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = is.Close() })
+				st = is
+			}
+			g := newGatewayOn(t, st)
+			createTopic(t, g, "wide", 1)
+			// Offsets 0..4 at base, +1, +80, +85 and +2 minutes.
+			at := []int64{0, 1, 80, 85, 2}
+			recs := make([]rec, len(at))
+			for i, m := range at {
+				recs[i] = rec{value: []byte("v"), ts: baseTs + m*minute}
+			}
+			recs[0].ts = 0 // the base timestamp itself (rec's rule)
+			if p := produceOne(t, g, produceReq(9, "wide", 0, batch(recs...))); p.ErrorCode != 0 {
+				t.Fatalf("produce: %d", p.ErrorCode)
+			}
+			for _, tc := range []struct {
+				ts, off, rts int64
+			}{
+				{baseTs, 0, baseTs},
+				{baseTs + minute/2, 1, baseTs + minute},
+				{baseTs + 75*minute, 2, baseTs + 80*minute},
+				{baseTs + 80*minute, 2, baseTs + 80*minute},
+				{baseTs + 80*minute + 1, 3, baseTs + 85*minute},
+				{baseTs + 85*minute, 3, baseTs + 85*minute},
+				{baseTs + 85*minute + 1, -1, -1},
+				{tsMaxTimestamp, 3, baseTs + 85*minute},
+			} {
+				p := do(t, g, listOffsetsReq(11, "wide", 0, tc.ts)).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+				if p.ErrorCode != 0 || p.Offset != tc.off || p.Timestamp != tc.rts {
+					t.Errorf("ts base%+d ms: code %d offset %d ts %d, want %d %d", tc.ts-baseTs, p.ErrorCode, p.Offset, p.Timestamp, tc.off, tc.rts)
+				}
+			}
+		})
 	}
 }
 

@@ -83,6 +83,9 @@ type Gateway struct {
 	tail *fetchcache.Tail
 	// topicNames resolves topic ids (topic_ids.go).
 	topicNames topicNames
+	// features are the feature flags ApiVersions advertises
+	// (features.go).
+	features featureSet
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -237,7 +240,8 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		log = slog.Default()
 	}
 	watch := NewWatchers()
-	ids := NewProducerIDs(cfg.InstanceID, time.Now())
+	start := time.Now()
+	ids := NewProducerIDs(cfg.InstanceID, start)
 	// Reserve the first block of producer ids now, so InitProducerId (on
 	// the event loop) never waits for the store.
 	ids.Bind(store, log)
@@ -266,5 +270,6 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 
 		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
 		tail:          fetchcache.NewTail(cfg.TailCacheBytes),
+		features:      newFeatureSet(servedFeatures(), start.UnixMilli()),
 	}
 }

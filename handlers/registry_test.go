@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,6 +22,9 @@ var sharedFiles = map[string]bool{
 	"registry.go": true, "call.go": true, "watch.go": true, "producer_ids.go": true,
 	"errors.go": true, "topics.go": true, "topic_ids.go": true, "pool.go": true, "groups.go": true, "cluster.go": true,
 	"idempotence.go": true, "configs.go": true, "group_configs.go": true, "sasl.go": true, "authz.go": true, "acls.go": true,
+	// The feature flags ApiVersions advertises, where a protocol turned on
+	// adds its feature.
+	"features.go": true,
 	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
 	"fetch_pipeline.go": true, "fetch_sessions.go": true,
@@ -189,14 +193,60 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 				t.Errorf("v%d: entry %d = %d v%d-%d, registry %d v%d-%d", v, i, k.ApiKey, k.MinVersion, k.MaxVersion, s.Key, s.MinVersion, s.MaxVersion)
 			}
 		}
-		if len(resp.SupportedFeatures) != 0 || len(resp.FinalizedFeatures) != 0 || resp.FinalizedFeaturesEpoch != -1 {
-			t.Errorf("v%d: features advertised", v)
-		}
 	}
 	for _, k := range []int16{24, 25, 26, 28} {
 		if Lookup(k) != nil {
 			t.Errorf("transaction key %d is registered", k)
 		}
+	}
+}
+
+// ApiVersions advertises exactly the features served: group.version 1
+// (KIP-848 groups), nothing of transactions, share or streams groups, nor
+// metadata.version. As Kafka 4.x: a v3 request gets no supported feature
+// whose minimum is 0 (KIP-1022), a v4 one gets them all; finalized
+// features carry an epoch >= 0 from v3 on; v0-2 have no such fields.
+func TestApiVersionsFeatures(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	groupVersion := kmsg.NewApiVersionsResponseFinalizedFeature()
+	groupVersion.Name, groupVersion.MinVersionLevel, groupVersion.MaxVersionLevel = "group.version", 1, 1
+	groupRange := kmsg.NewApiVersionsResponseSupportedFeature()
+	groupRange.Name, groupRange.MinVersion, groupRange.MaxVersion = "group.version", 0, 1
+	for _, tc := range []struct {
+		v         int16
+		supported []kmsg.ApiVersionsResponseSupportedFeature
+		finalized []kmsg.ApiVersionsResponseFinalizedFeature
+	}{
+		{0, nil, nil},
+		{2, nil, nil},
+		{3, nil, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion}},
+		{4, []kmsg.ApiVersionsResponseSupportedFeature{groupRange}, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion}},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = tc.v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.2.3"
+		resp := do(t, g, req).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 || !reflect.DeepEqual(resp.SupportedFeatures, tc.supported) || !reflect.DeepEqual(resp.FinalizedFeatures, tc.finalized) {
+			t.Errorf("v%d: code %d, supported %+v, finalized %+v; want %+v, %+v", tc.v, resp.ErrorCode, resp.SupportedFeatures, resp.FinalizedFeatures, tc.supported, tc.finalized)
+		}
+		if wantEpoch := tc.finalized != nil; (resp.FinalizedFeaturesEpoch >= 0) != wantEpoch {
+			t.Errorf("v%d: finalized features epoch %d", tc.v, resp.FinalizedFeaturesEpoch)
+		}
+	}
+	// A refused request and the KIP-511 v0 answer carry none.
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 4
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "-bad", "1"
+	if resp := do(t, g, req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != kerr.InvalidRequest.Code || resp.SupportedFeatures != nil || resp.FinalizedFeatures != nil || resp.FinalizedFeaturesEpoch != -1 {
+		t.Errorf("INVALID_REQUEST answer: %+v", resp)
+	}
+	if resp := ApiVersionsUnsupported(newCall(g, 18, 5)).(*kmsg.ApiVersionsResponse); resp.SupportedFeatures != nil || resp.FinalizedFeatures != nil {
+		t.Errorf("UNSUPPORTED_VERSION answer: %+v", resp)
+	}
+	// The epoch only grows from one start to the next.
+	if later := newGateway(t); later.features.epoch < g.features.epoch {
+		t.Errorf("epoch %d after %d", later.features.epoch, g.features.epoch)
 	}
 }
 
@@ -303,7 +353,8 @@ func TestApiVersionsUnsupported(t *testing.T) {
 func TestGoldenApiVersions(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
-	for _, v := range []int16{0, 3} {
+	g.features = newFeatureSet(servedFeatures(), 1_700_000_000_000) // a fixed start
+	for _, v := range []int16{0, 3, 4} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.0.0"

@@ -253,10 +253,10 @@ func (s *Store) Partition(ctx context.Context, stream, name string, part int32) 
 }
 
 // OffsetForTimestamp returns the first offset (from the log start on)
-// whose time is >= ts: a message's origin timestamp, or its batch's append
-// time when it has none (origin 0), the time Fetch shows for it. Segments
-// whose newest record is older than ts are skipped unread; the first other
-// one is scanned. Any goroutine.
+// whose time is >= ts: the time Fetch shows for it (bridge.SearchTime), a
+// message's Kafka timestamp, or its batch's append time when it has none
+// (origin 0). Segments whose newest record is older than ts are skipped
+// unread; the first other one is scanned. Any goroutine.
 func (s *Store) OffsetForTimestamp(ctx context.Context, stream, name string, part int32, ts uint64) (uint64, bool, error) {
 	if err := s.enterRead(); err != nil {
 		return 0, false, err

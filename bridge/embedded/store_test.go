@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/internal/await"
 )
 
@@ -351,6 +352,59 @@ func TestOffsetForTimestamp(t *testing.T) {
 	if off, found, _ := s.OffsetForTimestamp(ctx, "kafka", "t", 0, before); !found || off != 9 {
 		t.Fatalf("origin-less message: %d %v", off, found)
 	}
+}
+
+// TestOffsetForTimestampClamped: a Kafka batch spanning more than an Iggy
+// batch's 71.6 minutes is stored with its later records clamped (their
+// real time in kafka.ts, docs/MAPPING.md); the search finds them by their
+// real time, from the segment's newest time as an append records it, as a
+// reopen rebuilds it from the active segment's bytes, and as a sealed
+// segment's index keeps it.
+func TestOffsetForTimestampClamped(t *testing.T) {
+	t.Parallel()
+	const base, minute = int64(1_700_000_000_000), int64(60_000)
+	dir := t.TempDir()
+	s, reopen := reopenable(t, dir, func(dir string) *Store { return openStore(t, dir, SyncNever) })
+	var bb codec.BatchBuilder
+	kb := bb.Begin(nil, 0, base)
+	for i, m := range []int64{0, 1, 80, 85} { // offsets 0..3
+		kb = bb.AppendRecord(kb, int32(i), m*minute, nil, []byte("v"), 0)
+	}
+	rb, _, err := codec.ParseBatch(bb.Finish(kb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clamped, _, err := bridge.EncodeKafkaRecords(nil, &rb, rb.Records, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTopicWithConfigs(ctx, "kafka", "t", 1, bridge.TopicConfigs{"segment.bytes": fmt.Sprint(len(clamped))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "kafka", "t", 0, clamped); err != nil {
+		t.Fatal(err)
+	}
+	ms := func(m int64) uint64 { return uint64(base+m) * 1000 }
+	check := func(when string, cases ...[3]int64) {
+		t.Helper()
+		for _, c := range cases {
+			off, found, err := s.OffsetForTimestamp(ctx, "kafka", "t", 0, ms(c[0]))
+			if err != nil || found != (c[1] >= 0) || found && off != uint64(c[1]) {
+				t.Errorf("%s: base%+d ms: %d %v %v, want %d", when, c[0], off, found, err, c[1])
+			}
+		}
+	}
+	wide := [][3]int64{{75 * minute, 2}, {80 * minute, 2}, {80*minute + 1, 3}, {85 * minute, 3}}
+	check("appended", append(wide, [3]int64{85*minute + 1, -1})...)
+	s = reopen()
+	check("reopened", append(wide, [3]int64{85*minute + 1, -1})...)
+	// A second segment after it, then the first sealed behind it.
+	if _, err := s.Append(ctx, "kafka", "t", 0, makeBatch(t, "x", 2, ms(90*minute))); err != nil {
+		t.Fatal(err)
+	}
+	check("sealed", append(wide, [3]int64{85*minute + 1, 4})...)
+	s = reopen()
+	check("sealed and reopened", append(wide, [3]int64{85*minute + 1, 4})...)
 }
 
 func TestAppendRejectsBadBatch(t *testing.T) {

@@ -144,12 +144,13 @@ func (s *Store) forget(stream, topic string) {
 	s.est.Forget(func(k pollKey) bool { return k.stream == stream && k.topic == topic })
 }
 
-// OffsetForTimestamp finds the first offset whose origin timestamp (or,
-// for a message without one, its append time, as the embedded store does)
-// is >= ts. Iggy's timestamp strategy matches on append time, which is
-// never earlier than a message's origin time; so the first message it
-// returns is at or before the answer, and a forward scan from there finds
-// it. Clock skew that puts origin after append can make the answer late.
+// OffsetForTimestamp finds the first offset whose time, the one Fetch
+// shows (bridge.SearchTime: the Kafka timestamp, clamped or not, or the
+// append time for a message without one, as the embedded store does), is
+// >= ts. Iggy's timestamp strategy matches on append time, which is never
+// earlier than a message's origin time; so the first message it returns is
+// at or before the answer, and a forward scan from there finds it. Clock
+// skew that puts origin after append can make the answer late.
 func (s *Store) OffsetForTimestamp(ctx context.Context, stream, topic string, partition int32, ts uint64) (uint64, bool, error) {
 	if partition < 0 {
 		return 0, false, bridge.ErrPartitionNotFound
@@ -189,11 +190,7 @@ func (s *Store) scanForTime(ctx context.Context, stream, topic string, partition
 			it := bridge.NewIggyMessageIter(v)
 			for it.Next() {
 				m := it.Message()
-				t := m.OriginTimestamp
-				if t == 0 {
-					t = m.Timestamp
-				}
-				if m.Offset >= from && t >= ts {
+				if m.Offset >= from && bridge.SearchTime(m) >= ts {
 					off, found = m.Offset, true
 					return false
 				}

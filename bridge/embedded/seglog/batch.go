@@ -66,9 +66,10 @@ func verify(b []byte, h header) error {
 }
 
 // newest is a batch's newest record time (µs): the largest origin
-// timestamp, or the batch's append time appendTs for a message with none
-// (origin 0), the time Fetch shows for it; from v.Times when the caller
-// knows them, else by walking the frames, which must be well formed.
+// timestamp (the clamp undone), or the batch's append time appendTs for a
+// message with none (origin 0), the time Fetch shows for it; from v.Times
+// when the caller knows them, else by walking the frames, which must be
+// well formed.
 func newest(v bridge.BatchView, appendTs uint64) uint64 {
 	if v.Times.Known {
 		return v.Times.Newest(appendTs)
@@ -76,8 +77,7 @@ func newest(v bridge.BatchView, appendTs uint64) uint64 {
 	var ts uint64
 	it := bridge.NewIggyMessageIter(v)
 	for it.Next() {
-		m := it.Message()
-		t := m.OriginTimestamp
+		t := bridge.UnclampedOrigin(it.Message())
 		if t == 0 {
 			t = appendTs
 		}

@@ -7,10 +7,11 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
-// A record's time is its origin timestamp (the Kafka record timestamp),
-// or its batch's append time when it has none (origin 0): the time Fetch
-// shows. Each segment keeps the newest record time of its batches, so a
-// search by time skips whole segments.
+// A record's time is the time Fetch shows for it (bridge.SearchTime): its
+// Kafka timestamp, which is its origin timestamp but for a clamped one
+// (docs/MAPPING.md), or its batch's append time when it has none. Each
+// segment keeps the newest record time of its batches (never below it),
+// so a search by time skips whole segments.
 
 // OffsetForTimestamp returns the first visible offset at or after the log
 // start whose record time is >= ts, or found=false when there is none.
@@ -62,11 +63,7 @@ func firstAtOrAfter(b []byte, ts, start uint64) (uint64, bool, error) {
 		if m.Offset < start {
 			continue
 		}
-		t := m.OriginTimestamp
-		if t == 0 {
-			t = m.Timestamp
-		}
-		if t >= ts {
+		if bridge.SearchTime(m) >= ts {
 			return m.Offset, true, nil
 		}
 	}

@@ -1,0 +1,78 @@
+package e2e
+
+// The feature flags (KIP-584) the gateway advertises in ApiVersions: what
+// Kafka's own kafka-features tool shows, and the v3 and v4 answers on the
+// wire.
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// kafka-features describe (Kafka 4.1.1's FeatureCommand, through the Java
+// AdminClient's describeFeatures) lists exactly the features served:
+// group.version, supported 0-1, finalized at 1, with an epoch.
+func TestJavaKafkaFeaturesDescribe(t *testing.T) {
+	t.Parallel()
+	needJava(t)
+	gw := startGateway(t)
+	out, _ := kafkaTool(t, gw.Addr, "org.apache.kafka.tools.FeatureCommand", "describe")
+	line := regexp.MustCompile(`^Feature: group\.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: (\d+)$`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 || !line.MatchString(lines[0]) {
+		t.Fatalf("kafka-features describe printed:\n%s\nwant one line for group.version", out)
+	}
+}
+
+// ApiVersions v3 and v4 on one connection, as Kafka 4.x answers them:
+// finalized group.version 1 with an epoch >= 0 in both; the supported
+// range 0-1 only at v4 (KIP-1022: a v3 client is not sent a range starting
+// at 0); nothing at v2, which has no such fields.
+func TestApiVersionsFeaturesWire(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t)
+	w := dialWire(t, gw.Addr)
+	var epoch int64 = -1
+	for i, v := range []int16{2, 3, 4} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "e2e", "1"
+		resp := w.roundTrip(req, v, int32(i+1)).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
+		}
+		got := describeFeatures(resp)
+		want := map[int16]string{
+			2: "supported [] finalized [] epoch -1",
+			3: "supported [] finalized [group.version=1-1] epoch E",
+			4: "supported [group.version=0-1] finalized [group.version=1-1] epoch E",
+		}[v]
+		if v >= 3 && resp.FinalizedFeaturesEpoch >= 0 {
+			if epoch < 0 {
+				epoch = resp.FinalizedFeaturesEpoch
+			}
+			if resp.FinalizedFeaturesEpoch != epoch {
+				t.Errorf("v%d: epoch %d, the v3 answer's %d", v, resp.FinalizedFeaturesEpoch, epoch)
+			}
+			got = strings.Replace(got, "epoch "+strconv.FormatInt(epoch, 10), "epoch E", 1)
+		}
+		if got != want {
+			t.Errorf("v%d: %s\nwant %s", v, got, want)
+		}
+	}
+}
+
+// describeFeatures prints the feature fields of an ApiVersions answer.
+func describeFeatures(resp *kmsg.ApiVersionsResponse) string {
+	var sup, fin []string
+	for _, f := range resp.SupportedFeatures {
+		sup = append(sup, f.Name+"="+strconv.Itoa(int(f.MinVersion))+"-"+strconv.Itoa(int(f.MaxVersion)))
+	}
+	for _, f := range resp.FinalizedFeatures {
+		fin = append(fin, f.Name+"="+strconv.Itoa(int(f.MinVersionLevel))+"-"+strconv.Itoa(int(f.MaxVersionLevel)))
+	}
+	return "supported [" + strings.Join(sup, " ") + "] finalized [" + strings.Join(fin, " ") + "] epoch " + strconv.FormatInt(resp.FinalizedFeaturesEpoch, 10)
+}

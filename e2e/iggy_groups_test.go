@@ -54,7 +54,7 @@ func TestIggyGroupOffsetsFreshGateway(t *testing.T) {
 	commit := kmsg.NewPtrOffsetCommitRequest()
 	commit.Group, commit.Generation, commit.MemberID = group, gen, memberID
 	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = topic
+	ct.Topic, ct.TopicID = topic, topicIDOf(t, member, topic)
 	for p := range int32(3) {
 		cp := kmsg.NewOffsetCommitRequestTopicPartition()
 		w := want[p]

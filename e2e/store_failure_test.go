@@ -242,11 +242,14 @@ func TestIggyHungAnswers(t *testing.T) {
 	createTopic(t, cl, topic, 1)
 	// Produce goes out raw (acks=all) so the Kafka error code is seen as
 	// the gateway sent it, not after franz-go's retry handling.
+	id := topicIDOf(t, cl, topic) // kgo sends Produce v13, which names topics by id
 	produce := func() (time.Duration, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		start := time.Now()
-		resp, err := produceReq(topic, recordBatch(-1, 0, "x")).RequestWith(ctx, cl)
+		req := produceReq(topic, recordBatch(-1, 0, "x"))
+		req.Topics[0].TopicID = id
+		resp, err := req.RequestWith(ctx, cl)
 		took := time.Since(start)
 		if err != nil {
 			return took, err

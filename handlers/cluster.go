@@ -84,3 +84,22 @@ func (c *Call) appendLed(topic string, partition int32, batch []byte, prep bridg
 	}
 	return base, durable, err
 }
+
+// partitionLeader is the leader Metadata names for a partition, which is
+// also its one replica: this gateway, or in cluster mode (v not nil) its
+// rendezvous leader in v (-1 in an empty view). Any goroutine.
+func (c *Call) partitionLeader(v *cluster.View, topic string, partition int32) int32 {
+	if v == nil {
+		return c.G.Cfg.NodeID
+	}
+	return v.Leader(topic, partition)
+}
+
+// isBroker reports whether id is a broker Metadata can list: this
+// gateway, or in cluster mode (v not nil) a live gateway of v.
+func (c *Call) isBroker(v *cluster.View, id int32) bool {
+	if v == nil {
+		return id == c.G.Cfg.NodeID
+	}
+	return v.Has(id)
+}

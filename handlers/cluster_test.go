@@ -15,6 +15,35 @@ import (
 	"github.com/iggy-kafka/gateway/internal/await"
 )
 
+// joinSettled starts a cluster on a fresh etcd with one member per port,
+// ids 1, 2, ... in order, each with a PLAINTEXT listener at
+// 127.0.0.1:port, and waits until every member settled on all of them.
+func joinSettled(t *testing.T, ports ...int32) []*cluster.Node {
+	t.Helper()
+	et := clustertest.StartEtcd(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nodes := make([]*cluster.Node, len(ports))
+	for i, port := range ports {
+		n, err := cluster.Start(context.Background(), cluster.Options{Endpoints: []string{et.Endpoint}, Prefix: "/h/",
+			Self: cluster.Member{ID: int32(i + 1), Listeners: map[string]cluster.Endpoint{"PLAINTEXT": {Host: "127.0.0.1", Port: port}}},
+			TTL:  3 * time.Second, Log: log}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		nodes[i] = n
+	}
+	await.True(t, 10*time.Second, "the nodes settled", func() bool {
+		for _, n := range nodes {
+			if len(n.View().Members) != len(nodes) || !n.Settled() {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
 // In a cluster of two, a gateway writes and serves the partitions it
 // leads and answers NOT_LEADER_OR_FOLLOWER for the others (sequential and
 // concurrent Fetch alike); Metadata names both brokers and each
@@ -22,22 +51,8 @@ import (
 // group's coordinator.
 func TestClusterModeRoutesByLeader(t *testing.T) {
 	t.Parallel()
-	et := clustertest.StartEtcd(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	join := func(id int32, port int32) *cluster.Node {
-		n, err := cluster.Start(context.Background(), cluster.Options{Endpoints: []string{et.Endpoint}, Prefix: "/h/",
-			Self: cluster.Member{ID: id, Listeners: map[string]cluster.Endpoint{"PLAINTEXT": {Host: "127.0.0.1", Port: port}}},
-			TTL:  3 * time.Second, Log: log}, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(n.Close)
-		return n
-	}
-	self, other := join(1, 9092), join(2, 9093)
-	await.True(t, 10*time.Second, "the two nodes settled", func() bool {
-		return len(self.View().Members) == 2 && self.Settled() && other.Settled()
-	})
+	nodes := joinSettled(t, 9092, 9093)
+	self := nodes[0]
 	for _, concurrency := range []int{1, 4} {
 		g := newGateway(t, func(c *Config) { c.Cluster, c.FetchConcurrency = self, concurrency })
 		createTopic(t, g, "routed", 8)

@@ -252,3 +252,23 @@ func (c *Call) readTopic(name string, o op) (ti bridge.TopicInfo, code int16) {
 	}
 	return ti, 0
 }
+
+// topicFound is what topicOnce learned of a topic: its partition count,
+// or the error code of looking it up.
+type topicFound struct {
+	partitions int32
+	code       int16
+}
+
+// topicOnce is readTopic(name, opAdmin) remembered in seen, for requests
+// that may name one topic in several entries (ElectLeaders,
+// AlterPartitionReassignments): each is looked up once.
+func (c *Call) topicOnce(seen map[string]topicFound, name string) topicFound {
+	f, ok := seen[name]
+	if !ok {
+		ti, code := c.readTopic(name, opAdmin)
+		f = topicFound{ti.Partitions, code}
+		seen[name] = f
+	}
+	return f
+}

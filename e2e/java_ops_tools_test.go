@@ -197,11 +197,14 @@ func TestClusterJavaOpsTools(t *testing.T) {
 	if err != nil || len(mr.Topics) != 1 || len(mr.Topics[0].Partitions) == 0 {
 		t.Fatalf("metadata: %v %+v", err, mr)
 	}
-	leader := mr.Topics[0].Partitions[0].Leader
+	leader := int32(-1)
 	for _, p := range mr.Topics[0].Partitions {
 		if p.Partition == 0 {
 			leader = p.Leader
 		}
+	}
+	if leader != 1 && leader != 2 {
+		t.Fatalf("partition 0 led by %d: %+v", leader, mr.Topics[0].Partitions)
 	}
 	other := 3 - leader
 

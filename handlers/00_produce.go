@@ -35,6 +35,13 @@
 //     (the Java producer then splits the batch and retries the halves).
 //     Data that does not decompress is INVALID_RECORD (the CRC held, so a
 //     retry would send the same bytes).
+//   - The topic's configs decide what is refused (topic_policy.go, read
+//     through a cache: one store read per topic per second at most; a
+//     change made through this gateway applies at once, one made through
+//     another gateway of the cluster within a second): a compacted topic
+//     (cleanup.policy holding compact) refuses a batch holding a record
+//     without a key, INVALID_RECORD with one KIP-467 record error per
+//     such record and Kafka's partition message, nothing of it stored.
 //   - The batch becomes one batch in the store's format (Gateway.Format:
 //     on both backends an Iggy batch, bridge.IggyFormat) in a pooled buffer
 //     and one append; the buffer is back in the pool when the append
@@ -242,8 +249,15 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 
 		code, msg := refuse, refuseMsg
 		var ti bridge.TopicInfo
+		var pol topicPolicy
 		if code == 0 {
 			ti, code = c.produceTopic(rt.Topic, rt.TopicID, req.Version >= 13)
+		}
+		if code == 0 {
+			var err error
+			if pol, err = c.topicPolicy(&ti); err != nil {
+				code = errCode(err, opWrite)
+			}
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -270,11 +284,13 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 					pcode = kerr.UnknownTopicOrPartition.Code
 				default:
 					var pw pendingWrite
-					pcode, pmsg = c.produceLed(req.Version, &ti, rp.Partition, rp.Records, &budget, &pw)
+					pcode, pmsg = c.produceLed(req.Version, &ti, pol, rp.Partition, rp.Records, &budget, &pw)
 					sp.BaseOffset = int64(pw.base)
 					if pcode == 0 {
 						pw.at = [2]int{i, len(st.Partitions) - 1}
 						pending = append(pending, pw)
+					} else if req.Version >= 8 {
+						sp.ErrorRecords = pw.rejected
 					}
 				}
 			}
@@ -314,13 +330,13 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 // (cluster mode; always in a one-node cluster). Otherwise, or while its
 // session is not known live, NOT_LEADER_OR_FOLLOWER: the client refreshes
 // its metadata and sends to the leader.
-func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
+func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	cl := c.G.Cfg.Cluster
 	if !cl.BeginWrite(ti.Name, partition) {
 		return kerr.NotLeaderForPartition.Code, nil
 	}
 	defer cl.EndWrite()
-	return c.producePartition(version, ti, partition, records, budget, pw)
+	return c.producePartition(version, ti, pol, partition, records, budget, pw)
 }
 
 // pendingWrite is one partition's records, written by producePartition:
@@ -334,6 +350,9 @@ type pendingWrite struct {
 	count   int
 	records []byte // the producer's batch, for the tail cache; nil: not cached
 	durable func(context.Context) error
+	// rejected: the record errors (KIP-467) of a batch the topic refused
+	// (rejectRecords); set only with a failing code.
+	rejected []kmsg.ProduceResponseTopicPartitionErrorRecord
 }
 
 // finishWrites waits for the durability of the request's writes, then
@@ -376,7 +395,7 @@ func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, 
 // offset, and what finishWrites does next), or returns an error code and
 // an optional message. budget is what is left of the request's
 // decompression budget.
-func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
+func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	topic := ti.Name
 	if len(records) == 0 {
 		return kerr.InvalidRecord.Code, &msgOneBatch
@@ -415,6 +434,10 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		db.B = out
 		*budget -= len(out)
 		recs = out
+	}
+	if code, msg, errs := rejectRecords(pol, &rb, recs, topic, partition); code != 0 {
+		pw.rejected = errs
+		return code, msg
 	}
 
 	eb := getBig()

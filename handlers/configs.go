@@ -57,8 +57,9 @@ var topicConfigs = func() map[string]*configDef {
 	defs := []configDef{
 		{"cleanup.policy", cfgKept, kmsg.ConfigTypeList, "delete", "log.cleanup.policy",
 			"delete, compact, or both. delete: records go once older than retention.ms or past retention.bytes. " +
-				"compact: this gateway never compacts and never deletes from a compacted topic, so the latest record " +
-				"of every key (tombstones included) is always there; retention does not apply to it."},
+				"compact: a record without a key is refused (INVALID_RECORD), as Kafka refuses it; this gateway never compacts " +
+				"and never deletes from a compacted topic, so the latest record of every key (tombstones included) is always there; " +
+				"retention does not apply to it."},
 		{"retention.ms", cfgKept, kmsg.ConfigTypeLong, "-1", "log.retention.ms",
 			"How long records are kept, -1 for ever (this gateway's default), by the newest record timestamp of each stored batch " +
 				"on the embedded store (checked every --retention-check-interval-ms). On Iggy it is the topic's message_expiry, " +
@@ -407,6 +408,9 @@ func (c *Call) alterTopicConfigs(topic string, validateOnly bool, change func(br
 	if validateOnly || maps.Equal(cur, next) {
 		return 0, ""
 	}
+	// Dropped whatever the outcome: a change that failed may still have
+	// been made (in part, on Iggy).
+	defer c.G.forgetPolicy(topic)
 	if err := cs.SetTopicConfigs(c.Ctx, c.G.Cfg.Stream, topic, next); err != nil {
 		var ce *bridge.ConfigError
 		if errors.As(err, &ce) {

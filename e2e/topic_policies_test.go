@@ -1,11 +1,13 @@
 package e2e
 
 // Topic configs that decide what Produce does with a batch: a compacted
-// topic refuses records without a key (KIP-467 record errors). On
-// whichever backend the pass runs (e2e/backend_test.go).
+// topic refuses records without a key (KIP-467 record errors), and
+// message.timestamp.type=LogAppendTime stamps the append time into every
+// batch. On whichever backend the pass runs (e2e/backend_test.go).
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -69,4 +71,26 @@ func TestCompactedTopicRecordErrors(t *testing.T) {
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil || r.Offset != 0 {
 		t.Fatalf("keyed record: offset %d, %v", r.Offset, err)
 	}
+}
+
+// A topic made by kafka-topics with message.timestamp.type=LogAppendTime:
+// librdkafka's delivery reports and consumer see the append time with type
+// LogAppendTime, and offsets_for_times searches by it. Altering a
+// CreateTime topic to LogAppendTime applies from the next batch.
+func TestLogAppendTimePython(t *testing.T) {
+	t.Parallel()
+	py := needPython(t, "confluent_kafka", "python3-confluent-kafka")
+	needJava(t)
+	gw := startGateway(t)
+	out, _ := kafkaTool(t, gw.Addr, "org.apache.kafka.tools.TopicCommand", "--create", "--topic", "lat-py",
+		"--partitions", "1", "--config", "message.timestamp.type=LogAppendTime")
+	if !strings.Contains(out, "Created topic lat-py") {
+		t.Errorf("kafka-topics --create: %s", out)
+	}
+	runClientCheck(t, py, "python/log_append_time_check.py", gw.Addr, "lat-py", "lat-py-group", []string{
+		"delivery reports LogAppendTime",
+		"consumed 3 with LogAppendTime",
+		"offsets_for_times by append time",
+		"alter_configs LogAppendTime: CreateTime before, LogAppendTime after",
+	})
 }

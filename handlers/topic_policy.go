@@ -1,12 +1,15 @@
 package handlers
 
-// What Produce must know of a topic's configs, and the checks it applies
-// to a batch because of them, as Kafka's LogValidator does:
+// What Produce must know of a topic's configs, and the checks and stamps
+// it applies to a batch because of them, as Kafka's LogValidator does:
 //
 //   - cleanup.policy holding compact (compact, or compact,delete): a record
 //     without a key is refused, per record (KIP-467 record errors), and
 //     nothing of its batch is stored. Tombstones (a key, no value) are
 //     fine.
+//   - message.timestamp.type=LogAppendTime: the batch gets the append time
+//     as its max timestamp and the LogAppendTime attribute, so consumers
+//     read that time for every record; the Produce answer carries it.
 //
 // The configs live in the backend (bridge.TopicConfigStore: the embedded
 // catalog, or the gateway's state stream on Iggy, a round trip or two), so
@@ -36,18 +39,26 @@ import (
 // topicPolicy is what Produce does differently for a topic because of its
 // configs.
 type topicPolicy struct {
-	compacted bool // cleanup.policy holds compact: every record needs a key
+	compacted     bool // cleanup.policy holds compact: every record needs a key
+	logAppendTime bool // message.timestamp.type=LogAppendTime
 }
 
 // policyOf reads a topic's policy from its configs (values were checked
-// when they were set; the default is delete).
+// when they were set; the defaults are delete and CreateTime).
 func policyOf(cfg bridge.TopicConfigs) topicPolicy {
 	var p topicPolicy
 	for _, v := range strings.Split(cfg["cleanup.policy"], ",") {
 		p.compacted = p.compacted || strings.TrimSpace(v) == "compact"
 	}
+	p.logAppendTime = cfg["message.timestamp.type"] == timestampLogAppend
 	return p
 }
+
+// message.timestamp.type values (Kafka's TimestampType names).
+const (
+	timestampCreate    = "CreateTime"
+	timestampLogAppend = "LogAppendTime"
+)
 
 // policyMaxAge is how long a policy read from the store is used before it
 // is read again: how late a change made through another gateway applies.
@@ -113,39 +124,57 @@ func (g *Gateway) forgetPolicy(topic string) {
 	g.policies.m.Delete(topic)
 }
 
-// Kafka's messages for records a compacted topic refuses (LogValidator).
+// Kafka's messages for records a topic refuses (LogValidator).
 const (
-	msgNoKeyCompacted  = "Compacted topic cannot accept message without key in topic partition "
-	msgRecordsRejected = "One or more records have been rejected due to "
+	msgNoKeyCompacted        = "Compacted topic cannot accept message without key in topic partition "
+	msgRecordsRejected       = "One or more records have been rejected due to "
+	msgTimestampsRejected    = "One or more records have been rejected due to invalid timestamp"
+	msgProducerLogAppendTime = ". Producer should not set timestamp type to LogAppendTime."
 )
 
 // rejectRecords checks a batch's records against the topic's policy as
 // Kafka's LogValidator does, before anything is stored: in a compacted
-// topic every record needs a key (INVALID_RECORD). Every failing record
-// gets a record error (KIP-467) and the partition Kafka's error message,
-// which shows the first three. records is the batch's uncompressed
-// records section. code 0: the batch passes. A malformed records section
-// passes here: the mapping refuses it.
+// topic every record needs a key (INVALID_RECORD); a batch the producer
+// marked LogAppendTime is refused (INVALID_TIMESTAMP) in a LogAppendTime
+// topic, and in a CreateTime one when its max timestamp is -1 (Kafka then
+// has no CreateTime to give its records). Every failing record gets a
+// record error (KIP-467) and the partition Kafka's error message, which
+// shows the first three. records is the batch's uncompressed records
+// section. code 0: the batch passes. A malformed records section passes
+// here: the mapping refuses it.
 func rejectRecords(pol topicPolicy, rb *codec.RecordBatch, records []byte, topic string, partition int32) (int16, *string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
-	if !pol.compacted {
+	producerLAT := rb.LogAppendTime() && (pol.logAppendTime || rb.MaxTimestamp == -1)
+	if !pol.compacted && !producerLAT {
 		return 0, nil, nil
 	}
 	var noKey *string // one string for all the key errors of the batch
 	var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+	badTime := false
 	it := codec.NewRecordIter(records, rb.NumRecords)
 	for i := int32(0); it.Next(); i++ {
-		if it.Record().Key != nil {
+		r := it.Record()
+		var msg *string
+		switch {
+		case pol.compacted && r.Key == nil:
+			if noKey == nil {
+				noKey = strp(msgNoKeyCompacted + topic + "-" + strconv.Itoa(int(partition)))
+			}
+			msg = noKey
+		case producerLAT:
+			badTime = true
+			msg = strp("Invalid timestamp type in message " + kafkaRecordString(rb, r) + msgProducerLogAppendTime)
+		default:
 			continue
 		}
-		if noKey == nil {
-			noKey = strp(msgNoKeyCompacted + topic + "-" + strconv.Itoa(int(partition)))
-		}
 		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-		e.RelativeOffset, e.ErrorMessage = i, noKey
+		e.RelativeOffset, e.ErrorMessage = i, msg
 		errs = append(errs, e)
 	}
 	if it.Err() != nil || len(errs) == 0 {
 		return 0, nil, nil
+	}
+	if badTime {
+		return kerr.InvalidTimestamp.Code, strp(msgTimestampsRejected), errs
 	}
 	var b strings.Builder
 	b.WriteString(msgRecordsRejected)
@@ -164,4 +193,30 @@ func rejectRecords(pol topicPolicy, rb *codec.RecordBatch, records []byte, topic
 	}
 	b.WriteString("]")
 	return kerr.InvalidRecord.Code, strp(b.String()), errs
+}
+
+// kafkaRecordString is a record as Kafka's DefaultRecord.toString prints
+// it: offset as the producer numbered it, timestamp as a consumer reads it.
+func kafkaRecordString(rb *codec.RecordBatch, r *codec.Record) string {
+	return "DefaultRecord(offset=" + strconv.FormatInt(rb.BaseOffset+int64(r.OffsetDelta), 10) +
+		", timestamp=" + strconv.FormatInt(rb.Timestamp(r), 10) +
+		", key=" + strconv.Itoa(len(r.Key)) + " bytes, value=" + strconv.Itoa(len(r.Value)) + " bytes)"
+}
+
+// stampBatch sets the batch's timestamp type and max timestamp in place,
+// as Kafka does once the records passed: a LogAppendTime topic's batch
+// gets now, the append time; a batch the producer marked LogAppendTime in
+// a CreateTime topic becomes CreateTime (its records keep their own
+// timestamps). It returns the Produce answer's log_append_time: the
+// append time in a LogAppendTime topic, else -1.
+func stampBatch(pol topicPolicy, rb *codec.RecordBatch) int64 {
+	switch {
+	case pol.logAppendTime:
+		now := time.Now().UnixMilli()
+		rb.SetMaxTimestamp(true, now)
+		return now
+	case rb.LogAppendTime():
+		rb.SetMaxTimestamp(false, rb.MaxTimestamp)
+	}
+	return -1
 }

@@ -21,6 +21,7 @@ const (
 	HeaderKey      = "kafka.key"      // Raw: the record key
 	HeaderValue    = "kafka.value"    // String "null" or "empty"
 	HeaderTime     = "kafka.ts"       // String "epoch", or Int64 LE ms when clamped
+	HeaderTimeType = "kafka.tstype"   // Uint8 1: the origin timestamp is the log append time (a LogAppendTime batch)
 	HeaderEnvelope = "kafka.envelope" // Uint8 1: the payload is an envelope
 	HeaderCodec    = "kafka.codec"    // Raw u8 codec, u32 LE records: first message of a compressed Kafka batch
 	HeaderPrefix   = "kafka.h."       // + Kafka header name: Raw value
@@ -108,10 +109,13 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 }
 
 // exactHeader reports a batch whose header Fetch reproduces: attributes
-// hold at most a codec (CreateTime, not transactional, not control) and
-// the last offset delta is the record count minus one.
+// hold at most a codec and the timestamp type (not transactional, not
+// control) and the last offset delta is the record count minus one. A
+// LogAppendTime batch comes back with delta 0 on every record and the
+// append time as its first timestamp, which no consumer reads: every
+// record of it reads as its max timestamp either way.
 func exactHeader(rb *codec.RecordBatch) bool {
-	return rb.Attributes&^0x07 == 0 && rb.LastOffsetDelta == rb.NumRecords-1
+	return rb.Attributes&^0x0F == 0 && rb.LastOffsetDelta == rb.NumRecords-1
 }
 
 // exactRecord reports a record Fetch reads back as it is: a timestamp of
@@ -218,10 +222,9 @@ func scanRecords(rb *codec.RecordBatch, records []byte) (uint64, error) {
 	return minOrigin, nil
 }
 
-// recordTime is the record's CreateTime in ms (wrapping like Java longs).
-func recordTime(rb *codec.RecordBatch, r *codec.Record) int64 {
-	return rb.FirstTimestamp + r.TimestampDelta
-}
+// recordTime is the record's timestamp in ms: its CreateTime, or in a
+// LogAppendTime batch the append time the gateway stamped.
+func recordTime(rb *codec.RecordBatch, r *codec.Record) int64 { return rb.Timestamp(r) }
 
 // originOf maps a Kafka timestamp to an Iggy origin timestamp: negative
 // (no timestamp) is 0, as is the epoch itself (flagged separately).
@@ -294,6 +297,7 @@ type recordPlan struct {
 	origin    uint64 // µs, 0 for a record without a timestamp
 	tsDelta   uint32
 	clamped   bool // origin further than MaxTimestampDelta from the minimum
+	logAppend bool // the batch is LogAppendTime (kafka.tstype)
 	envelope  bool
 	payload   int   // payload bytes
 	headerLen int   // user-header block bytes
@@ -336,7 +340,7 @@ func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, 
 // plan decides the message shape of r: its timestamp delta, whether it
 // needs the envelope, and the exact payload and header sizes.
 func (e *encoder) plan(r *codec.Record, i uint32) recordPlan {
-	p := recordPlan{ms: recordTime(e.rb, r)}
+	p := recordPlan{ms: recordTime(e.rb, r), logAppend: e.rb.LogAppendTime()}
 	if i == 0 {
 		p.codec, p.count = e.rb.Compression(), e.rb.NumRecords
 	}
@@ -347,6 +351,9 @@ func (e *encoder) plan(r *codec.Record, i uint32) recordPlan {
 		p.tsDelta = uint32(d)
 	}
 	fixed := entrySize(HeaderVersion, 1) + p.timeHeaderSize()
+	if p.logAppend {
+		fixed += len(logAppendEntry)
+	}
 	if p.codec != codec.CompressionNone {
 		fixed += entrySize(HeaderCodec, codecMarkLen)
 	}
@@ -421,8 +428,8 @@ func appendPlainPayload(dst, value []byte) []byte {
 }
 
 // appendMappingHeaders writes the user-header block in a fixed order:
-// kafka.v, kafka.ts, then either kafka.envelope or kafka.key, kafka.value and
-// the kafka.h.* entries in record order.
+// kafka.v, kafka.ts, kafka.tstype, kafka.codec, then either kafka.envelope
+// or kafka.key, kafka.value and the kafka.h.* entries in record order.
 func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
 	dst = append(dst, versionEntry...)
 	switch {
@@ -432,6 +439,9 @@ func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
 		var ms [8]byte
 		le.PutUint64(ms[:], uint64(p.ms))
 		dst = appendEntryString(dst, HeaderTime, KindInt64, ms[:])
+	}
+	if p.logAppend {
+		dst = append(dst, logAppendEntry...)
 	}
 	if p.codec != codec.CompressionNone {
 		var mark [codecMarkLen]byte
@@ -461,6 +471,10 @@ func appendMappingHeaders(dst []byte, r *codec.Record, p *recordPlan) []byte {
 // user headers with, encoded once: one copy instead of six appends per
 // message (appendMappingHeaders was 10 % of produce CPU at 100 B).
 var versionEntry = appendEntryString(nil, HeaderVersion, KindUint8, oneByte)
+
+// logAppendEntry is the kafka.tstype = 1 entry of every message of a
+// LogAppendTime batch, encoded once.
+var logAppendEntry = appendEntryString(nil, HeaderTimeType, KindUint8, oneByte)
 
 // appendPrefixedEntry writes kafka.h.<name> (String) = value (Raw).
 func appendPrefixedEntry(dst, name, value []byte) []byte {
@@ -659,8 +673,11 @@ type fetcher struct {
 	started bool
 	base    int64
 	firstTs int64
-	last    int64 // offset of the last record appended, -1 before any
-	rec     kafkaRecord
+	// logAppend: the open batch is LogAppendTime; it holds only messages
+	// of one append time (firstTs).
+	logAppend bool
+	last      int64 // offset of the last record appended, -1 before any
+	rec       kafkaRecord
 	// The open batch's compression: the codec of the run it holds (0:
 	// none), the run's records still to come, and where the batch starts
 	// in dst and in the cursor's counts, so that it can be compressed (or
@@ -731,9 +748,11 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	if cur.Uncompressed {
 		r.runLen = 0
 	}
-	if f.started && (r.runLen > 0 || (f.comp != codec.CompressionNone && f.left == 0)) {
+	if f.started && (r.runLen > 0 || (f.comp != codec.CompressionNone && f.left == 0) ||
+		r.logAppend != f.logAppend || (r.logAppend && r.ts != f.firstTs)) {
 		// A compressed run starts here, or the open one has all its
-		// records: the open batch ends, and m opens the next.
+		// records, or the timestamp type or the append time changes
+		// (a batch has one): the open batch ends, and m opens the next.
 		var kept bool
 		if dst, kept = f.closeBatch(dst, cur); !kept {
 			return dst, false, nil
@@ -771,7 +790,10 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		f.start, f.recsAt, f.bytesAt, f.nextAt = len(dst), cur.Records, cur.Bytes, cur.Next
 		f.comp, f.left = openComp, openLeft
 		dst = f.bb.Begin(dst, base, firstTs)
-		f.started, f.base, f.firstTs = true, base, firstTs
+		if r.logAppend {
+			f.bb.LogAppendTime()
+		}
+		f.started, f.base, f.firstTs, f.logAppend = true, base, firstTs, r.logAppend
 	}
 	if f.left > 0 {
 		f.left--
@@ -811,6 +833,9 @@ type kafkaRecord struct {
 	// compressed with codec, of runLen records (kafka.codec); 0 otherwise.
 	codec  int8
 	runLen uint32
+	// logAppend: ts is the log append time of a LogAppendTime batch
+	// (kafka.tstype).
+	logAppend bool
 }
 
 // errFormat is the detail behind ErrUnmappable for a broken message.
@@ -824,15 +849,17 @@ func (r *kafkaRecord) decode(m *IggyMessage) error {
 	}
 	if mh.version == nil {
 		// A native producer's kafka.* headers mean nothing to the mapping.
-		r.codec, r.runLen = 0, 0
+		r.codec, r.runLen, r.logAppend = 0, 0, false
 		r.ts = fetchTime(m, nil)
 		r.key, r.value, r.mode = nil, m.Payload, modeNative
 		r.headers, r.nHeaders = m.UserHeaders, mh.entries
 		return nil
 	}
-	if !bytes.Equal(mh.version, oneByte) || (mh.ts != nil && len(mh.ts) != 8 && !bytes.Equal(mh.ts, tsEpoch)) {
+	if !bytes.Equal(mh.version, oneByte) || (mh.ts != nil && len(mh.ts) != 8 && !bytes.Equal(mh.ts, tsEpoch)) ||
+		(mh.tstype != nil && !bytes.Equal(mh.tstype, oneByte)) {
 		return errFormat
 	}
+	r.logAppend = mh.tstype != nil
 	r.ts = fetchTime(m, mh.ts)
 	r.codec, r.runLen = 0, 0
 	if len(mh.codec) == codecMarkLen && mh.codec[0] >= codec.CompressionGzip && mh.codec[0] <= codec.CompressionZstd {
@@ -940,8 +967,8 @@ func mappedTime(block []byte) []byte {
 
 // mappingHeaders are the kafka.* entries of one block, found in one pass.
 type mappingHeaders struct {
-	version, key, value, ts, envelope, codec []byte
-	entries, prefixed                        int
+	version, key, value, ts, tstype, envelope, codec []byte
+	entries, prefixed                                int
 }
 
 // scan validates the TLV block and picks out the mapping entries.
@@ -961,6 +988,8 @@ func (mh *mappingHeaders) scan(block []byte) error {
 			mh.value = it.Value()
 		case string(k) == HeaderTime:
 			mh.ts = it.Value()
+		case string(k) == HeaderTimeType:
+			mh.tstype = it.Value()
 		case string(k) == HeaderEnvelope:
 			mh.envelope = it.Value()
 		case string(k) == HeaderCodec:

@@ -83,7 +83,17 @@ func (b *RecordBatch) IsTransactional() bool { return b.Attributes&0x10 != 0 }
 func (b *RecordBatch) IsControl() bool { return b.Attributes&0x20 != 0 }
 
 // LogAppendTime reports the timestamp-type attribute bit (3).
-func (b *RecordBatch) LogAppendTime() bool { return b.Attributes&0x08 != 0 }
+func (b *RecordBatch) LogAppendTime() bool { return b.Attributes&attrLogAppendTime != 0 }
+
+// Timestamp is record r's timestamp (ms) as a consumer reads it: the
+// first timestamp plus its delta (wrapping like Java longs), or in a
+// LogAppendTime batch the batch's max timestamp, whatever its delta says.
+func (b *RecordBatch) Timestamp(r *Record) int64 {
+	if b.LogAppendTime() {
+		return b.MaxTimestamp
+	}
+	return b.FirstTimestamp + r.TimestampDelta
+}
 
 // ParseBatch parses the batch at the start of src: lengths, magic 2, CRC-32C
 // over attributes..end. It returns the view and the bytes consumed. It does
@@ -149,6 +159,28 @@ func PatchBaseOffset(batch []byte, baseOffset int64) {
 func PatchPartitionLeaderEpoch(batch []byte, epoch int32) {
 	binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(epoch))
 }
+
+// SetMaxTimestamp sets the batch's timestamp type (attributes bit 3:
+// LogAppendTime when logAppendTime) and max timestamp, in Raw and in the
+// view, and computes the CRC again, as a Kafka broker does to a producer's
+// batch: with LogAppendTime every record of the batch reads as ts,
+// whatever its own timestamp delta says.
+//
+// Any goroutine that owns Raw; no allocation.
+func (b *RecordBatch) SetMaxTimestamp(logAppendTime bool, ts int64) {
+	b.Attributes &^= attrLogAppendTime
+	if logAppendTime {
+		b.Attributes |= attrLogAppendTime
+	}
+	b.MaxTimestamp = ts
+	binary.BigEndian.PutUint16(b.Raw[offAttributes:], uint16(b.Attributes))
+	binary.BigEndian.PutUint64(b.Raw[offMaxTimestamp:], uint64(ts))
+	b.CRC = crc32.Checksum(b.Raw[offAttributes:], castagnoli)
+	binary.BigEndian.PutUint32(b.Raw[offCRC:], b.CRC)
+}
+
+// attrLogAppendTime is the timestamp-type bit of the batch attributes.
+const attrLogAppendTime = 0x08
 
 // Record is one record of a batch. Key and Value are nil when null (length
 // -1) and non-nil empty when empty. Headers is the raw header section

@@ -116,6 +116,35 @@ func TestPatchOutsideCRC(t *testing.T) {
 	}
 }
 
+// SetMaxTimestamp stamps a batch as a broker does: the timestamp type and
+// the max timestamp change, the CRC follows, the records stay; and back.
+func TestSetMaxTimestamp(t *testing.T) {
+	t.Parallel()
+	want := sampleRecords()
+	b := kmsgBatch(kmsgRecords(want), int32(len(want)), CompressionLZ4|0x10, 1<<31-1)
+	rb, _, err := ParseBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb.SetMaxTimestamp(true, 1_800_000_000_000)
+	if again, _, err := ParseBatch(b); err != nil || again.CRC != rb.CRC || again.Attributes != rb.Attributes || again.MaxTimestamp != rb.MaxTimestamp {
+		t.Fatalf("view %+v, bytes %+v %v", rb, again, err)
+	}
+	if !rb.LogAppendTime() || rb.MaxTimestamp != 1_800_000_000_000 || rb.Attributes != CompressionLZ4|0x10|0x08 ||
+		rb.FirstTimestamp != 1_700_000_000_000 {
+		t.Fatalf("stamped: %+v", rb)
+	}
+	got, err := iterate(rb.Records, rb.NumRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareRecords(t, got, want)
+	rb.SetMaxTimestamp(false, 1_700_000_000_500)
+	if rb, _, err = ParseBatch(b); err != nil || rb.LogAppendTime() || rb.MaxTimestamp != 1_700_000_000_500 || rb.Attributes != CompressionLZ4|0x10 {
+		t.Fatalf("back to CreateTime: %+v %v", rb, err)
+	}
+}
+
 func TestRecordIterCountMismatch(t *testing.T) {
 	t.Parallel()
 	records := kmsgRecords(sampleRecords())

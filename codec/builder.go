@@ -19,7 +19,8 @@ const recLenReserve = 5
 //	buf = bb.Finish(buf)               // lengths, counts, max timestamp, CRC
 //
 // Producer id/epoch/sequence are written as -1, attributes 0 (CreateTime,
-// no compression), partition leader epoch 0 (see PatchPartitionLeaderEpoch).
+// no compression; LogAppendTime marks a LogAppendTime batch), partition
+// leader epoch 0 (see PatchPartitionLeaderEpoch).
 // The builder holds no pointers into buf, so buf may be reallocated between
 // calls; it never allocates when buf has the capacity.
 //
@@ -38,6 +39,7 @@ type BatchBuilder struct {
 	maxTsDelta  int64 // greatest timestamp delta seen
 	firstTs     int64
 	pendingHdrs int32 // headers the open record still expects
+	logAppend   bool  // the batch's timestamp type is LogAppendTime
 }
 
 // Begin writes the batch header placeholder at the end of dst.
@@ -52,6 +54,12 @@ func (bb *BatchBuilder) Begin(dst []byte, baseOffset, firstTimestamp int64) []by
 	binary.BigEndian.PutUint32(h[offBaseSequence:], ^uint32(0))
 	return append(dst, h[:]...)
 }
+
+// LogAppendTime makes the batch begun last a LogAppendTime batch: Finish
+// sets the timestamp-type attribute, and consumers read every record's
+// timestamp as the max timestamp (the first timestamp plus the largest
+// delta; a caller writing the append time gives every record delta 0).
+func (bb *BatchBuilder) LogAppendTime() { bb.logAppend = true }
 
 // AppendRecord appends a record whose headerCount headers follow through
 // AppendHeader. key or value nil encode as null.
@@ -133,6 +141,9 @@ func (bb *BatchBuilder) Finish(dst []byte) []byte {
 	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(bb.lastDelta))
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(bb.firstTs+bb.maxTsDelta))
 	binary.BigEndian.PutUint32(b[offNumRecords:], uint32(bb.count))
+	if bb.logAppend {
+		binary.BigEndian.PutUint16(b[offAttributes:], attrLogAppendTime)
+	}
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return dst
 }

@@ -74,6 +74,35 @@ func TestBatchBuilderKmsgDecodes(t *testing.T) {
 	compareRecords(t, ours, want)
 }
 
+// A LogAppendTime batch: the attribute bit is set, also once compressed,
+// and the max timestamp is the first plus the largest delta.
+func TestBatchBuilderLogAppendTime(t *testing.T) {
+	t.Parallel()
+	var bb BatchBuilder
+	buf := bb.Begin(nil, 7, 1_800_000_000_000)
+	bb.LogAppendTime()
+	buf = bb.AppendRecord(buf, 0, 0, []byte("k"), []byte("v"), 0)
+	buf = bb.AppendRecord(buf, 1, 0, nil, []byte("w"), 0)
+	buf = bb.Finish(buf)
+	rb, got := kmsgDecode(t, buf)
+	if rb.Attributes != 0x08 || rb.MaxTimestamp != 1_800_000_000_000 || len(got) != 2 || uint32(rb.CRC) != crcOf(buf) {
+		t.Fatalf("LogAppendTime batch: %+v", rb)
+	}
+	out, _, err := CompressBatch(buf, 0, CompressionGzip, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pb, _, err := ParseBatch(out); err != nil || !pb.LogAppendTime() || pb.Compression() != CompressionGzip {
+		t.Fatalf("compressed: %+v %v", pb, err)
+	}
+	// The next batch of the builder is CreateTime again.
+	buf = bb.Begin(nil, 9, 1)
+	buf = bb.AppendRecord(buf, 0, 0, nil, []byte("x"), 0)
+	if pb, _, err := ParseBatch(bb.Finish(buf)); err != nil || pb.Attributes != 0 {
+		t.Fatalf("next batch: %+v %v", pb, err)
+	}
+}
+
 func crcOf(batch []byte) uint32 {
 	var rb RecordBatch
 	rb, _, _ = ParseBatch(batch)

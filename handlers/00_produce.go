@@ -35,6 +35,19 @@
 //     (the Java producer then splits the batch and retries the halves).
 //     Data that does not decompress is INVALID_RECORD (the CRC held, so a
 //     retry would send the same bytes).
+//   - The topic's configs decide two things (topic_policy.go, read through
+//     a cache: one store read per topic per second at most; a change made
+//     through this gateway applies at once, one made through another
+//     gateway of the cluster within a second): a compacted topic
+//     (cleanup.policy holding compact) refuses a batch holding a record
+//     without a key, INVALID_RECORD with one KIP-467 record error per
+//     such record and Kafka's partition message, nothing of it stored;
+//     a LogAppendTime topic gets the gateway's clock stamped into the
+//     batch (max timestamp and timestamp-type attribute, as a Kafka
+//     broker does) and answered as log_append_time. A batch the producer
+//     marked LogAppendTime is INVALID_TIMESTAMP in a LogAppendTime topic
+//     and, with max timestamp -1, in a CreateTime one; otherwise it is
+//     made CreateTime, as Kafka does.
 //   - The batch becomes one batch in the store's format (Gateway.Format:
 //     on both backends an Iggy batch, bridge.IggyFormat) in a pooled buffer
 //     and one append; the buffer is back in the pool when the append
@@ -44,8 +57,10 @@
 //     context REQUEST_TIMED_OUT (the write may have happened); a full or
 //     failed disk KAFKA_STORAGE_ERROR (56); store unavailable or closed
 //     NOT_LEADER_OR_FOLLOWER. The Java producer retries all three.
-//   - The response carries the base offset, LogAppendTime -1 (CreateTime)
-//     and LogStartOffset -1 (not looked up: one more store round trip per
+//   - The response carries the base offset, LogAppendTime (the append
+//     time in a LogAppendTime topic, else -1; for a duplicate idempotent
+//     batch the retained batch's max timestamp, as Kafka answers it) and
+//     LogStartOffset -1 (not looked up: one more store round trip per
 //     partition, and producers do not use it).
 //   - A store that stages appends (bridge.Capabilities.StagedAppends: the
 //     embedded store) writes each partition's batch at once and syncs it later:
@@ -242,8 +257,15 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 
 		code, msg := refuse, refuseMsg
 		var ti bridge.TopicInfo
+		var pol topicPolicy
 		if code == 0 {
 			ti, code = c.produceTopic(rt.Topic, rt.TopicID, req.Version >= 13)
+		}
+		if code == 0 {
+			var err error
+			if pol, err = c.topicPolicy(&ti); err != nil {
+				code = errCode(err, opWrite)
+			}
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -270,11 +292,14 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 					pcode = kerr.UnknownTopicOrPartition.Code
 				default:
 					var pw pendingWrite
-					pcode, pmsg = c.produceLed(req.Version, &ti, rp.Partition, rp.Records, &budget, &pw)
+					pcode, pmsg = c.produceLed(req.Version, &ti, pol, rp.Partition, rp.Records, &budget, &pw)
 					sp.BaseOffset = int64(pw.base)
 					if pcode == 0 {
+						sp.LogAppendTime = pw.appendTime
 						pw.at = [2]int{i, len(st.Partitions) - 1}
 						pending = append(pending, pw)
+					} else if req.Version >= 8 {
+						sp.ErrorRecords = pw.rejected
 					}
 				}
 			}
@@ -314,26 +339,41 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 // (cluster mode; always in a one-node cluster). Otherwise, or while its
 // session is not known live, NOT_LEADER_OR_FOLLOWER: the client refreshes
 // its metadata and sends to the leader.
-func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
+func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	cl := c.G.Cfg.Cluster
 	if !cl.BeginWrite(ti.Name, partition) {
 		return kerr.NotLeaderForPartition.Code, nil
 	}
 	defer cl.EndWrite()
-	return c.producePartition(version, ti, partition, records, budget, pw)
+	return c.producePartition(version, ti, pol, partition, records, budget, pw)
 }
 
 // pendingWrite is one partition's records, written by producePartition:
 // what is left is to wait until they are durable (durable, nil when there
 // is nothing to wait for), then to cache them and wake their readers.
 type pendingWrite struct {
-	at      [2]int // topic and partition index in the response
-	key     PartitionKey
-	ident   fetchcache.Identity
-	base    uint64
-	count   int
-	records []byte // the producer's batch, for the tail cache; nil: not cached
-	durable func(context.Context) error
+	at         [2]int // topic and partition index in the response
+	key        PartitionKey
+	ident      fetchcache.Identity
+	base       uint64
+	appendTime int64 // the answer's log_append_time: -1 but in a LogAppendTime topic or for a duplicate
+	count      int
+	records    []byte // the producer's batch, for the tail cache; nil: not cached
+	durable    func(context.Context) error
+	// rejected: the record errors (KIP-467) of a batch the topic refused
+	// (rejectRecords); set only with a failing code.
+	rejected []kmsg.ProduceResponseTopicPartitionErrorRecord
+}
+
+// written is where a batch went: its base offset and the wait for its
+// durability (nil: none), or, for a duplicate of a batch the producer
+// state retained (dup), that batch's base offset and max timestamp,
+// which Kafka answers as log_append_time.
+type written struct {
+	base     uint64
+	durable  func(context.Context) error
+	dup      bool
+	dupMaxTs int64
 }
 
 // finishWrites waits for the durability of the request's writes, then
@@ -355,7 +395,7 @@ func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, 
 		if pw.durable != nil {
 			if err := pw.durable(c.Ctx); err != nil {
 				sp := &resp.Topics[pw.at[0]].Partitions[pw.at[1]]
-				sp.ErrorCode, sp.BaseOffset, failed = errCode(err, opWrite), -1, true
+				sp.ErrorCode, sp.BaseOffset, sp.LogAppendTime, failed = errCode(err, opWrite), -1, -1, true
 				if version >= 8 {
 					sp.ErrorMessage = nil
 				}
@@ -376,7 +416,7 @@ func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, 
 // offset, and what finishWrites does next), or returns an error code and
 // an optional message. budget is what is left of the request's
 // decompression budget.
-func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
+func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	topic := ti.Name
 	if len(records) == 0 {
 		return kerr.InvalidRecord.Code, &msgOneBatch
@@ -416,6 +456,11 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		*budget -= len(out)
 		recs = out
 	}
+	if code, msg, errs := rejectRecords(pol, &rb, recs, topic, partition); code != 0 {
+		pw.rejected = errs
+		return code, msg
+	}
+	appendTime := stampBatch(pol, &rb)
 
 	eb := getBig()
 	keep := false // true: a hung Append may still read eb (see below)
@@ -430,16 +475,15 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 	if err != nil {
 		return errCode(err, opWrite), nil
 	}
-	var base uint64
-	var durable func(context.Context) error
+	var w written
 	if rb.ProducerID >= 0 {
 		var code int16
-		base, durable, code, err = c.produceIdempotent(ti, partition, &rb, eb.B, stats.Prepared)
+		w, code, err = c.produceIdempotent(ti, partition, &rb, eb.B, stats.Prepared)
 		if code != 0 {
 			return code, nil
 		}
 	} else {
-		base, durable, err = c.appendLed(topic, partition, eb.B, stats.Prepared, rb.NumRecords)
+		w.base, w.durable, err = c.appendLed(topic, partition, eb.B, stats.Prepared, rb.NumRecords)
 	}
 	if err != nil {
 		// The guard gave up on a hung Append that may still read eb:
@@ -448,7 +492,10 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, partition i
 		return errCode(err, opWrite), nil
 	}
 	*pw = pendingWrite{key: PartitionKey{Topic: topic, Partition: partition}, ident: identityOf(ti),
-		base: base, count: int(rb.NumRecords), durable: durable}
+		base: w.base, appendTime: appendTime, count: int(rb.NumRecords), durable: w.durable}
+	if w.dup {
+		pw.appendTime = w.dupMaxTs
+	}
 	if stats.Exact && (rb.Compression() == codec.CompressionNone || !g.Cfg.FetchUncompressed) {
 		pw.records = records
 	}

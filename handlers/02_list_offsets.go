@@ -250,7 +250,7 @@ func kafkaTimestamps(b []byte, fn func(offset uint64, ts int64) bool) bool {
 		it := codec.NewRecordIter(rb.Records, rb.NumRecords)
 		for it.Next() {
 			r := it.Record()
-			if !fn(uint64(rb.BaseOffset)+uint64(r.OffsetDelta), rb.FirstTimestamp+r.TimestampDelta) {
+			if !fn(uint64(rb.BaseOffset)+uint64(r.OffsetDelta), rb.Timestamp(r)) {
 				return false
 			}
 		}

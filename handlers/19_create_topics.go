@@ -33,9 +33,11 @@
 //     max_topic_size, which the server enforces on sealed segments, and
 //     segment.bytes as its segment_size; the embedded store's retention
 //     sweeper deletes whole batches, and segment.bytes sizes its segment
-//     files); message.timestamp.type,
-//     min.insync.replicas and remote.storage.enable only with the
-//     gateway's own value (CreateTime, 1, false); other Kafka log-file
+//     files); message.timestamp.type CreateTime or LogAppendTime (which
+//     Produce stamps, topic_policy.go); a compacted topic refuses records
+//     without a key at Produce; min.insync.replicas and
+//     remote.storage.enable only with the gateway's own value (1, false);
+//     other Kafka log-file
 //     tuning (segment.ms, ...) is kept with no effect. Unknown names and
 //     bad values are
 //     INVALID_CONFIG with a message naming the config, and so is a value

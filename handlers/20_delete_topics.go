@@ -114,6 +114,7 @@ func deleteTopics(c *Call, req *kmsg.DeleteTopicsRequest, resp *kmsg.DeleteTopic
 			// Forgotten whatever the outcome: a delete that failed may
 			// still have happened.
 			g.tail.ForgetTopic(ti.Name)
+			g.forgetPolicy(ti.Name)
 			if err := g.Store.DeleteTopic(c.Ctx, g.Cfg.Stream, ti.Name); err != nil {
 				codes[i] = errCode(err, opAdmin)
 				if req.Version >= 5 {

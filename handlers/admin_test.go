@@ -368,7 +368,8 @@ func TestCreateTopics(t *testing.T) {
 		{"unknown config", withConfig(ct("c9", 1, 1), "made.up", "1"), kerr.InvalidConfig.Code, 0},
 		{"bad retention", withConfig(ct("c9", 1, 1), "retention.ms", "-2"), kerr.InvalidConfig.Code, 0},
 		{"bad policy", withConfig(ct("c9", 1, 1), "cleanup.policy", "compact,compact"), kerr.InvalidConfig.Code, 0},
-		{"log append time", withConfig(ct("c9", 1, 1), "message.timestamp.type", "LogAppendTime"), kerr.InvalidConfig.Code, 0},
+		{"log append time", withConfig(ct("c10", 1, 1), "message.timestamp.type", "LogAppendTime"), 0, 1},
+		{"bad timestamp type", withConfig(ct("c9", 1, 1), "message.timestamp.type", "logappendtime"), kerr.InvalidConfig.Code, 0},
 		{"not a number", withConfig(ct("c9", 1, 1), "segment.bytes", "big"), kerr.InvalidConfig.Code, 0},
 		// Existence is checked before configs, as Kafka 4.1.1 does.
 		{"exists with bad configs", withConfig(ct("exists", 1, 1), "made.up", "1", "cleanup.policy", "compact"), kerr.TopicAlreadyExists.Code, 0},

@@ -86,6 +86,9 @@ type Gateway struct {
 	// features are the feature flags ApiVersions advertises
 	// (features.go).
 	features featureSet
+	// policies caches what Produce must know of each topic's configs
+	// (topic_policy.go). The zero value is ready.
+	policies policyCache
 }
 
 // Endpoint is a host and port a listener advertises.

@@ -30,7 +30,7 @@ type configKind int8
 
 const (
 	// cfgKept: stored and honoured as documented (cleanup.policy,
-	// retention.*).
+	// retention.*, message.timestamp.type).
 	cfgKept configKind = iota
 	// cfgInert: stored and reported, no effect here (Kafka log-file and
 	// replication tuning that has no counterpart over Iggy).
@@ -57,8 +57,9 @@ var topicConfigs = func() map[string]*configDef {
 	defs := []configDef{
 		{"cleanup.policy", cfgKept, kmsg.ConfigTypeList, "delete", "log.cleanup.policy",
 			"delete, compact, or both. delete: records go once older than retention.ms or past retention.bytes. " +
-				"compact: this gateway never compacts and never deletes from a compacted topic, so the latest record " +
-				"of every key (tombstones included) is always there; retention does not apply to it."},
+				"compact: a record without a key is refused (INVALID_RECORD), as Kafka refuses it; this gateway never compacts " +
+				"and never deletes from a compacted topic, so the latest record of every key (tombstones included) is always there; " +
+				"retention does not apply to it."},
 		{"retention.ms", cfgKept, kmsg.ConfigTypeLong, "-1", "log.retention.ms",
 			"How long records are kept, -1 for ever (this gateway's default), by the newest record timestamp of each stored batch " +
 				"on the embedded store (checked every --retention-check-interval-ms). On Iggy it is the topic's message_expiry, " +
@@ -67,8 +68,10 @@ var topicConfigs = func() map[string]*configDef {
 			"Bytes kept per partition, -1 for no limit. On Iggy it is the topic's max_topic_size (retention.bytes × partitions, " +
 				"at least the segment size, 1 GiB by default), enforced by the Iggy server on whole sealed segments; the embedded store " +
 				"removes the oldest batches (checked every --retention-check-interval-ms)."},
-		{"message.timestamp.type", cfgFixed, kmsg.ConfigTypeString, "CreateTime", "log.message.timestamp.type",
-			"Only CreateTime: records keep the producer's timestamp."},
+		{"message.timestamp.type", cfgKept, kmsg.ConfigTypeString, timestampCreate, "log.message.timestamp.type",
+			"CreateTime: records keep the producer's timestamp. LogAppendTime: every batch gets the time the gateway appended it, " +
+				"which the Produce answer carries, consumers read for every record, and ListOffsets searches by; a change applies " +
+				"to the batches produced after it."},
 		{"min.insync.replicas", cfgFixed, kmsg.ConfigTypeInt, "1", "min.insync.replicas",
 			"Only 1: one logical broker; Iggy keeps durability (--fsync)."},
 		{"remote.storage.enable", cfgFixed, kmsg.ConfigTypeBoolean, "false", "",
@@ -151,9 +154,14 @@ func checkTopicConfig(name, value string) string {
 			return bad("not a number")
 		}
 	}
-	if name == "cleanup.policy" {
+	switch name {
+	case "cleanup.policy":
 		if _, ok := normalizePolicy(value); !ok {
 			return bad("delete, compact or compact,delete")
+		}
+	case "message.timestamp.type":
+		if value != timestampCreate && value != timestampLogAppend {
+			return bad(timestampCreate + " or " + timestampLogAppend)
 		}
 	}
 	return ""
@@ -252,7 +260,7 @@ func (g *Gateway) brokerConfigs() []brokerConfig {
 		{"log.retention.ms", kmsg.ConfigTypeLong, "-1", "Topics keep records for ever unless they set retention.ms."},
 		{"log.retention.bytes", kmsg.ConfigTypeLong, "-1", "Topics have no size limit unless they set retention.bytes."},
 		{"log.cleanup.policy", kmsg.ConfigTypeList, "delete", "The default cleanup.policy."},
-		{"log.message.timestamp.type", kmsg.ConfigTypeString, "CreateTime", "Records keep the producer's timestamp."},
+		{"log.message.timestamp.type", kmsg.ConfigTypeString, timestampCreate, "The default message.timestamp.type: records keep the producer's timestamp."},
 		{"log.segment.bytes", kmsg.ConfigTypeInt, "1073741824", "Kafka log segments do not exist here; reported for tools."},
 		{"compression.type", kmsg.ConfigTypeString, "producer", "Records are stored uncompressed as Iggy messages; Fetch compresses each batch again with the producer's codec (--fetch-compression)."},
 		{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "One broker: no leader election."},
@@ -407,6 +415,9 @@ func (c *Call) alterTopicConfigs(topic string, validateOnly bool, change func(br
 	if validateOnly || maps.Equal(cur, next) {
 		return 0, ""
 	}
+	// Dropped whatever the outcome: a change that failed may still have
+	// been made (in part, on Iggy).
+	defer c.G.forgetPolicy(topic)
 	if err := cs.SetTopicConfigs(c.Ctx, c.G.Cfg.Stream, topic, next); err != nil {
 		var ce *bridge.ConfigError
 		if errors.As(err, &ce) {

@@ -173,7 +173,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	}{
 		{[]any{"retention.ms", set, "1", "made.up", set, "1"}, kerr.InvalidConfig.Code, "made.up"},
 		{[]any{"retention.ms", set, "soon"}, kerr.InvalidConfig.Code, "retention.ms"},
-		{[]any{"message.timestamp.type", set, "LogAppendTime"}, kerr.InvalidConfig.Code, "message.timestamp.type"},
+		{[]any{"message.timestamp.type", set, "AppendTime"}, kerr.InvalidConfig.Code, "message.timestamp.type"},
 		{[]any{"retention.ms", app, "1"}, kerr.InvalidConfig.Code, "retention.ms"},
 		{[]any{"cleanup.policy", sub, "delete,compact"}, kerr.InvalidConfig.Code, "cleanup.policy"},
 		{[]any{"retention.ms", set, "<null>"}, kerr.InvalidRequest.Code, "retention.ms"},

@@ -229,10 +229,12 @@ func fetchReq(version int16, topic string, partition int32, offset int64) *kmsg.
 	return req
 }
 
-// fetched is one record read back from a Fetch response.
+// fetched is one record read back from a Fetch response; logAppend: its
+// batch is LogAppendTime (ts is the batch's append time).
 type fetched struct {
 	offset     int64
 	ts         int64
+	logAppend  bool
 	key, value []byte
 	headers    [][2]string
 }
@@ -243,10 +245,11 @@ func readRecords(tb testing.TB, b []byte) []fetched {
 	var out []fetched
 	eachRecord(tb, b, func(rb *codec.RecordBatch, r *codec.Record) {
 		f := fetched{
-			offset: rb.BaseOffset + int64(r.OffsetDelta),
-			ts:     rb.FirstTimestamp + r.TimestampDelta,
-			key:    append([]byte(nil), r.Key...),
-			value:  append([]byte(nil), r.Value...),
+			offset:    rb.BaseOffset + int64(r.OffsetDelta),
+			ts:        rb.Timestamp(r),
+			logAppend: rb.LogAppendTime(),
+			key:       append([]byte(nil), r.Key...),
+			value:     append([]byte(nil), r.Value...),
 		}
 		if r.Key == nil {
 			f.key = nil

@@ -71,10 +71,13 @@ type seqPartition struct {
 	producers map[int64]*seqProducer
 }
 
-// batchMeta is one stored batch: its sequence range and base offset.
+// batchMeta is one stored batch: its sequence range, base offset and max
+// timestamp (ms; -1 none), which Kafka answers a duplicate of it with as
+// log_append_time, whatever the topic's timestamp type.
 type batchMeta struct {
 	first, last int32
 	base        uint64
+	maxTs       int64
 }
 
 // seqProducer is one producer's state on one partition. mu is held across
@@ -100,7 +103,7 @@ type seqVerdict int
 
 const (
 	seqAppend     seqVerdict = iota // store it
-	seqDuplicate                    // one of the retained batches: answer its base offset
+	seqDuplicate                    // one of the retained batches: answer its base offset and max timestamp
 	seqOutOfOrder                   // OUT_OF_ORDER_SEQUENCE_NUMBER
 	seqStaleEpoch                   // INVALID_PRODUCER_EPOCH
 )
@@ -133,39 +136,40 @@ func lastSeqOf(base, records int32) int32 {
 // check applies Kafka's producer-state rules to a batch (epoch, first..last)
 // and says whether waiting could change the answer: a batch ahead of the
 // stored sequence may have its predecessor in flight on another connection.
-func (p *seqProducer) check(epoch int16, first, last int32) (v seqVerdict, base uint64, wait bool) {
+// The retained batch a duplicate is answered with.
+func (p *seqProducer) check(epoch int16, first, last int32) (v seqVerdict, dup batchMeta, wait bool) {
 	switch {
 	case p.epoch < 0:
 		// Unknown producer (new to the partition, expired, or beyond the
 		// rebuilt tail): Kafka accepts any sequence. A first sequence
 		// other than 0 may mean its earlier batches are still in flight.
-		return seqAppend, 0, first != 0
+		return seqAppend, dup, first != 0
 	case epoch < p.epoch:
-		return seqStaleEpoch, 0, false
+		return seqStaleEpoch, dup, false
 	case epoch > p.epoch:
 		// A new epoch starts at sequence 0 (the Java producer bumps its
 		// epoch locally after a sequence error; KIP-360).
 		if first == 0 {
-			return seqAppend, 0, false
+			return seqAppend, dup, false
 		}
-		return seqOutOfOrder, 0, true
+		return seqOutOfOrder, dup, true
 	}
 	for i := 0; i < p.n; i++ {
 		if b := &p.batches[i]; b.first == first && b.last == last {
-			return seqDuplicate, b.base, false
+			return seqDuplicate, *b, false
 		}
 	}
 	lastStored := p.batches[p.n-1].last
 	if first == nextSeq(lastStored) {
-		return seqAppend, 0, false
+		return seqAppend, dup, false
 	}
 	// Ahead of the stored sequence (mod 2^31): a predecessor may come.
 	ahead := (int64(first) - int64(lastStored) + math.MaxInt32 + 1) % (math.MaxInt32 + 1)
-	return seqOutOfOrder, 0, ahead > 1 && ahead < 1<<30
+	return seqOutOfOrder, dup, ahead > 1 && ahead < 1<<30
 }
 
 // record notes a stored batch and wakes gap waiters.
-func (p *seqProducer) record(epoch int16, first, last int32, base uint64) {
+func (p *seqProducer) record(epoch int16, first, last int32, base uint64, maxTs int64) {
 	if epoch != p.epoch {
 		p.epoch, p.n = epoch, 0
 	}
@@ -173,7 +177,7 @@ func (p *seqProducer) record(epoch int16, first, last int32, base uint64) {
 		copy(p.batches[:], p.batches[1:])
 		p.n--
 	}
-	p.batches[p.n] = batchMeta{first: first, last: last, base: base}
+	p.batches[p.n] = batchMeta{first: first, last: last, base: base, maxTs: maxTs}
 	p.n++
 	p.wake()
 }
@@ -333,6 +337,7 @@ type runScanner struct {
 	ps               bridge.ProducerSeq
 	first, last      int32
 	base, lastOffset uint64
+	maxOrigin        uint64 // µs, the run's largest origin timestamp
 }
 
 // batch is the Store.Poll callback.
@@ -368,9 +373,11 @@ func (rs *runScanner) message(m *bridge.IggyMessage) {
 		rs.close()
 		rs.open, rs.ps = true, ps
 		rs.first, rs.last, rs.base, rs.lastOffset = ps.Sequence, ps.Sequence, m.Offset, m.Offset
+		rs.maxOrigin = m.OriginTimestamp
 	case rs.open && ps.ProducerID == rs.ps.ProducerID && ps.Epoch == rs.ps.Epoch &&
 		ps.Sequence == nextSeq(rs.last) && m.Offset == rs.lastOffset+1:
 		rs.last, rs.lastOffset = ps.Sequence, m.Offset
+		rs.maxOrigin = max(rs.maxOrigin, m.OriginTimestamp)
 	default:
 		// A run whose start we did not see, or a broken one: not a batch
 		// we can vouch for.
@@ -396,30 +403,37 @@ func (rs *runScanner) close() {
 	if rs.ps.Epoch < p.epoch {
 		return
 	}
-	p.record(rs.ps.Epoch, rs.first, rs.last, rs.base)
+	// The max timestamp as the stored origins give it: exact for a
+	// LogAppendTime batch (every origin is the append time); a batch
+	// with no timestamps (origin 0) reads as none.
+	maxTs := int64(-1)
+	if rs.maxOrigin > 0 {
+		maxTs = int64(rs.maxOrigin / 1000)
+	}
+	p.record(rs.ps.Epoch, rs.first, rs.last, rs.base, maxTs)
 }
 
 // produceIdempotent stores an encoded idempotent batch under the producer
 // state rules: a duplicate of a retained batch gets its original base
-// offset without a second write, a stale epoch INVALID_PRODUCER_EPOCH, a
-// gap (after waiting up to seqGapWait for a predecessor in flight)
-// OUT_OF_ORDER_SEQUENCE_NUMBER. It returns the base offset, a Kafka error
-// code, or a store error.
-func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, prep bridge.Prepared) (uint64, func(context.Context) error, int16, error) {
+// offset and max timestamp without a second write, a stale epoch
+// INVALID_PRODUCER_EPOCH, a gap (after waiting up to seqGapWait for a
+// predecessor in flight) OUT_OF_ORDER_SEQUENCE_NUMBER. It returns where
+// the batch went, a Kafka error code, or a store error.
+func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, prep bridge.Prepared) (written, int16, error) {
 	g := c.G
 	k := seqPartKey{topic: ti.Name, id: ti.ID, partition: partition}
 	pid, epoch, first := rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence
 	last := lastSeqOf(first, rb.NumRecords)
 	p, err := g.Idem.producer(c, k, pid)
 	if err != nil {
-		return 0, nil, 0, err
+		return written{}, 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dirty {
 		fresh := make(map[int64]*seqProducer, 1)
 		if err := g.Idem.rebuild(c, k, pid, fresh); err != nil {
-			return 0, nil, 0, err
+			return written{}, 0, err
 		}
 		p.epoch, p.n = -1, 0
 		if f := fresh[pid]; f != nil {
@@ -427,23 +441,23 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 		}
 		p.dirty = false
 	}
-	v, base, wait := p.check(epoch, first, last)
+	v, dup, wait := p.check(epoch, first, last)
 	if wait {
-		v, base = p.waitForGap(c.Ctx, epoch, first, last, v, base)
+		v, dup = p.waitForGap(c.Ctx, epoch, first, last, v, dup)
 	}
 	if v != seqAppend && g.Log != nil {
 		// Rare (a retry or a client error): worth a line at debug level.
 		g.Log.Debug("idempotent batch not stored", "verdict", v.String(), "topic", ti.Name,
 			"partition", partition, "producer_id", pid, "epoch", epoch, "first_seq", first,
-			"last_seq", last, "stored_epoch", p.epoch, "original_offset", base)
+			"last_seq", last, "stored_epoch", p.epoch, "original_offset", dup.base)
 	}
 	switch v {
 	case seqDuplicate:
-		return base, nil, 0, nil
+		return written{base: dup.base, dup: true, dupMaxTs: dup.maxTs}, 0, nil
 	case seqStaleEpoch:
-		return 0, nil, kerr.InvalidProducerEpoch.Code, nil
+		return written{}, kerr.InvalidProducerEpoch.Code, nil
 	case seqOutOfOrder:
-		return 0, nil, kerr.OutOfOrderSequenceNumber.Code, nil
+		return written{}, kerr.OutOfOrderSequenceNumber.Code, nil
 	}
 	// Recorded once written: the producer's next batch, which may be
 	// staged behind this one's fsync (finishWrites), follows it. A sync
@@ -453,22 +467,22 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 	if err != nil {
 		p.dirty = true
 		p.wake()
-		return 0, nil, 0, err
+		return written{}, 0, err
 	}
-	p.record(epoch, first, last, base)
+	p.record(epoch, first, last, base, rb.MaxTimestamp)
 	p.appendedMs = time.Now().UnixMilli()
-	return base, durable, 0, nil
+	return written{base: base, durable: durable}, 0, nil
 }
 
 // waitForGap waits, with p.mu released, until the state moves, then checks
 // again, for at most seqGapWait. An unknown producer that is still unknown
 // at the end is accepted, as Kafka accepts it. Under p.mu.
-func (p *seqProducer) waitForGap(ctx context.Context, epoch int16, first, last int32, v seqVerdict, base uint64) (seqVerdict, uint64) {
+func (p *seqProducer) waitForGap(ctx context.Context, epoch int16, first, last int32, v seqVerdict, dup batchMeta) (seqVerdict, batchMeta) {
 	deadline := time.Now().Add(seqGapWait)
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return v, base
+			return v, dup
 		}
 		ch := p.waitChange()
 		p.mu.Unlock()
@@ -481,11 +495,11 @@ func (p *seqProducer) waitForGap(ctx context.Context, epoch int16, first, last i
 		t.Stop()
 		p.mu.Lock()
 		if ctx.Err() != nil {
-			return v, base
+			return v, dup
 		}
 		var wait bool
-		if v, base, wait = p.check(epoch, first, last); !wait {
-			return v, base
+		if v, dup, wait = p.check(epoch, first, last); !wait {
+			return v, dup
 		}
 	}
 }

@@ -55,7 +55,7 @@ func BenchmarkIdempotenceState(b *testing.B) {
 		if v, _, _ := p.check(0, seq, last); v != seqAppend {
 			b.Fatal(v)
 		}
-		p.record(0, seq, last, uint64(seq))
+		p.record(0, seq, last, uint64(seq), -1)
 		p.mu.Unlock()
 		seq = nextSeq(last)
 	}

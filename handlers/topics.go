@@ -100,6 +100,9 @@ func (c *Call) createTopicWithConfigs(name string, partitions int32, cfg bridge.
 	} else if other != "" {
 		return bridge.TopicInfo{}, &topicCollision{name: name, other: other}
 	}
+	// A policy cached for an earlier topic of this name is dropped (its
+	// TopicInfo.ID differs anyway).
+	defer g.forgetPolicy(name)
 	if len(cfg) > 0 {
 		return g.Store.CreateTopicWithConfigs(c.Ctx, g.Cfg.Stream, name, partitions, cfg)
 	}

@@ -73,8 +73,11 @@ public class ConfigsAdmin {
             check("86400000".equals(c.get("retention.ms").value()) && c.get("retention.ms").source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, "after alter retention.ms " + c.get("retention.ms"));
             check(c.get("segment.ms").isDefault(), "after delete segment.ms " + c.get("segment.ms"));
 
-            Throwable err = alterFails(admin, tr, new AlterConfigOp(new ConfigEntry("message.timestamp.type", "LogAppendTime"), AlterConfigOp.OpType.SET));
-            check(err instanceof InvalidConfigurationException && err.getMessage().contains("message.timestamp.type"), "LogAppendTime: " + err);
+            admin.incrementalAlterConfigs(Map.of(tr, List.of(
+                new AlterConfigOp(new ConfigEntry("message.timestamp.type", "LogAppendTime"), AlterConfigOp.OpType.SET)))).all().get();
+            check("LogAppendTime".equals(describe(admin, tr).get("message.timestamp.type").value()), "message.timestamp.type after alter");
+            Throwable err = alterFails(admin, tr, new AlterConfigOp(new ConfigEntry("message.timestamp.type", "AppendTime"), AlterConfigOp.OpType.SET));
+            check(err instanceof InvalidConfigurationException && err.getMessage().contains("message.timestamp.type"), "message.timestamp.type=AppendTime: " + err);
             err = alterFails(admin, tr, new AlterConfigOp(new ConfigEntry("retention.ms", "soon"), AlterConfigOp.OpType.SET));
             check(err instanceof InvalidConfigurationException && err.getMessage().contains("retention.ms"), "bad retention.ms: " + err);
 

@@ -2,6 +2,7 @@
 share: their arguments and the OK/FAIL protocol e2e/python_kafkajs_test.go reads."""
 
 import sys
+import time
 
 BOOTSTRAP, TOPIC, GROUP = sys.argv[1], sys.argv[2], sys.argv[3]
 HOST, PORT = BOOTSTRAP.rsplit(":", 1)
@@ -20,3 +21,18 @@ def check(cond, msg):
 
 def ok(msg):
     print("OK " + msg, flush=True)
+
+
+def poll_n(cons, n, what):
+    """Polls cons (a confluent_kafka Consumer) until it gave n messages or a
+    minute passed, and returns them; a consumer error fails."""
+    got = []
+    deadline = time.time() + 60
+    while len(got) < n and time.time() < deadline:
+        m = cons.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            fail("consume %s: %r" % (what, m.error()))
+        got.append(m)
+    return got

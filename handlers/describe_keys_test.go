@@ -80,9 +80,11 @@ func TestDescribeCluster(t *testing.T) {
 	}
 	// v0 has no endpoint type field; a bad one decoded anyway would be
 	// INVALID_REQUEST, as Kafka answers v0.
-	c = newCall(g, 60, 0)
-	req := describeClusterReq(0, false, 2)
-	resp, err := describeCluster(c, req, req.ResponseKind().(*kmsg.DescribeClusterResponse))
+	s := Lookup(60)
+	if s == nil {
+		t.Fatal("DescribeCluster (60) is not served")
+	}
+	resp, err := s.Handle(newCall(g, 60, 0), describeClusterReq(0, false, 2))
 	if err != nil || resp.(*kmsg.DescribeClusterResponse).ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("v0 with endpoint type 2: %+v %v", resp, err)
 	}

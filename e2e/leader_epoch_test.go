@@ -72,7 +72,7 @@ func TestKgoValidatesOffsetWithEpoch(t *testing.T) {
 	var got []int64
 	for len(got) < 2 && ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
-		fs.EachError(func(_ string, _ int32, err error) { t.Errorf("consuming from 3 in epoch 0: %v", err) })
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("consuming from 3 in epoch 0: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, r.Offset) })
 	}
 	if len(got) != 2 || got[0] != 3 || got[1] != 4 || inside.n.Load() == 0 {
@@ -96,7 +96,7 @@ func TestKgoValidatesOffsetWithEpoch(t *testing.T) {
 	var next *kgo.Record
 	for next == nil && ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
-		fs.EachError(func(_ string, _ int32, err error) { t.Errorf("after the data loss: %v", err) })
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("after the data loss: %v", err) })
 		if rs := fs.Records(); len(rs) > 0 {
 			next = rs[0]
 		}

@@ -18,7 +18,7 @@
 //     leader with the view's epoch; replicas = ISR = [leader], no offline
 //     replicas, and empty (never null) eligible leader replicas and last
 //     known ELR (KIP-966: there is no ELR without replicas to elect).
-//     Topic ids as Metadata's (topicID); is_internal false (there are no
+//     Topic ids as Metadata hands them out; is_internal false (there are no
 //     internal topics), except on the error answer for one of Kafka's
 //     internal names, where Kafka sets it from the name.
 //   - Topic authorized operations (KIP-430) always filled, also on topics
@@ -115,7 +115,7 @@ func describeTopicPartitions(c *Call, req *kmsg.DescribeTopicPartitionsRequest, 
 		}
 		// In int64: a cursor partition near MaxInt32 must not wrap.
 		end := min(int64(first)+int64(limit), int64(ti.Partitions))
-		t.TopicID = topicID(ti)
+		t.TopicID = c.G.topicNames.idOf(ti)
 		t.Partitions = make([]kmsg.DescribeTopicPartitionsResponseTopicPartition, 0, max(end-int64(first), 0))
 		for p := first; int64(p) < end; p++ {
 			tp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()

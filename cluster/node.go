@@ -515,11 +515,19 @@ func (n *Node) servable(v *View, ownerIn func(*View) int32) bool {
 // Leads reports whether this gateway leads the partition now (serves its
 // fetches and offsets). Writes use BeginWrite.
 func (n *Node) Leads(topic string, partition int32) bool {
+	_, leads := n.LeaderEpoch(topic, partition)
+	return leads
+}
+
+// LeaderEpoch is Leads with the partition's leader epoch in the same view
+// (its Epoch), which OffsetForLeaderEpoch fences and answers with. Nil
+// receiver (a one-node cluster): epoch 0, always the leader.
+func (n *Node) LeaderEpoch(topic string, partition int32) (epoch int32, leads bool) {
 	if n == nil {
-		return true
+		return 0, true
 	}
 	v := n.view.Load()
-	return v.Leader(topic, partition) == v.Self && n.LeaseLive()
+	return v.Epoch(), v.Leader(topic, partition) == v.Self && n.LeaseLive()
 }
 
 // BeginWrite reports whether this gateway may write the partition now;

@@ -103,7 +103,7 @@ func TestHostileInput(t *testing.T) {
 	}
 
 	// C: keys the gateway does not serve close the connection, known to
-	// Kafka (transactions, OffsetForLeaderEpoch) or not.
+	// Kafka (transactions) or not.
 	for _, key := range []int16{23, 24, 25, 26, 28, 99, 32767, -1} {
 		if handlers.Lookup(key) != nil {
 			continue

@@ -156,3 +156,58 @@ func TestJavaToolsLogDirsDescribeProducersTransactions(t *testing.T) {
 		t.Fatalf("kafka-transactions list: want only the header line:\n%s\nstderr: %s", out, errOut)
 	}
 }
+
+// The Java AdminClient's describeCluster and describeTopics
+// (e2e/java/src/DescribeCheck.java) and the tools built on them,
+// kafka-topics --describe and kafka-cluster cluster-id / list-endpoints:
+// Kafka 4.x clients ask DescribeCluster (60) and DescribeTopicPartitions
+// (75), and the answers print as a Kafka 4.1.1 broker's do (the ELR lists
+// empty rather than N/A, which is what the Metadata fallback gives).
+func TestJavaToolsDescribeClusterAndTopics(t *testing.T) {
+	t.Parallel()
+	needJava(t)
+	gw := startGateway(t)
+	src := javaSource(t, "java/src/DescribeCheck.java")
+	out, errOut, err := javaRun(t, 120*time.Second, "", src, gw.Addr, "describe-a", "describe-b")
+	if err != nil {
+		t.Fatalf("DescribeCheck: %v\nstdout: %s\nstderr: %s", err, out, tail(errOut, 30))
+	}
+	partition := func(p int) string { return fmt.Sprintf(" %d:leader=1:isr=[1]:elr=[]:lastKnownElr=[]", p) }
+	topicOps := "[READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS]"
+	for _, want := range []string{
+		"OK cluster e2e controller 1 nodes 1@" + gw.Addr + " ops [CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE]\n",
+		"OK topic describe-a internal=false ops=" + topicOps + partition(0) + partition(1) + partition(2) + "\n",
+		"OK topic describe-b internal=false ops=" + topicOps + partition(0) + partition(1) + "\n",
+		"OK missing topic\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("DescribeCheck output lacks %q:\n%s\nstderr: %s", want, out, tail(errOut, 30))
+		}
+	}
+
+	out, errOut = kafkaTool(t, gw.Addr, "org.apache.kafka.tools.TopicCommand", "--describe", "--topic", "describe-a")
+	for p := 0; p < 3; p++ {
+		want := fmt.Sprintf("\tTopic: describe-a\tPartition: %d\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: \n", p)
+		if !strings.Contains(out, want) {
+			t.Errorf("kafka-topics --describe lacks %q:\n%s\nstderr: %s", want, out, errOut)
+		}
+	}
+	// kafka-cluster takes its options after the command.
+	clusterTool := func(args ...string) (string, string) {
+		t.Helper()
+		out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.ClusterTool", append(args, "--bootstrap-server", gw.Addr)...)
+		if err != nil {
+			t.Fatalf("kafka-cluster %v: %v\nstdout: %s\nstderr: %s", args, err, out, tail(errOut, 40))
+		}
+		return out, errOut
+	}
+	out, errOut = clusterTool("cluster-id")
+	if out != "Cluster ID: e2e\n" {
+		t.Errorf("kafka-cluster cluster-id: %q\nstderr: %s", out, errOut)
+	}
+	out, errOut = clusterTool("list-endpoints", "--include-fenced-brokers")
+	host, port, _ := strings.Cut(gw.Addr, ":")
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^1\s+%s\s+%s\s+null\s+unfenced\s+broker\s*$`, regexp.QuoteMeta(host), port)).MatchString(out) {
+		t.Errorf("kafka-cluster list-endpoints --include-fenced-brokers:\n%s\nstderr: %s", out, errOut)
+	}
+}

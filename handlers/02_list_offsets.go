@@ -74,10 +74,7 @@ func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsRe
 			sp := &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
-			code := tcode
-			if code == 0 && (rp.Partition < 0 || rp.Partition >= ti.Partitions) {
-				code = kerr.UnknownTopicOrPartition.Code
-			}
+			code := partitionCode(ti, tcode, rp.Partition)
 			if code == 0 && !c.G.Cfg.Cluster.Leads(rt.Topic, rp.Partition) {
 				code = kerr.NotLeaderForPartition.Code
 			}

@@ -63,7 +63,6 @@ package handlers
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,25 +77,20 @@ func init() {
 func metadata(c *Call, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) (kmsg.Response, error) {
 	cfg := &c.G.Cfg
 
-	if cfg.Cluster == nil {
+	c.metaView = cfg.Cluster.View() // nil: one node
+	resp.ControllerID = c.brokers(c.metaView, func(id int32, host string, port int32) {
 		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID = cfg.NodeID
-		b.Host, b.Port = c.advertised()
-		resp.Brokers = []kmsg.MetadataResponseBroker{b}
-		resp.ControllerID = cfg.NodeID
-	} else {
-		c.metaView = cfg.Cluster.View()
-		c.metadataBrokers(c.metaView, resp)
-	}
+		b.NodeID, b.Host, b.Port = id, host, port
+		resp.Brokers = append(resp.Brokers, b)
+	})
 	resp.ClusterID = strp(cfg.ClusterID)
 
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
-		ts, err := c.G.Store.Topics(c.Ctx, cfg.Stream)
+		ts, err := c.sortedTopics()
 		if err != nil {
 			return nil, fmt.Errorf("metadata: list topics: %w", err)
 		}
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
 		for _, ti := range ts {
 			// Topics the principal may not describe are left out.
@@ -195,37 +189,19 @@ func metadataErr(name string, id [16]byte, code int16) kmsg.MetadataResponseTopi
 	return t
 }
 
-// metadataTopic describes ti: every partition led by this node, or in
-// cluster mode (c.metaView) by its leader in the view, with the view's
-// epoch as leader epoch (it grows on every move).
+// metadataTopic describes ti: every partition led as c.leadership says.
 func (c *Call) metadataTopic(name string, ti bridge.TopicInfo) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = strp(name)
 	t.TopicID = c.G.topicNames.idOf(ti)
 	t.Partitions = make([]kmsg.MetadataResponseTopicPartition, ti.Partitions)
-	// Every replica and ISR list is a one-node list sliced from one array
-	// of the brokers' ids, shared read-only.
-	v := c.metaView
-	nodes, epoch := []int32{c.G.Cfg.NodeID}, int32(0)
-	if v != nil {
-		nodes, epoch = v.IDs(), v.Epoch()
-	}
+	l := c.leadership()
 	for p := range t.Partitions {
 		mp := &t.Partitions[p]
 		mp.Default()
 		mp.Partition = int32(p)
-		leader := c.G.Cfg.NodeID
-		if v != nil {
-			leader = v.Leader(name, int32(p))
-		}
-		mp.Leader = leader
-		mp.LeaderEpoch = epoch
-		i := sort.Search(len(nodes), func(i int) bool { return nodes[i] >= leader })
-		if i < len(nodes) && nodes[i] == leader {
-			mp.Replicas = nodes[i : i+1 : i+1]
-		} else {
-			mp.Replicas = []int32{leader} // an empty view: no leader (-1)
-		}
+		mp.Leader, mp.Replicas = l.of(name, int32(p))
+		mp.LeaderEpoch = l.epoch
 		mp.ISR = mp.Replicas
 		mp.OfflineReplicas = []int32{}
 	}

@@ -40,6 +40,9 @@ func TestGoldenAdminKeys(t *testing.T) {
 	dt := kmsg.NewPtrDescribeTransactionsRequest()
 	dt.TransactionalIDs = []string{"tx"}
 
+	dc := describeClusterReq(2, true, 1)
+	dtp := describeTopicsReq(2000, nil, "gold", "gold-missing")
+
 	cases := []struct {
 		file string
 		req  kmsg.Request
@@ -52,6 +55,8 @@ func TestGoldenAdminKeys(t *testing.T) {
 		{"48_describe_client_quotas_v1_resp.hex", cq},
 		{"66_list_transactions_v2_resp.hex", lt},
 		{"65_describe_transactions_v0_resp.hex", dt},
+		{"60_describe_cluster_v2_resp.hex", dc},
+		{"75_describe_topic_partitions_v0_resp.hex", dtp},
 	}
 	for _, tc := range cases {
 		resp := do(t, g, tc.req)

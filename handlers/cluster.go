@@ -8,8 +8,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"sort"
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
@@ -31,19 +30,58 @@ func (c *Call) endpointOf(v *cluster.View, id int32) (string, int32, bool) {
 	return e.Host, e.Port, ok
 }
 
-// metadataBrokers fills the broker list and controller from v.
-func (c *Call) metadataBrokers(v *cluster.View, resp *kmsg.MetadataResponse) {
-	resp.Brokers = make([]kmsg.MetadataResponseBroker, 0, len(v.Members))
-	for _, m := range v.Members {
-		host, port, ok := c.endpointOf(v, m.ID)
-		if !ok {
-			continue
-		}
-		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = m.ID, host, port
-		resp.Brokers = append(resp.Brokers, b)
+// brokers calls add with each broker that Metadata and DescribeCluster
+// list, by id: this gateway at the address of the call's listener, or in
+// cluster mode (v not nil) every live gateway with that listener. It
+// returns the controller id they name: this node, or the lowest live id.
+func (c *Call) brokers(v *cluster.View, add func(id int32, host string, port int32)) (controller int32) {
+	if v == nil {
+		host, port := c.advertised()
+		add(c.G.Cfg.NodeID, host, port)
+		return c.G.Cfg.NodeID
 	}
-	resp.ControllerID = v.Controller()
+	for _, m := range v.Members {
+		if host, port, ok := c.endpointOf(v, m.ID); ok {
+			add(m.ID, host, port)
+		}
+	}
+	return v.Controller()
+}
+
+// leadership is where the partitions of one answer (Metadata,
+// DescribeTopicPartitions) are led: all by this gateway with leader epoch
+// 0, or in cluster mode each by its leader in one view, with the view's
+// epoch (it grows on every move).
+type leadership struct {
+	v     *cluster.View
+	self  int32
+	epoch int32
+	// nodes are the brokers' ids, ascending: every replica (and ISR)
+	// list is a one-node list sliced from it, shared read-only.
+	nodes []int32
+}
+
+// leadership is the leadership of c.metaView (nil: this gateway alone).
+func (c *Call) leadership() leadership {
+	if v := c.metaView; v != nil {
+		return leadership{v: v, epoch: v.Epoch(), nodes: v.IDs()}
+	}
+	id := c.G.Cfg.NodeID
+	return leadership{self: id, nodes: []int32{id}}
+}
+
+// of is the leader of a partition and its replicas (= ISR), [leader]; in
+// an empty view no leader (-1).
+func (l *leadership) of(topic string, partition int32) (leader int32, replicas []int32) {
+	leader = l.self
+	if l.v != nil {
+		leader = l.v.Leader(topic, partition)
+	}
+	i := sort.Search(len(l.nodes), func(i int) bool { return l.nodes[i] >= leader })
+	if i < len(l.nodes) && l.nodes[i] == leader {
+		return leader, l.nodes[i : i+1 : i+1]
+	}
+	return leader, []int32{leader}
 }
 
 // ClusterChanged is the cluster's Changed hook: state of partitions and

@@ -114,3 +114,112 @@ func onListener(tb testing.TB, g *Gateway, req kmsg.Request) kmsg.Response {
 	tb.Cleanup(c.RunDeferred)
 	return resp
 }
+
+// In cluster mode DescribeCluster lists the gateways as Metadata does,
+// DescribeTopicPartitions places partitions as Metadata does, and
+// OffsetForLeaderEpoch fences and answers with the view's epoch, which
+// grows when a gateway joins (and partitions move).
+func TestClusterModeLeaderEpochs(t *testing.T) {
+	t.Parallel()
+	et := clustertest.StartEtcd(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	join := func(id int32, listener string, port int32) *cluster.Node {
+		n, err := cluster.Start(context.Background(), cluster.Options{Endpoints: []string{et.Endpoint}, Prefix: "/e/",
+			Self: cluster.Member{ID: id, Listeners: map[string]cluster.Endpoint{listener: {Host: "127.0.0.1", Port: port}}},
+			TTL:  3 * time.Second, Log: log}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	self, other := join(2, "PLAINTEXT", 9092), join(3, "PLAINTEXT", 9093)
+	await.True(t, 10*time.Second, "the two nodes settled", func() bool {
+		return len(self.View().Members) == 2 && self.Settled() && other.Settled()
+	})
+	g := newGateway(t, func(c *Config) { c.Cluster = self })
+	createTopic(t, g, "epochs", 8)
+	v := self.View()
+	epoch := v.Epoch()
+	led := func(v *cluster.View, id int32) int32 {
+		for p := int32(0); p < 8; p++ {
+			if v.Leader("epochs", p) == id {
+				return p
+			}
+		}
+		t.Fatalf("no partition of 8 led by %d in %v", id, v.IDs())
+		return -1
+	}
+	mine, theirs := led(v, 2), led(v, 3)
+	if sp := produceOne(t, g, produceReq(9, "epochs", mine, valueBatch(3))); sp.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+
+	dc := onListener(t, g, describeClusterReq(2, false, 1)).(*kmsg.DescribeClusterResponse)
+	if len(dc.Brokers) != 2 || dc.Brokers[0].NodeID != 2 || dc.Brokers[0].Port != 9092 || dc.Brokers[1].NodeID != 3 ||
+		dc.Brokers[1].Port != 9093 || dc.ControllerID != 2 {
+		t.Fatalf("DescribeCluster: controller %d, brokers %+v", dc.ControllerID, dc.Brokers)
+	}
+	placed := func(v *cluster.View) {
+		t.Helper()
+		r := onListener(t, g, describeTopicsReq(100, nil, "epochs")).(*kmsg.DescribeTopicPartitionsResponse)
+		for _, p := range r.Topics[0].Partitions {
+			if l := v.Leader("epochs", p.Partition); p.LeaderID != l || p.LeaderEpoch != v.Epoch() || len(p.Replicas) != 1 || p.Replicas[0] != l {
+				t.Fatalf("partition %d: leader %d epoch %d replicas %v; the view says %d at %d", p.Partition, p.LeaderID, p.LeaderEpoch, p.Replicas, l, v.Epoch())
+			}
+		}
+	}
+	placed(v)
+
+	asks := []epochAsk{
+		{"epochs", mine, epoch, epoch},
+		{"epochs", mine, -1, 0}, // what a consumer of records (all in epoch 0) asks
+		{"epochs", mine, epoch - 1, 0},
+		{"epochs", mine, epoch + 1, 0},
+		{"epochs", mine, epoch, epoch + 1},
+		{"epochs", theirs, epoch, 0},
+	}
+	want := []epochAnswer{
+		{0, epoch, 3}, {0, 0, 3},
+		{kerr.FencedLeaderEpoch.Code, -1, -1}, {kerr.UnknownLeaderEpoch.Code, -1, -1},
+		{0, -1, -1}, {kerr.NotLeaderForPartition.Code, -1, -1},
+	}
+	got := epochAnswers(do(t, g, leaderEpochReq(4, asks...)))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("epoch %d, %+v: %+v, want %+v", epoch, asks[i], got[i], want[i])
+		}
+	}
+
+	// A third gateway joins, without the PLAINTEXT listener: the epoch
+	// grows; an epoch the client learned before is fenced now, and the
+	// older epochs end where epoch 0 does, at the log end.
+	join(1, "OTHER", 9094)
+	await.True(t, 10*time.Second, "the three nodes settled", func() bool {
+		return len(self.View().Members) == 3 && self.Settled()
+	})
+	v2 := self.View()
+	if v2.Epoch() <= epoch {
+		t.Fatalf("epoch %d after a join, %d before", v2.Epoch(), epoch)
+	}
+	placed(v2)
+	mine2 := led(v2, 2)
+	end := int64(0)
+	if mine2 == mine {
+		end = 3
+	}
+	got = epochAnswers(do(t, g, leaderEpochReq(4,
+		epochAsk{"epochs", mine2, epoch, 0}, epochAsk{"epochs", mine2, v2.Epoch(), epoch}, epochAsk{"epochs", mine2, v2.Epoch(), v2.Epoch()})))
+	want = []epochAnswer{{kerr.FencedLeaderEpoch.Code, -1, -1}, {0, 0, end}, {0, v2.Epoch(), end}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("after the join, answer %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The controller (the lowest id, 1) has no PLAINTEXT listener: it is
+	// not listed, and DescribeCluster names no controller, as Kafka does.
+	dc = onListener(t, g, describeClusterReq(2, false, 1)).(*kmsg.DescribeClusterResponse)
+	if len(dc.Brokers) != 2 || dc.ControllerID != -1 {
+		t.Fatalf("DescribeCluster with the controller elsewhere: controller %d, brokers %+v", dc.ControllerID, dc.Brokers)
+	}
+}

@@ -98,6 +98,10 @@ func seedRequest(key, version int16) kmsg.Request {
 		r := kmsg.NewPtrInitProducerIDRequest()
 		r.TransactionalID = kmsg.StringPtr("")
 		req = r
+	case 23:
+		req = leaderEpochReq(version, epochAsk{"fz", 0, 0, 0}, epochAsk{"fz", 1, -1, -1})
+	case 75:
+		req = describeTopicsReq(1, dtpCursor("fz", 0), "fz", "fz2")
 	case 8, 9, 11, 12, 13, 14, 15, 16, 42, 47:
 		req = groupSeed(key)
 	case 18:

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -69,6 +70,16 @@ func TestAuthorizedIggyPermissions(t *testing.T) {
 		!c.Authorized(kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, ClusterResource) || len(perms.asked) != 0 {
 		t.Errorf("group and idempotent-write checks asked %v", perms.asked)
 	}
+
+	// OffsetForLeaderEpoch: CLUSTER_ACTION (every principal's with ACLs
+	// off) covers every topic for the ACLs, never for Iggy.
+	perms.allow[bridge.ActDescribe] = "b"
+	oe := roundTrip(t, saslCall(g, s, 23, 4), leaderEpochReq(4, epochAsk{"a", 0, -1, 0}, epochAsk{"b", 0, -1, 0})).(*kmsg.OffsetForLeaderEpochResponse)
+	if len(oe.Topics) != 2 || oe.Topics[0].Topic != "b" || oe.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code ||
+		oe.Topics[1].Topic != "a" || oe.Topics[1].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("OffsetForLeaderEpoch as an Iggy user allowed to describe b only: %+v", oe.Topics)
+	}
+	perms.asked = nil
 
 	// The users file's PLAIN (no Plain checker): ACLs only.
 	g2 := saslGateway(t, func(sc *SaslConfig) { sc.Permissions = perms })

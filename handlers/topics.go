@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -241,6 +242,15 @@ func (c *Call) topicByID(id [16]byte) (ti bridge.TopicInfo, ok bool, err error) 
 	return ti, false, nil
 }
 
+// sortedTopics lists the topics of the stream sorted by name, for the
+// all-topics answers of Metadata and DescribeTopicPartitions. Workers
+// only (a store call).
+func (c *Call) sortedTopics() ([]bridge.TopicInfo, error) {
+	ts, err := c.G.Store.Topics(c.Ctx, c.G.Cfg.Stream)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return ts, err
+}
+
 // readTopic resolves a topic for a read (Fetch, ListOffsets): a name Kafka
 // could never have created answers UNKNOWN_TOPIC_OR_PARTITION like a
 // missing topic, and nothing is auto-created. code is 0 on success and o
@@ -274,4 +284,14 @@ func (c *Call) topicOnce(seen map[string]topicFound, name string) topicFound {
 		seen[name] = f
 	}
 	return f
+}
+
+// partitionCode is the code of partition p of a topic that readTopic (or
+// authorizedTopic) answered with ti and code: that code, else
+// UNKNOWN_TOPIC_OR_PARTITION for a partition the topic does not have.
+func partitionCode(ti bridge.TopicInfo, code int16, p int32) int16 {
+	if code == 0 && (p < 0 || p >= ti.Partitions) {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return code
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -75,4 +76,33 @@ func describeFeatures(resp *kmsg.ApiVersionsResponse) string {
 		fin = append(fin, f.Name+"="+strconv.Itoa(int(f.MinVersionLevel))+"-"+strconv.Itoa(int(f.MaxVersionLevel)))
 	}
 	return "supported [" + strings.Join(sup, " ") + "] finalized [" + strings.Join(fin, " ") + "] epoch " + strconv.FormatInt(resp.FinalizedFeaturesEpoch, 10)
+}
+
+// kafka-features upgrade/downgrade (UpdateFeatures): asking for the level
+// a feature is at succeeds and changes nothing; another level, or a
+// feature the gateway does not serve, is refused with Kafka's
+// INVALID_UPDATE_VERSION text, and describe still shows group.version at 1.
+func TestJavaKafkaFeaturesUpdate(t *testing.T) {
+	t.Parallel()
+	needJava(t)
+	gw := startGateway(t)
+	const tool = "org.apache.kafka.tools.FeatureCommand"
+	out, _ := kafkaTool(t, gw.Addr, tool, "upgrade", "--feature", "group.version=1")
+	if !strings.Contains(out, "group.version was upgraded to 1") {
+		t.Fatalf("upgrade to the level in force printed:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"upgrade", "--feature", "transaction.version=2"},
+		{"downgrade", "--feature", "group.version=0"},
+	} {
+		out, errOut, err := javaRun(t, 90*time.Second, "", tool, append([]string{"--bootstrap-server", gw.Addr}, args...)...)
+		all := out + errOut
+		if err == nil || !strings.Contains(all, "Invalid update version") {
+			t.Fatalf("%v: err %v, printed:\n%s", args, err, tail(all, 20))
+		}
+	}
+	out, _ = kafkaTool(t, gw.Addr, tool, "describe")
+	if !strings.Contains(out, "Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1") {
+		t.Fatalf("describe after the refusals:\n%s", out)
+	}
 }

@@ -1,7 +1,7 @@
 package bridge
 
-// The gateway's security state (Kafka ACL bindings and SCRAM credentials,
-// docs/SECURITY.md) is kept as an ordered log of small records in the
+// The gateway's security state (Kafka ACL bindings, SCRAM credentials and
+// client quotas, docs/SECURITY.md) is kept as an ordered log of small records in the
 // store: the embedded store under its own key prefix, a real Iggy server in
 // the state stream (docs/IGGY.md). The handlers rebuild their in-memory
 // view by replaying it, so the records' meaning lives here once and both
@@ -15,6 +15,9 @@ package bridge
 //	    u8 len salt, salt, u8 len stored key, stored key,
 //	    u8 len server key, server key    a SCRAM credential was set
 //	'X' u16 len name, name, u8 mechanism   a SCRAM credential was deleted
+//	'Q' u8 n, n x (u16 len type, type, u8 default, u16 len name, name),
+//	    u16 len key, key, u8 remove, [f64 value unless remove]
+//	    a client quota of an entity was set or removed
 //
 //	binding: i8 resource type, i8 pattern type, u16 len + resource name,
 //	         u16 len + principal, u16 len + host, i8 operation, i8 permission
@@ -27,6 +30,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 )
 
 // SecurityLog is a Backend's durable log of the gateway's security
@@ -74,6 +78,7 @@ const (
 	SecACLRemove   = 'R'
 	SecScramSet    = 'U'
 	SecScramDelete = 'X'
+	SecQuota       = 'Q'
 )
 
 // MaxSecurityString bounds a name, principal or host in a record; Kafka's
@@ -138,12 +143,68 @@ func AppendScramRecord(dst []byte, r ScramRecord) ([]byte, error) {
 	return dst, nil
 }
 
-// SecurityRecord is a decoded record: Kind says which of the two fields
+// QuotaPart is one component of a client quota entity: Type is Kafka's
+// entity type ("user", "client-id", "ip"); Default is the <default>
+// entity of that type (Kafka's null name), when Name is "".
+type QuotaPart struct {
+	Type    string
+	Name    string
+	Default bool
+}
+
+// QuotaRecord sets Key of Entity to Value, or removes it when Remove is
+// set (docs/SECURITY.md, "Client quotas"). This package does not interpret
+// types, keys or values.
+type QuotaRecord struct {
+	Entity []QuotaPart
+	Key    string
+	Value  float64
+	Remove bool
+}
+
+// maxQuotaParts bounds an entity's components; Kafka's have at most two.
+const maxQuotaParts = 3
+
+// AppendQuotaRecord appends a 'Q' record of r.
+func AppendQuotaRecord(dst []byte, r QuotaRecord) ([]byte, error) {
+	if len(r.Entity) == 0 || len(r.Entity) > maxQuotaParts {
+		return nil, errSecurityRecord
+	}
+	dst = append(dst, SecQuota, byte(len(r.Entity)))
+	var err error
+	for _, p := range r.Entity {
+		if dst, err = appendStr16(dst, p.Type); err != nil {
+			return nil, err
+		}
+		dst = append(dst, boolByte(p.Default))
+		if dst, err = appendStr16(dst, p.Name); err != nil {
+			return nil, err
+		}
+	}
+	if dst, err = appendStr16(dst, r.Key); err != nil {
+		return nil, err
+	}
+	dst = append(dst, boolByte(r.Remove))
+	if !r.Remove {
+		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(r.Value))
+	}
+	return dst, nil
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SecurityRecord is a decoded record: Kind says which of the fields
 // holds it.
 type SecurityRecord struct {
 	Kind  byte
 	ACL   ACLBinding
 	Scram ScramRecord
+	Quota QuotaRecord
 }
 
 type secReader struct {
@@ -169,6 +230,25 @@ func (r *secReader) u32() uint32 {
 	v := binary.BigEndian.Uint32(r.p)
 	r.p = r.p[4:]
 	return v
+}
+
+func (r *secReader) u64() uint64 {
+	if len(r.p) < 8 {
+		r.bad = true
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.p)
+	r.p = r.p[8:]
+	return v
+}
+
+// flag reads a byte that must be 0 or 1.
+func (r *secReader) flag() bool {
+	b := r.u8()
+	if b > 1 {
+		r.bad = true
+	}
+	return b == 1
 }
 
 func (r *secReader) str16() string {
@@ -225,6 +305,20 @@ func ParseSecurityRecord(rec []byte) (out SecurityRecord, ok bool) {
 		s.Salt = r.bytes8()
 		s.StoredKey = r.bytes8()
 		s.ServerKey = r.bytes8()
+	case SecQuota:
+		q := &out.Quota
+		n := int(r.u8())
+		if n == 0 || n > maxQuotaParts {
+			return SecurityRecord{}, false
+		}
+		q.Entity = make([]QuotaPart, n)
+		for i := range q.Entity {
+			q.Entity[i] = QuotaPart{Type: r.str16(), Default: r.flag(), Name: r.str16()}
+		}
+		q.Key = r.str16()
+		if q.Remove = r.flag(); !q.Remove {
+			q.Value = math.Float64frombits(r.u64())
+		}
 	default:
 		return SecurityRecord{}, false
 	}

@@ -258,6 +258,8 @@ type secState struct {
 	// deleted through Kafka.
 	creds   map[credKey]scram.Credential
 	dropped map[credKey]bool
+	// quotas are the client quotas set through Kafka (quotas.go).
+	quotas quotaMap
 }
 
 func newSecurity(cfg Config, store bridge.SecurityLog, log *slog.Logger) *Security {
@@ -467,7 +469,9 @@ func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
 		acls:    append([]bridge.ACLBinding(nil), st.acls...),
 		creds:   make(map[credKey]scram.Credential, len(st.creds)),
 		dropped: make(map[credKey]bool, len(st.dropped)),
+		quotas:  st.quotas,
 	}
+	ownQuotas := false // n.quotas is still st's
 	for k, v := range st.creds {
 		n.creds[k] = v
 	}
@@ -498,6 +502,11 @@ func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
 			k := credKey{r.Scram.Name, scram.Mechanism(r.Scram.Mechanism)}
 			delete(n.creds, k)
 			n.dropped[k] = true
+		case bridge.SecQuota:
+			if !ownQuotas {
+				n.quotas, ownQuotas = n.quotas.clone(), true
+			}
+			n.quotas.set(r.Quota)
 		}
 	}
 	n.index()
@@ -531,6 +540,16 @@ func (s *Security) write(ctx context.Context, recs [][]byte) error {
 		}
 	}
 	return s.refresh(ctx)
+}
+
+// quotas is the current set of client quotas (shared: read only). Any
+// goroutine; never blocks.
+func (s *Security) quotas() quotaMap {
+	if s == nil {
+		return nil
+	}
+	s.maybeRefresh()
+	return s.state.Load().quotas
 }
 
 // bindings is the current ACL set (shared: read only).

@@ -32,6 +32,8 @@ var sharedFiles = map[string]bool{
 	"produce_acks.go": true,
 	// What Produce checks and stamps because of a topic's configs.
 	"topic_policy.go": true,
+	// Client quotas: what is set (48, 49) and what acts (0, 1, the loop).
+	"quotas.go": true,
 }
 
 var (

@@ -151,6 +151,7 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	spec := j.spec
 	s.cfg.Metrics.Request(spec.Key, outcome, time.Since(j.start))
 	cs, seq, noReply, started := j.cs, j.seq, j.noReply, j.orderReleased
+	cs.throttle(j.call.ThrottleMillis())
 	cs.reqHeld.Add(-j.held)
 	putJob(j)
 	if noReply {

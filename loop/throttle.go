@@ -1,0 +1,66 @@
+package loop
+
+// Client-quota throttling (handlers/quotas.go, KIP-219): a response that
+// carries throttle_time_ms is sent at once, and then the connection is not
+// read until the throttle time has passed, as a Kafka broker mutes a
+// throttled channel after sending its response. A client that honours the
+// field (every current one) sends nothing meanwhile; one that does not
+// finds its requests waiting in TCP. The loop takes no frame of a
+// throttled connection (OnTraffic) and mutes it (mute.go) like any held
+// connection; a timer wakes it when the throttle ends. Requests already
+// taken off the wire are still answered.
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// throttle stops the loop reading cs for ms from now (a longer throttle
+// already running stays). Any goroutine (the worker finishing the call).
+func (cs *connState) throttle(ms int32) {
+	if ms <= 0 {
+		return
+	}
+	d := time.Duration(ms) * time.Millisecond
+	until := time.Now().Add(d).UnixNano()
+	for {
+		old := cs.throttledUntil.Load()
+		if old >= until {
+			return
+		}
+		if cs.throttledUntil.CompareAndSwap(old, until) {
+			break
+		}
+	}
+	time.AfterFunc(d, cs.stallWake)
+}
+
+// throttled reports whether a throttle holds cs now. Any goroutine.
+func (cs *connState) throttled(now int64) bool {
+	return cs.throttledUntil.Load() > now
+}
+
+// errConnectionRate is the detail of a connection closed for its IP's
+// connection rate.
+var errConnectionRate = errors.New("over the connection_creation_rate quota of its address")
+
+// refuseAfter holds a connection over its IP's connection rate unread and
+// closes it after d, as a Kafka broker delays closing a throttled socket
+// (so a client that reconnects at once is slowed too). Loop only (OnOpen).
+func (cs *connState) refuseAfter(d time.Duration) {
+	cs.throttledUntil.Store(1 << 62)
+	time.AfterFunc(d, func() { cs.close(CloseConnectionRate, errConnectionRate) })
+}
+
+// peerIP is a's IP address (IPv4-mapped addresses unmapped); the zero
+// Addr when a is not TCP. Any goroutine.
+func peerIP(a net.Addr) netip.Addr {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}
+	}
+	ip, _ := netip.AddrFromSlice(ta.IP)
+	return ip.Unmap()
+}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/internal/await"
 )
@@ -39,7 +42,8 @@ func (h *throttleHook) seen() (int, time.Duration) {
 // producer and consumer byte rates for a client id and a user default and
 // describes them; a franz-go producer and consumer of that client id are
 // told to wait (throttle_time_ms, franz-go's OnBrokerThrottle) and the Java
-// producer reports it (produce-throttle-time-max); the gateway counts it;
+// producer reports it (produce-throttle-time-max); a client over its
+// request_percentage is throttled on any key; the gateway counts it all;
 // after a restart the quota is still described and still acts.
 func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 	t.Parallel()
@@ -55,6 +59,9 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 		"--add-config", "producer_byte_rate=8192")
 	kafkaTool(t, gw.Addr, configs, "--alter", "--entity-type", "users", "--entity-default",
 		"--add-config", "controller_mutation_rate=10")
+	// A request share so small that any request exceeds it.
+	kafkaTool(t, gw.Addr, configs, "--alter", "--entity-type", "clients", "--entity-name", "quota-req",
+		"--add-config", "request_percentage=0.0001")
 	describe := func(addr string) string {
 		out, _ := kafkaTool(t, addr, configs, "--describe", "--entity-type", "clients", "--entity-name", "quota-app")
 		users, _ := kafkaTool(t, addr, configs, "--describe", "--entity-type", "users", "--entity-default")
@@ -103,6 +110,22 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 		t.Fatalf("consumer over its quota was not throttled (%d throttles, max %v)", n, d)
 	}
 
+	// request_percentage throttles any key, here Metadata.
+	var rh throttleHook
+	rc := newClient(t, gw.Addr, kgo.ClientID("quota-req"), kgo.WithHooks(&rh))
+	await.Until(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, rc); err != nil {
+			return err
+		}
+		if n, _ := rh.seen(); n == 0 {
+			return errors.New("no throttle on Metadata over request_percentage")
+		}
+		return nil
+	})
+	rc.Close()
+
 	// The Java producer reports the throttle in its own metric.
 	pout, perr, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.ProducerPerformance",
 		"--topic", "quota-t", "--num-records", "30", "--record-size", "4000", "--throughput", "-1",
@@ -119,7 +142,7 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 	}
 
 	// The gateway counts what it throttled.
-	counted := regexp.MustCompile(`(?m)^iggy_kafka_quota_(produce|fetch)_throttled_total (\d+)`)
+	counted := regexp.MustCompile(`(?m)^iggy_kafka_quota_(produce|fetch|request)_throttled_total (\d+)`)
 	await.Until(t, 10*time.Second, func() error {
 		body, err := httpGet("http://" + metricsAddr + "/metrics")
 		if err != nil {
@@ -129,7 +152,7 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 		for _, m := range counted.FindAllStringSubmatch(body, -1) {
 			got[m[1]], _ = strconv.Atoi(m[2])
 		}
-		if got["produce"] < 2 || got["fetch"] < 1 {
+		if got["produce"] < 2 || got["fetch"] < 1 || got["request"] < 1 {
 			return fmt.Errorf("throttled counts %v", got)
 		}
 		return nil

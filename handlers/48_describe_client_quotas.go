@@ -49,7 +49,7 @@ func describeClientQuotas(c *Call, req *kmsg.DescribeClientQuotasRequest, resp *
 	}
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	var found []quotaEntity
-	q := c.G.Sec.quotas()
+	q, _ := c.G.Sec.quotas()
 	for e := range q {
 		if quotaMatches(e, exact, specified, req.Strict) {
 			found = append(found, e)

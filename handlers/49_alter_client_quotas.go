@@ -71,7 +71,7 @@ func alterClientQuotas(c *Call, req *kmsg.AlterClientQuotasRequest, resp *kmsg.A
 		}
 		return resp, nil
 	}
-	current := c.G.Sec.quotas()
+	current, _ := c.G.Sec.quotas()
 	var order []string
 	byKey := map[string]*quotaAlteration{}
 	for i := range req.Entries {

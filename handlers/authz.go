@@ -258,8 +258,10 @@ type secState struct {
 	// deleted through Kafka.
 	creds   map[credKey]scram.Credential
 	dropped map[credKey]bool
-	// quotas are the client quotas set through Kafka (quotas.go).
-	quotas quotaMap
+	// quotas are the client quotas set through Kafka (quotas.go);
+	// quotaKeys the keys some entity sets.
+	quotas    quotaMap
+	quotaKeys map[string]bool
 }
 
 func newSecurity(cfg Config, store bridge.SecurityLog, log *slog.Logger) *Security {
@@ -466,10 +468,11 @@ func (s *Security) refresh(ctx context.Context) error {
 // apply returns st with recs applied in order (st is not changed).
 func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
 	n := &secState{
-		acls:    append([]bridge.ACLBinding(nil), st.acls...),
-		creds:   make(map[credKey]scram.Credential, len(st.creds)),
-		dropped: make(map[credKey]bool, len(st.dropped)),
-		quotas:  st.quotas,
+		acls:      append([]bridge.ACLBinding(nil), st.acls...),
+		creds:     make(map[credKey]scram.Credential, len(st.creds)),
+		dropped:   make(map[credKey]bool, len(st.dropped)),
+		quotas:    st.quotas,
+		quotaKeys: st.quotaKeys,
 	}
 	ownQuotas := false // n.quotas is still st's
 	for k, v := range st.creds {
@@ -509,6 +512,9 @@ func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
 			n.quotas.set(r.Quota)
 		}
 	}
+	if ownQuotas {
+		n.quotaKeys = n.quotas.keys()
+	}
 	n.index()
 	return n
 }
@@ -542,14 +548,15 @@ func (s *Security) write(ctx context.Context, recs [][]byte) error {
 	return s.refresh(ctx)
 }
 
-// quotas is the current set of client quotas (shared: read only). Any
-// goroutine; never blocks.
-func (s *Security) quotas() quotaMap {
+// quotas is the current set of client quotas and the keys some entity
+// sets (shared: read only). Any goroutine; never blocks.
+func (s *Security) quotas() (quotaMap, map[string]bool) {
 	if s == nil {
-		return nil
+		return nil, nil
 	}
 	s.maybeRefresh()
-	return s.state.Load().quotas
+	st := s.state.Load()
+	return st.quotas, st.quotaKeys
 }
 
 // bindings is the current ACL set (shared: read only).

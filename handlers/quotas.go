@@ -1,14 +1,16 @@
 package handlers
 
-// Client quotas (KIP-13, KIP-55, KIP-219, KIP-546, KIP-612), as a Kafka
-// 4.4 broker keeps and applies them (docs/SECURITY.md, "Client quotas").
+// Client quotas (KIP-13, KIP-55, KIP-124, KIP-219, KIP-546, KIP-612), as
+// a Kafka 4.4 broker keeps and applies them (docs/SECURITY.md, "Client
+// quotas").
 //
 // What is set (AlterClientQuotas, key 49) is kept as 'Q' records in the
 // store's security log beside ACLs and SCRAM credentials
 // (bridge/security.go), so it survives restarts and reaches the other
 // gateways of a cluster when they re-read the log; secState.quotas is its
-// meaning. What acts on it is here: produce and fetch byte rates per
-// (user, client-id) with Kafka's precedence of entities, each measured by
+// meaning. What acts on it is here: produce and fetch byte rates and the
+// request percentage per (user, client-id) with Kafka's precedence of
+// entities, each measured by
 // a rate over Kafka's sample windows (quota.window.num 11,
 // quota.window.size.seconds 1), and the throttle time a broker computes
 // from it; the connection-creation rate per IP is in ConnectionThrottle.
@@ -147,15 +149,16 @@ func (e quotaEntity) String() string {
 // once published in a secState.
 type quotaMap map[quotaEntity]map[string]float64
 
-// has reports whether any entity sets key (Kafka records nothing for a
+// keys is the set of keys some entity sets (Kafka records nothing for a
 // quota type no entity sets).
-func (q quotaMap) has(key string) bool {
+func (q quotaMap) keys() map[string]bool {
+	out := map[string]bool{}
 	for _, vals := range q {
-		if _, ok := vals[key]; ok {
-			return true
+		for k := range vals {
+			out[k] = true
 		}
 	}
-	return false
+	return out
 }
 
 func (q quotaMap) get(e quotaEntity, key string) (float64, bool) {
@@ -374,6 +377,7 @@ type quotaSensors struct {
 	swept   int64 // ms of the last sweep of idle rates
 	produce quotaCounts
 	fetch   quotaCounts
+	request quotaCounts
 	conns   atomic.Int64 // connections closed for their IP's creation rate
 }
 
@@ -394,6 +398,7 @@ func (c *quotaCounts) add(ms int64) {
 type QuotaStats struct {
 	ProduceThrottled, ProduceThrottleMs int64
 	FetchThrottled, FetchThrottleMs     int64
+	RequestThrottled, RequestThrottleMs int64
 	ConnectionsThrottled                int64
 }
 
@@ -403,6 +408,7 @@ func (g *Gateway) QuotaStats() QuotaStats {
 	return QuotaStats{
 		ProduceThrottled: q.produce.throttled.Load(), ProduceThrottleMs: q.produce.ms.Load(),
 		FetchThrottled: q.fetch.throttled.Load(), FetchThrottleMs: q.fetch.ms.Load(),
+		RequestThrottled: q.request.throttled.Load(), RequestThrottleMs: q.request.ms.Load(),
 		ConnectionsThrottled: q.conns.Load(),
 	}
 }
@@ -436,8 +442,8 @@ func (qs *quotaSensors) record(k quotaSensorKey, v, limit float64, now int64) in
 // ok false when none applies (nothing is recorded then, as Kafka records
 // nothing for an unset quota).
 func (c *Call) quotaFor(key string) (k quotaSensorKey, limit float64, ok bool) {
-	q := c.G.Sec.quotas()
-	if len(q) == 0 || !q.has(key) {
+	q, keys := c.G.Sec.quotas()
+	if !keys[key] {
 		return k, 0, false
 	}
 	user := strings.TrimPrefix(c.Principal(), "User:")
@@ -467,6 +473,34 @@ func (c *Call) produceThrottle() int32 {
 	c.G.quotas.produce.add(ms)
 	c.setThrottle(ms)
 	return c.throttleMs
+}
+
+// RequestThrottle records ran, the time the call's handler ran (every run
+// of a parked call, not the time parked), against the request_percentage
+// quota of its client, as Kafka records the time a request held a request
+// handler thread: in percent of one thread per second. Over the quota the
+// throttle time, bounded by one window as Kafka bounds it, goes into resp
+// when it carries one (the larger of it and a byte-rate throttle already
+// there) and to the loop (ThrottleMillis). resp may be nil (acks=0). The
+// goroutine that finishes the call (a worker, or the loop for inline keys:
+// it takes a mutex held only to update a rate).
+func (c *Call) RequestThrottle(resp kmsg.Response, ran time.Duration) {
+	k, limit, ok := c.quotaFor(quotaRequestPercentage)
+	if !ok {
+		return
+	}
+	pct := float64(ran.Nanoseconds()) * 100 / float64(time.Second)
+	ms := min(c.G.quotas.record(k, pct, limit, time.Now().UnixMilli()), quotaWindowMs)
+	if ms == 0 {
+		return
+	}
+	c.G.quotas.request.add(ms)
+	c.setThrottle(ms)
+	if r, ok := resp.(kmsg.ThrottleResponse); ok {
+		if cur, _ := r.Throttle(); cur < int32(ms) {
+			resp.(kmsg.SetThrottleResponse).SetThrottle(int32(ms))
+		}
+	}
 }
 
 // fetchQuotaBytes bounds a Fetch's response by what the consumer byte
@@ -526,8 +560,8 @@ func fetchResponseSize(resp *kmsg.FetchResponse) int {
 // before closing it (as a Kafka broker delays closing a throttled
 // socket); 0 accepts it. Any goroutine (the loop's OnOpen).
 func (g *Gateway) ConnectionThrottle(ip netip.Addr) time.Duration {
-	q := g.Sec.quotas()
-	if len(q) == 0 || !ip.IsValid() {
+	q, keys := g.Sec.quotas()
+	if !keys[quotaConnectionCreationRate] || !ip.IsValid() {
 		return 0
 	}
 	limit, ok := q.ipRate(ip)

@@ -2,11 +2,15 @@ package handlers
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/internal/await"
 )
 
 // The rate and throttle time follow Kafka's Rate over 11 one-second
@@ -348,10 +352,21 @@ func TestClientQuotasSurviveRestart(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	g2 := newGatewayOn(t, openEmbedded(t, dir))
+	st2 := openEmbedded(t, dir)
+	g2 := newGatewayOn(t, st2)
 	if got := describedText(describeQuotas(t, g2, false).Entries); got != "client-id=*:producer_byte_rate=1024;" {
 		t.Fatalf("after restart %q", got)
 	}
+	// Another gateway on the same log (a cluster on one Iggy) learns a
+	// change when it re-reads the log, as it learns ACLs.
+	g3 := newGatewayOn(t, st2, func(c *Config) { c.Authz.RefreshEvery = 10 * time.Millisecond })
+	alterQuotas(t, g2, false, quotaEntry(map[string]float64{quotaProducerByteRate: 2048}, "client-id", "<default>"))
+	await.Until(t, 10*time.Second, func() error {
+		if got := describedText(describeQuotas(t, g3, false).Entries); got != "client-id=*:producer_byte_rate=2048;" {
+			return fmt.Errorf("the other gateway describes %q", got)
+		}
+		return nil
+	})
 }
 
 // Produce over its byte rate carries a throttle time, in the response and
@@ -430,6 +445,44 @@ func TestConnectionThrottle(t *testing.T) {
 		t.Fatalf("another address throttled %v", d)
 	}
 	if st := g.QuotaStats(); st.ConnectionsThrottled != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// request_percentage: the time a handler ran, in percent of one thread,
+// against the quota; the throttle is bounded by one window and never
+// lowers a byte-rate throttle already in the response.
+func TestRequestPercentageThrottle(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	alterQuotas(t, g, false, quotaEntry(map[string]float64{quotaRequestPercentage: 1}, "client-id", "busy"))
+	call := func(client string) *Call {
+		c := newCall(g, 3, 12)
+		c.Header.ClientID = []byte(client)
+		return c
+	}
+	meta := kmsg.NewPtrMetadataResponse()
+	c := call("idle")
+	c.RequestThrottle(meta, 2*time.Second)
+	if meta.ThrottleMillis != 0 || c.ThrottleMillis() != 0 {
+		t.Fatalf("a client without a quota throttled %d", meta.ThrottleMillis)
+	}
+	// 2 s of handler time is 200 %, 20 %/s over the first window's 10 s,
+	// against 1 %: (20-1)/1 * 10 s, bounded to one window.
+	c = call("busy")
+	c.RequestThrottle(meta, 2*time.Second)
+	if meta.ThrottleMillis != quotaWindowMs || c.ThrottleMillis() != quotaWindowMs {
+		t.Fatalf("throttle %d / call %d, want %d", meta.ThrottleMillis, c.ThrottleMillis(), quotaWindowMs)
+	}
+	prod := kmsg.NewPtrProduceResponse()
+	prod.ThrottleMillis = 5000
+	c = call("busy")
+	c.RequestThrottle(prod, time.Millisecond)
+	if prod.ThrottleMillis != 5000 {
+		t.Fatalf("a byte-rate throttle lowered to %d", prod.ThrottleMillis)
+	}
+	call("busy").RequestThrottle(nil, time.Millisecond) // acks=0: no response
+	if st := g.QuotaStats(); st.RequestThrottled != 3 {
 		t.Fatalf("%+v", st)
 	}
 }

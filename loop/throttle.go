@@ -1,8 +1,11 @@
 package loop
 
-// Client-quota throttling (handlers/quotas.go, KIP-219): a response that
-// carries throttle_time_ms is sent at once, and then the connection is not
-// read until the throttle time has passed, as a Kafka broker mutes a
+// Client-quota throttling (handlers/quotas.go, KIP-219): Produce and Fetch
+// set their byte-rate throttle themselves; the loop adds the
+// request_percentage one for every key, from the time each request's
+// handler ran (handleJob, answerInline). A response that carries
+// throttle_time_ms is sent at once, and then the connection is not read
+// until the throttle time has passed, as a Kafka broker mutes a
 // throttled channel after sending its response. A client that honours the
 // field (every current one) sends nothing meanwhile; one that does not
 // finds its requests waiting in TCP. The loop takes no frame of a

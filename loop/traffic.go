@@ -197,6 +197,10 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 			return handlerCloseReason(err), err
 		}
 	}
+	if !tooNew {
+		call.RequestThrottle(resp, time.Since(now)) // client quotas (throttle.go)
+		cs.throttle(call.ThrottleMillis())
+	}
 	var out *bytebufferpool.ByteBuffer
 	pool := replyPool(spec)
 	if resp != nil {

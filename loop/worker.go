@@ -27,6 +27,7 @@ type job struct {
 	req     kmsg.Request
 	call    handlers.Call
 	start   time.Time
+	ran     time.Duration // the handler's running time, over every run of a parked call
 	// orderReleased: the connection's next job was started already
 	// (ReleaseOrder), so ending this one must not start it again.
 	orderReleased bool
@@ -123,7 +124,9 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		j.req = req
 	}
 	j.call.ReplyRoom = j.cs.replyRoom()
+	ran := time.Now()
 	resp, err := j.spec.Handle(&j.call, j.req)
+	j.ran += time.Since(ran)
 	if err != nil {
 		j.cs.close(handlerCloseReason(err), err)
 		return nil, metrics.OutcomeClosed, nil
@@ -132,6 +135,12 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		if w := j.call.Parked(); w != nil {
 			return nil, "", w
 		}
+	}
+	if !j.noReply {
+		// Kafka leaves acks=0 Produce out of the request quota.
+		j.call.RequestThrottle(resp, j.ran) // client quotas (throttle.go)
+	}
+	if resp == nil {
 		return nil, metrics.OutcomeNoAck, nil
 	}
 	if j.noReply {

@@ -361,6 +361,7 @@ func (m *Metrics) TailCache(read func() TailCacheCounts) {
 type QuotaCounts struct {
 	ProduceThrottled, ProduceThrottleMs int64
 	FetchThrottled, FetchThrottleMs     int64
+	RequestThrottled, RequestThrottleMs int64
 	ConnectionsThrottled                int64
 }
 
@@ -382,6 +383,10 @@ func (m *Metrics) Quotas(read func() QuotaCounts) {
 			func(c QuotaCounts) int64 { return c.FetchThrottled }),
 		counterOf("iggy_kafka_quota_fetch_throttle_ms_total", "Throttle time given to consumers by consumer_byte_rate quotas, in ms.",
 			func(c QuotaCounts) int64 { return c.FetchThrottleMs }),
+		counterOf("iggy_kafka_quota_request_throttled_total", "Responses throttled by a request_percentage quota.",
+			func(c QuotaCounts) int64 { return c.RequestThrottled }),
+		counterOf("iggy_kafka_quota_request_throttle_ms_total", "Throttle time given by request_percentage quotas, in ms.",
+			func(c QuotaCounts) int64 { return c.RequestThrottleMs }),
 		counterOf("iggy_kafka_quota_connections_throttled_total", "Connections closed, unread, for their IP's connection_creation_rate quota.",
 			func(c QuotaCounts) int64 { return c.ConnectionsThrottled }),
 	)

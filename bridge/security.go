@@ -222,24 +222,30 @@ func (r *secReader) u8() byte {
 	return b
 }
 
-func (r *secReader) u32() uint32 {
-	if len(r.p) < 4 {
+// take returns the next n bytes, or nil (and marks r bad) when fewer are
+// left.
+func (r *secReader) take(n int) []byte {
+	if len(r.p) < n {
 		r.bad = true
-		return 0
+		return nil
 	}
-	v := binary.BigEndian.Uint32(r.p)
-	r.p = r.p[4:]
-	return v
+	b := r.p[:n]
+	r.p = r.p[n:]
+	return b
+}
+
+func (r *secReader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
 }
 
 func (r *secReader) u64() uint64 {
-	if len(r.p) < 8 {
-		r.bad = true
-		return 0
+	if b := r.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
 	}
-	v := binary.BigEndian.Uint64(r.p)
-	r.p = r.p[8:]
-	return v
+	return 0
 }
 
 // flag reads a byte that must be 0 or 1.

@@ -128,21 +128,15 @@ func (e *quotaEntity) component(typ string) *quotaName {
 
 // String is Kafka's ClientQuotaEntity text, used in its error messages.
 func (e quotaEntity) String() string {
-	var sb strings.Builder
-	sb.WriteString("ClientQuotaEntity(entries={")
-	for i, p := range e.parts() {
-		if i > 0 {
-			sb.WriteString(", ")
+	var parts []kmsg.AlterClientQuotasResponseEntryEntity
+	for _, p := range e.parts() {
+		var name *string
+		if !p.n.def {
+			name = &p.n.name
 		}
-		sb.WriteString(p.typ + "=")
-		if p.n.def {
-			sb.WriteString("null")
-		} else {
-			sb.WriteString(p.n.name)
-		}
+		parts = append(parts, kmsg.AlterClientQuotasResponseEntryEntity{Type: p.typ, Name: name})
 	}
-	sb.WriteString("})")
-	return sb.String()
+	return quotaEntityText(parts)
 }
 
 // quotaMap is every quota set: per entity, per key, the value. Immutable

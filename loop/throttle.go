@@ -11,13 +11,19 @@ package loop
 // finds its requests waiting in TCP. The loop takes no frame of a
 // throttled connection (OnTraffic) and mutes it (mute.go) like any held
 // connection; a timer wakes it when the throttle ends. Requests already
-// taken off the wire are still answered.
+// taken off the wire are still answered. A client of a version older than
+// KIP-219 (Produce < 6, Fetch < 8, ...) is not told to wait, so, as Kafka,
+// the gateway holds its answer for the throttle time instead (worker keys;
+// the inline ones answer at once).
 
 import (
 	"errors"
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
 )
 
 // throttle stops the loop reading cs for ms from now (a longer throttle
@@ -38,6 +44,34 @@ func (cs *connState) throttle(ms int32) {
 		}
 	}
 	time.AfterFunc(d, cs.stallWake)
+}
+
+// throttleLeft is how long the throttle of cs still runs (0: none). Any
+// goroutine.
+func (cs *connState) throttleLeft() time.Duration {
+	return max(time.Duration(cs.throttledUntil.Load()-time.Now().UnixNano()), 0)
+}
+
+// throttledBefore reports that resp, throttled for ms, goes to a client
+// that predates KIP-219 (its version's throttle is applied before the
+// response, as kmsg records per key): Kafka delays such a response by the
+// throttle time instead of sending it at once. Any goroutine.
+func throttledBefore(resp kmsg.Response, ms int32) bool {
+	if ms <= 0 {
+		return false
+	}
+	tr, ok := resp.(kmsg.ThrottleResponse)
+	if !ok {
+		return false
+	}
+	_, after := tr.Throttle()
+	return !after
+}
+
+// delayReply finishes the reply for seq once the connection's throttle
+// has passed (replies behind it wait in order). Any goroutine.
+func delayReply(cs *connState, seq uint64, out *bytebufferpool.ByteBuffer, pool *bytebufferpool.Pool, d time.Duration) {
+	time.AfterFunc(d, func() { cs.finish(seq, out, pool) })
 }
 
 // throttled reports whether a throttle holds cs now. Any goroutine.

@@ -19,26 +19,9 @@ func TestThrottledConnectionIsMutedThenServed(t *testing.T) {
 	rc := dialRaw(t, srv.Addr())
 	ensureTopic(t, rc, "thr")
 
-	// The produce below is ~4.2 KB: 420 B/s over the first 10 s window.
-	// Against 320 B/s that is about 3 s of throttle.
-	alter := kmsg.NewPtrAlterClientQuotasRequest()
-	alter.SetVersion(1)
-	e := kmsg.NewAlterClientQuotasRequestEntry()
-	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
-	ent.Type, ent.Name = "client-id", kmsg.StringPtr("test") // rawConn's client id
-	op := kmsg.NewAlterClientQuotasRequestEntryOp()
-	op.Key, op.Value = "producer_byte_rate", 320
-	e.Entity, e.Ops = []kmsg.AlterClientQuotasRequestEntryEntity{ent}, []kmsg.AlterClientQuotasRequestEntryOp{op}
-	alter.Entries = append(alter.Entries, e)
-	b, _ := rc.frame(alter)
-	rc.write(b)
-	ar := kmsg.NewPtrAlterClientQuotasResponse()
-	ar.SetVersion(1)
-	rc.readResp(ar)
-	if len(ar.Entries) != 1 || ar.Entries[0].ErrorCode != 0 {
-		t.Fatalf("%+v", ar)
-	}
+	setProducerRate(t, rc, 320)
 
+	var b []byte
 	b, _ = rc.frame(produceReq("thr", -1, strings.Repeat("v", 4000)))
 	rc.write(b)
 	pr := kmsg.NewPtrProduceResponse()
@@ -55,5 +38,56 @@ func TestThrottledConnectionIsMutedThenServed(t *testing.T) {
 	got, _, err := rc.read()
 	if err != nil || got != corr {
 		t.Fatalf("after the throttle: corr %d, %v", got, err)
+	}
+}
+
+// setProducerRate sets producer_byte_rate for rawConn's client id. The
+// produces of the tests are ~4.2 KB: 420 B/s over the first 10 s window;
+// against 320 B/s that is about 3 s of throttle.
+func setProducerRate(t *testing.T, rc *rawConn, rate float64) {
+	t.Helper()
+	alter := kmsg.NewPtrAlterClientQuotasRequest()
+	alter.SetVersion(1)
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	ent.Type, ent.Name = "client-id", kmsg.StringPtr("test") // rawConn's client id
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = "producer_byte_rate", rate
+	e.Entity, e.Ops = []kmsg.AlterClientQuotasRequestEntryEntity{ent}, []kmsg.AlterClientQuotasRequestEntryOp{op}
+	alter.Entries = append(alter.Entries, e)
+	b, _ := rc.frame(alter)
+	rc.write(b)
+	ar := kmsg.NewPtrAlterClientQuotasResponse()
+	ar.SetVersion(1)
+	rc.readResp(ar)
+	if len(ar.Entries) != 1 || ar.Entries[0].ErrorCode != 0 {
+		t.Fatalf("%+v", ar)
+	}
+}
+
+// A client older than KIP-219 (Produce v5) is not told to wait: as Kafka,
+// the gateway holds its answer for the throttle time instead.
+func TestThrottledOldClientAnswerHeld(t *testing.T) {
+	t.Parallel()
+	srv, _ := newTestServer(t, Config{})
+	rc := dialRaw(t, srv.Addr())
+	ensureTopic(t, rc, "thr-old")
+	setProducerRate(t, rc, 320)
+	req := produceReq("thr-old", -1, strings.Repeat("v", 4000))
+	req.SetVersion(5)
+	b, _ := rc.frame(req)
+	sent := time.Now()
+	rc.write(b)
+	pr := kmsg.NewPtrProduceResponse()
+	pr.SetVersion(5)
+	rc.readResp(pr)
+	held := time.Since(sent)
+	if pr.Topics[0].Partitions[0].ErrorCode != 0 || pr.ThrottleMillis < 1000 {
+		t.Fatalf("produce: code %d throttle %d ms", pr.Topics[0].Partitions[0].ErrorCode, pr.ThrottleMillis)
+	}
+	// The timer starts after the request was read: the answer cannot come
+	// sooner than the throttle time after it was sent.
+	if want := time.Duration(pr.ThrottleMillis) * time.Millisecond; held < want {
+		t.Fatalf("answered after %v, throttled %v", held, want)
 	}
 }

@@ -28,6 +28,9 @@ type job struct {
 	call    handlers.Call
 	start   time.Time
 	ran     time.Duration // the handler's running time, over every run of a parked call
+	// delayReply: the reply is sent after the call's throttle time, for a
+	// client that predates KIP-219 (throttle.go).
+	delayReply bool
 	// orderReleased: the connection's next job was started already
 	// (ReleaseOrder), so ending this one must not start it again.
 	orderReleased bool
@@ -143,6 +146,7 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 	if resp == nil {
 		return nil, metrics.OutcomeNoAck, nil
 	}
+	j.delayReply = throttledBefore(resp, j.call.ThrottleMillis())
 	if j.noReply {
 		return nil, metrics.OutcomeNoAck, nil
 	}
@@ -162,6 +166,7 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	cs, seq, noReply, started := j.cs, j.seq, j.noReply, j.orderReleased
 	cs.throttle(j.call.ThrottleMillis())
 	cs.reqHeld.Add(-j.held)
+	delayed := j.delayReply
 	putJob(j)
 	if noReply {
 		if !started {
@@ -173,7 +178,11 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	// The reply is counted against the write cap (finish) before the
 	// connection's next job starts and reads the room left (unless the
 	// handler started it early).
-	cs.finish(seq, out, replyPool(spec))
+	if delayed {
+		delayReply(cs, seq, out, replyPool(spec), cs.throttleLeft())
+	} else {
+		cs.finish(seq, out, replyPool(spec))
+	}
 	if !started {
 		cs.runNext()
 	}

@@ -91,3 +91,49 @@ func TestThrottledOldClientAnswerHeld(t *testing.T) {
 		t.Fatalf("answered after %v, throttled %v", held, want)
 	}
 }
+
+// connection_creation_rate for 127.0.0.1 at 1/s: the first window's 10 s
+// admit 10 connections; the next is held unread and closed (as Kafka
+// delays closing a throttled socket), counted under its close reason.
+func TestConnectionRateRefused(t *testing.T) {
+	t.Parallel()
+	srv, _ := newTestServer(t, Config{})
+	admin := dialRaw(t, srv.Addr())
+	alter := kmsg.NewPtrAlterClientQuotasRequest()
+	alter.SetVersion(1)
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	ent.Type, ent.Name = "ip", kmsg.StringPtr("127.0.0.1")
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = "connection_creation_rate", 1
+	e.Entity, e.Ops = []kmsg.AlterClientQuotasRequestEntryEntity{ent}, []kmsg.AlterClientQuotasRequestEntryOp{op}
+	alter.Entries = append(alter.Entries, e)
+	b, _ := admin.frame(alter)
+	admin.write(b)
+	ar := kmsg.NewPtrAlterClientQuotasResponse()
+	ar.SetVersion(1)
+	admin.readResp(ar)
+	if ar.Entries[0].ErrorCode != 0 {
+		t.Fatalf("%+v", ar)
+	}
+	answered := 0
+	for i := 0; i < 11; i++ {
+		rc := dialRaw(t, srv.Addr())
+		b, corr := rc.frame(apiVersionsReq(3))
+		rc.write(b)
+		got, _, err := rc.read()
+		if err == nil && got == corr {
+			answered++
+			continue
+		}
+		if i < 10 {
+			t.Fatalf("connection %d refused within the rate: %v", i, err)
+		}
+	}
+	if answered != 10 {
+		t.Fatalf("%d of 11 connections answered, want 10", answered)
+	}
+	if n := srv.g.QuotaStats().ConnectionsThrottled; n != 1 {
+		t.Fatalf("%d connections throttled", n)
+	}
+}

@@ -96,9 +96,11 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 			recs[i] = &kgo.Record{Topic: "quota-t", Value: value}
 		}
 		produceAll(t, p, recs)
-		if n, d := h.seen(); n == 0 || d <= 0 {
+		n, d := h.seen()
+		if n == 0 || d <= 0 {
 			t.Fatalf("producer over its quota was not throttled (%d throttles, max %v)", n, d)
 		}
+		t.Logf("franz-go producer: %d throttles, longest %v", n, d)
 	}
 	produceThrottled(gw.Addr)
 
@@ -108,6 +110,8 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 		consumeWith(kgo.ClientID("quota-app"), kgo.WithHooks(&ch), kgo.FetchMaxBytes(1<<20)))
 	if n, d := ch.seen(); n == 0 || d <= 0 {
 		t.Fatalf("consumer over its quota was not throttled (%d throttles, max %v)", n, d)
+	} else {
+		t.Logf("franz-go consumer: %d throttles, longest %v", n, d)
 	}
 
 	// request_percentage throttles any key, here Metadata.
@@ -140,6 +144,7 @@ func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 	if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
 		t.Fatalf("Java producer saw no throttle: produce-throttle-time-max %s", m[1])
 	}
+	t.Logf("Java producer: produce-throttle-time-max %s ms", m[1])
 
 	// The gateway counts what it throttled.
 	counted := regexp.MustCompile(`(?m)^iggy_kafka_quota_(produce|fetch|request)_throttled_total (\d+)`)

@@ -355,7 +355,7 @@ func TestApiVersionsUnsupported(t *testing.T) {
 func TestGoldenApiVersions(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
-	g.features = newFeatureSet(servedFeatures(), 1_700_000_000_000) // a fixed start
+	g.features = newFeatureSet(servedFeatures(&g.Cfg), 1_700_000_000_000) // a fixed start
 	for _, v := range []int16{0, 3, 4} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v

@@ -6,11 +6,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/group"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 // Config is what handlers need to know about this gateway.

@@ -618,20 +618,9 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 				continue
 			}
 		}
-		off, err := co.o.Env.WriteMarker(ctx, p, e.pid, e.epoch, commit)
-		if err != nil {
+		if err := co.WriteMarker(ctx, p, e.pid, e.epoch, commit); err != nil {
 			return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
 		}
-		if !commit {
-			if first, ok := co.Index.FirstOffset(p, e.pid); ok {
-				a := Aborted{ProducerID: e.pid, First: first, Last: off}
-				v := binary.BigEndian.AppendUint64(nil, off)
-				if err := co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: abortedKey(p, a), Value: v}}); err != nil {
-					return err
-				}
-			}
-		}
-		co.Index.Close(p, e.pid, off, !commit)
 	}
 	if commit {
 		for _, g := range e.sortedGroups() {
@@ -680,4 +669,26 @@ func (co *Coordinator) CheckWrite(ctx context.Context, id string, pid int64, epo
 	out := map[Partition]int16{}
 	co.addLocked(ctx, e, []Partition{p}, out)
 	return out[p]
+}
+
+// WriteMarker answers one partition of a WriteTxnMarkers (an operator's
+// `kafka-transactions abort` of a hanging transaction, or a broker): the
+// marker is written and the partition's view of pid's transaction ends,
+// whether or not this coordinator holds it.
+func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, commit bool) error {
+	off, err := co.o.Env.WriteMarker(ctx, p, pid, epoch, commit)
+	if err != nil {
+		return err
+	}
+	if !commit {
+		if first, ok := co.Index.FirstOffset(p, pid); ok {
+			a := Aborted{ProducerID: pid, First: first, Last: off}
+			v := binary.BigEndian.AppendUint64(nil, off)
+			if err := co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: abortedKey(p, a), Value: v}}); err != nil {
+				return err
+			}
+		}
+	}
+	co.Index.Close(p, pid, off, !commit)
+	return nil
 }

@@ -21,8 +21,9 @@ func TestTransactionalRecordsStored(t *testing.T) {
 		kb := bb.Begin(nil, 0, 1_700_000_000_000)
 		bb.Producer(42, 3, 0)
 		bb.Transactional()
-		kb = bb.AppendRecord(kb, 0, 0, []byte("k"), []byte("v0"), 0)
-		kb = bb.AppendRecord(kb, 1, 1, nil, []byte("v1"), 0)
+		for i, v := range []string{"v0", "v1"} {
+			kb = bb.AppendRecord(kb, int32(i), int64(i), nil, []byte(v), 0)
+		}
 		kb = bb.Finish(kb)
 		rb, _, err := codec.ParseBatch(kb)
 		if err != nil {

@@ -222,6 +222,12 @@ func TestMarkerMessage(t *testing.T) {
 		if !ok || c != commit || ps != (ProducerSeq{ProducerID: 0x0A0B0C0D0E, Epoch: 3, Sequence: -1, First: true, Transactional: true}) {
 			t.Fatalf("ParseMarkerID = %+v %v %v", ps, c, ok)
 		}
+		// Fetch builds the control batch a Kafka broker writes (the one
+		// codec.AppendTxnMarker makes), byte for byte.
+		out, cur := fetched(t, b, 40)
+		if want := codec.AppendTxnMarker(nil, 40, m); !bytes.Equal(out, want) || cur.Controls != 1 {
+			t.Fatalf("fetched marker\n%x\nwant\n%x", out, want)
+		}
 	}
 	// Timestamp 0 is kept as for any record; negative is none.
 	for _, ts := range []int64{0, -1} {

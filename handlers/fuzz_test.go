@@ -43,7 +43,10 @@ func FuzzDecode(f *testing.F) {
 			f.Add(fuzzSeed(s.Key, v))
 		}
 	}
-	g := newGateway(f, func(c *Config) { c.MaxFetchWait = time.Millisecond })
+	g := newGateway(f, func(c *Config) {
+		c.MaxFetchWait = time.Millisecond
+		c.Transactions = TxnConfig{Enabled: true, Version: 2} // the transaction keys answer too
+	})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, v, body, ok := fuzzTarget(data)
 		if !ok {

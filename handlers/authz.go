@@ -271,7 +271,7 @@ type secState struct {
 }
 
 func newSecurity(cfg Config, store bridge.SecurityLog, log *slog.Logger) *Security {
-	s := &Security{cfg: cfg.Authz, super: map[string]bool{}, log: log, tok: cfg.Tokens.withDefaults()}
+	s := &Security{cfg: cfg.Authz, super: map[string]bool{}, log: log, tok: cfg.Tokens.WithDefaults()}
 	if s.cfg.RefreshEvery <= 0 {
 		s.cfg.RefreshEvery = time.Second
 	}

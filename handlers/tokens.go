@@ -53,8 +53,9 @@ const (
 	DefaultTokenCheckInterval = time.Hour
 )
 
-func (tc *TokenConfig) withDefaults() TokenConfig {
-	out := *tc
+// WithDefaults is tc with Kafka's defaults for the durations left 0.
+func (tc TokenConfig) WithDefaults() TokenConfig {
+	out := tc
 	if out.MaxLifetime <= 0 {
 		out.MaxLifetime = DefaultTokenMaxLifetime
 	}

@@ -208,43 +208,43 @@ type secReader struct {
 }
 
 func (r *secReader) u8() byte {
-	if len(r.p) < 1 {
-		r.bad = true
-		return 0
+	if b := r.take(1); b != nil {
+		return b[0]
 	}
-	b := r.p[0]
-	r.p = r.p[1:]
+	return 0
+}
+
+// take returns the next n bytes, or nil (and marks r bad) when fewer are
+// left.
+func (r *secReader) take(n int) []byte {
+	if len(r.p) < n {
+		r.bad = true
+		return nil
+	}
+	b := r.p[:n]
+	r.p = r.p[n:]
 	return b
 }
 
-func (r *secReader) u32() uint32 {
-	if len(r.p) < 4 {
-		r.bad = true
-		return 0
+func (r *secReader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
 	}
-	v := binary.BigEndian.Uint32(r.p)
-	r.p = r.p[4:]
-	return v
+	return 0
+}
+
+func (r *secReader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
 }
 
 func (r *secReader) u64() uint64 {
-	if len(r.p) < 8 {
-		r.bad = true
-		return 0
+	if b := r.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
 	}
-	v := binary.BigEndian.Uint64(r.p)
-	r.p = r.p[8:]
-	return v
-}
-
-func (r *secReader) u16() uint16 {
-	if len(r.p) < 2 {
-		r.bad = true
-		return 0
-	}
-	v := binary.BigEndian.Uint16(r.p)
-	r.p = r.p[2:]
-	return v
+	return 0
 }
 
 func (r *secReader) str16() string {

@@ -20,6 +20,7 @@ import (
 	"crypto/rand"
 	"crypto/sha512"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -82,29 +83,13 @@ func (t *token) expired(nowMs int64) bool { return t.Max < nowMs || t.Expiry < n
 // ownerOrRenewer is Kafka's TokenInformation.ownerOrRenewer: the owner,
 // the requester or a renewer.
 func (t *token) ownerOrRenewer(principal string) bool {
-	if t.Owner == principal || t.Requester == principal {
-		return true
-	}
-	for _, r := range t.Renewers {
-		if r == principal {
-			return true
-		}
-	}
-	return false
+	return t.Requester == principal || t.mayRenew(principal)
 }
 
 // mayRenew is Kafka's allowedToRenew: the owner or a renewer (not the
 // requester).
 func (t *token) mayRenew(principal string) bool {
-	if t.Owner == principal {
-		return true
-	}
-	for _, r := range t.Renewers {
-		if r == principal {
-			return true
-		}
-	}
-	return false
+	return t.Owner == principal || slices.Contains(t.Renewers, principal)
 }
 
 // tokenHMAC is Kafka's token HMAC: HMAC-SHA512 keyed by the secret's

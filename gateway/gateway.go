@@ -205,6 +205,10 @@ func (r *Running) start(ctx context.Context, cfg Config) error {
 
 // logAuthz says how requests are authorized.
 func logAuthz(h handlers.Config, log *slog.Logger) {
+	if t := h.Tokens.WithDefaults(); len(t.Secret) > 0 {
+		log.Info("delegation tokens on", "max_lifetime", t.MaxLifetime, "expiry_time", t.ExpiryTime,
+			"expiry_check_interval", t.CheckInterval)
+	}
 	if !h.Authz.Enabled {
 		return
 	}

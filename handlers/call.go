@@ -40,6 +40,9 @@ type Config struct {
 	Sasl *SaslConfig
 	// Authz turns Kafka ACL authorization on (authz.go); zero: off.
 	Authz AuthzConfig
+	// Tokens are the delegation tokens' settings (tokens.go); without a
+	// secret: off.
+	Tokens TokenConfig
 	// Cluster is this gateway's membership of a cluster of gateways over
 	// one Iggy (cluster.go, docs/CLUSTER.md); nil: a one-node cluster.
 	Cluster *cluster.Node

@@ -32,6 +32,8 @@ var sharedFiles = map[string]bool{
 	"fetch_pipeline.go": true, "fetch_sessions.go": true,
 	// Produce's acks peek for the loop (Spec.NoReply).
 	"produce_acks.go": true,
+	// Delegation tokens: what keys 38-41 and the SCRAM token login share.
+	"tokens.go": true,
 	// What Produce checks and stamps because of a topic's configs.
 	"topic_policy.go": true,
 }

@@ -49,9 +49,11 @@ type config struct {
 	// iggyPasswordFile and iggyTokenFile hold Store.Iggy's secrets;
 	// readSecretFiles loads them.
 	iggyPasswordFile, iggyTokenFile string
+	// tokenSecretFile holds Handlers.Tokens.Secret (tokens.go).
+	tokenSecretFile string
 	// secretsSet records which secrets were given (by flag or variable),
 	// to refuse a secret given twice (value and file).
-	secretsSet struct{ password, token bool }
+	secretsSet struct{ password, token, tokenSecret bool }
 	// SecretFlagsOnCmdline names the secret flags given on the command
 	// line (not in the environment), space-separated, for the startup
 	// warning.
@@ -273,7 +275,7 @@ func optionsFor(c *config) []option {
 			set:   oneOf([]string{"text", "json"}, to(&c.LogFormat))},
 	}
 	// Each subject's file holds its own options.
-	for _, more := range []func(*config) []option{saslOptions, authzOptions, listenerOptions, clusterOptions, groupOptions} {
+	for _, more := range []func(*config) []option{saslOptions, authzOptions, listenerOptions, clusterOptions, groupOptions, tokenOptions} {
 		opts = append(opts, more(c)...)
 	}
 	for i := range opts {

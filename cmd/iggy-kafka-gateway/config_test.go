@@ -51,6 +51,7 @@ func TestDefaults(t *testing.T) {
 					MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
 					ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,
 					ConsumerMaxHeartbeatInterval: 15 * time.Second, ConsumerAssignors: []string{"uniform", "range"}},
+				Tokens: handlers.TokenConfig{MaxLifetime: 7 * 24 * time.Hour, ExpiryTime: 24 * time.Hour, CheckInterval: time.Hour},
 			},
 			Loop: loop.Config{
 				MaxConnections:        1024,

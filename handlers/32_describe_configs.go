@@ -51,6 +51,18 @@ func init() {
 
 func describeConfigs(c *Call, req *kmsg.DescribeConfigsRequest, resp *kmsg.DescribeConfigsResponse) (kmsg.Response, error) {
 	g := c.G
+	// The dynamic broker configs, read once for the request when a
+	// resource needs them.
+	var broker brokerView
+	var brokerErr error
+	brokerRead := false
+	readBroker := func() (brokerView, error) {
+		if !brokerRead {
+			broker, brokerErr = c.readBrokerView()
+			brokerRead = true
+		}
+		return broker, brokerErr
+	}
 	resp.Resources = make([]kmsg.DescribeConfigsResponseResource, len(req.Resources))
 	for i := range req.Resources {
 		rr := &req.Resources[i]
@@ -73,7 +85,12 @@ func describeConfigs(c *Call, req *kmsg.DescribeConfigsRequest, resp *kmsg.Descr
 				sr.ErrorCode, sr.ErrorMessage = errCode(err, opAdmin), strp(err.Error())
 				continue
 			}
-			sr.Configs = describeTopic(set, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+			bv, err := readBroker()
+			if err != nil {
+				sr.ErrorCode, sr.ErrorMessage = errCode(err, opAdmin), strp(err.Error())
+				continue
+			}
+			sr.Configs = describeTopic(set, bv, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case configResourceTypeGroup:
 			if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, rr.ResourceName) {
 				sr.ErrorCode = kerr.GroupAuthorizationFailed.Code
@@ -94,9 +111,27 @@ func describeConfigs(c *Call, req *kmsg.DescribeConfigsRequest, resp *kmsg.Descr
 				sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
 				continue
 			}
-			if rr.ResourceName != "" {
-				sr.Configs = g.describeBroker(rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+			bv, err := readBroker()
+			if err != nil {
+				sr.ErrorCode, sr.ErrorMessage = errCode(err, opAdmin), strp(err.Error())
+				continue
 			}
+			if rr.ResourceName == "" {
+				sr.Configs = describeBrokerDefaults(bv, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+			} else {
+				sr.Configs = g.describeBroker(bv, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+			}
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			if !c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				continue
+			}
+			cfgs, code, msg := g.describeLoggers(rr.ResourceName, rr.ConfigNames)
+			if code != 0 {
+				sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
+				continue
+			}
+			sr.Configs = cfgs
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 			sr.ErrorMessage = strp("config resource type " + strconv.Itoa(int(rr.ResourceType)) + " is not served by this gateway")

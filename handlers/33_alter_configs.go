@@ -41,17 +41,26 @@ func alterConfigs(c *Call, req *kmsg.AlterConfigsRequest, resp *kmsg.AlterConfig
 		sr := &resp.Resources[i]
 		sr.Default()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		names := make([]string, len(rr.Configs))
-		for j := range rr.Configs {
-			names[j] = rr.Configs[j].Name
-		}
-		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, names, configChange{
+		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, configChange{
 			topic: func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
 				return replacementSet(rr.Configs, func(name string) bool { return topicConfigs[name] != nil }, "Unknown topic config name: ")
 			},
 			group: func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
 				defs := c.G.groupConfigDefs()
 				return replacementSet(rr.Configs, func(name string) bool { _, ok := defs[name]; return ok }, "Unknown group config name: ")
+			},
+			broker: func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+				names, nulls := make([]string, len(rr.Configs)), []string(nil)
+				for j, cfg := range rr.Configs {
+					names[j] = cfg.Name
+					if cfg.Value == nil {
+						nulls = append(nulls, cfg.Name)
+					}
+				}
+				if code, msg := checkBrokerRequest(names, nulls); code != 0 {
+					return nil, code, msg
+				}
+				return replacementSet(rr.Configs, nil, "")
 			},
 		})
 		if code != 0 {

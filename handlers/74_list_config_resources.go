@@ -24,6 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/group"
 )
 
 func init() {
@@ -65,6 +67,9 @@ func listConfigResources(c *Call, req *kmsg.ListConfigResourcesRequest, resp *km
 			return fail(err)
 		}
 		for _, g := range groups {
+			if len(g) > group.MaxGroupIDLen {
+				continue // not a group: the broker configs (broker_configs.go)
+			}
 			if c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, g) {
 				add(g, configResourceTypeGroup)
 			}

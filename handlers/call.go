@@ -52,6 +52,10 @@ type Config struct {
 	// hold: the Kafka form of recently produced batches, which Fetch
 	// sends as they came; 0 or less: no cache.
 	TailCacheBytes int64
+	// LogLevel is the level of the gateway's logger (Log), which
+	// IncrementalAlterConfigs of the BROKER_LOGGER resource changes
+	// (broker_loggers.go); nil: the level cannot change.
+	LogLevel *slog.LevelVar
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -89,6 +93,9 @@ type Gateway struct {
 	// policies caches what Produce must know of each topic's configs
 	// (topic_policy.go). The zero value is ready.
 	policies policyCache
+	// brokerCfg caches the dynamic broker configs Produce needs
+	// (broker_configs.go). The zero value is ready.
+	brokerCfg brokerCache
 }
 
 // Endpoint is a host and port a listener advertises.

@@ -117,7 +117,8 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	r := resp.Resources[0]
 	got := map[string]string{}
 	for _, c := range r.Configs {
-		if !c.ReadOnly || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.Documentation == nil {
+		d := brokerDynamic[c.Name]
+		if c.ReadOnly != (d == nil || d.readOnly) || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.Documentation == nil {
 			t.Errorf("%s: read-only %v source %v", c.Name, c.ReadOnly, c.Source)
 		}
 		got[c.Name] = *c.Value
@@ -142,9 +143,9 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
 		t.Errorf("other broker: %+v", r)
 	}
-	resp = do(t, g, describeReq(4, kmsg.ConfigResourceTypeBrokerLogger, "1")).(*kmsg.DescribeConfigsResponse)
+	resp = do(t, g, describeReq(4, kmsg.ConfigResourceTypeClientMetrics, "m")).(*kmsg.DescribeConfigsResponse)
 	if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
-		t.Errorf("broker logger: %+v", r)
+		t.Errorf("client metrics: %+v", r)
 	}
 }
 
@@ -201,7 +202,8 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if r := incAlter(t, g, false, "nope", "retention.ms", set, "1"); r.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("missing topic: %+v", r)
 	}
-	// Broker configs are read-only.
+	// A static broker config cannot change (broker_configs_test.go has
+	// the dynamic ones).
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
@@ -210,7 +212,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	r.Configs = append(r.Configs, c)
 	req.Resources = append(req.Resources, r)
 	br := do(t, g, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
-	if br.ErrorCode != kerr.InvalidConfig.Code || !strings.Contains(*br.ErrorMessage, "num.partitions") {
+	if br.ErrorCode != kerr.InvalidRequest.Code || *br.ErrorMessage != "Cannot update these configs dynamically: Set(num.partitions)" {
 		t.Errorf("broker alter: %+v", br)
 	}
 }

@@ -44,7 +44,8 @@ type topicPolicy struct {
 }
 
 // policyOf reads a topic's policy from its configs (values were checked
-// when they were set; the defaults are delete and CreateTime).
+// when they were set; the defaults are delete and CreateTime, before the
+// broker's log.message.timestamp.type, which topicPolicy applies).
 func policyOf(cfg bridge.TopicConfigs) topicPolicy {
 	var p topicPolicy
 	for _, v := range strings.Split(cfg["cleanup.policy"], ",") {
@@ -106,6 +107,9 @@ func (c *Call) topicPolicy(ti *bridge.TopicInfo) (topicPolicy, error) {
 		return topicPolicy{}, err
 	}
 	p := policyOf(cfg)
+	if _, set := cfg["message.timestamp.type"]; !set {
+		p.logAppendTime = c.cachedBrokerView().brokerDefault("log.message.timestamp.type", timestampCreate) == timestampLogAppend
+	}
 	fresh := &policyEntry{id: ti.ID, p: p, read: now}
 	pc.m.Store(ti.Name, fresh)
 	if pc.gen.Load() != gen {

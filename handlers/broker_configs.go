@@ -217,16 +217,6 @@ func describeBrokerDefaults(v brokerView, names []string, synonyms, docs bool) [
 	return out
 }
 
-// isBrokerConfig reports whether name is one of the broker's configs.
-func (g *Gateway) isBrokerConfig(name string) bool {
-	for _, b := range g.brokerConfigs() {
-		if b.name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // checkBrokerResource checks the name of a BROKER resource to describe:
 // this broker's id, or "" (the cluster-wide defaults). code 0 when fine.
 func (g *Gateway) checkBrokerResource(name string) (int16, string) {

@@ -12,12 +12,18 @@
 //     segment.bytes, which Iggy cannot change). validate_only
 //     checks and keeps nothing. A missing topic is
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER resources: every broker config is read-only here (set by the
-//     gateway's flags): INVALID_CONFIG naming the config; unknown names
-//     likewise; a broker id other than this one INVALID_REQUEST.
+//   - BROKER resources (broker_configs.go): this broker's id or "" (the
+//     cluster-wide defaults); the scope's dynamic configs become the ones
+//     given. Only the dynamic broker configs may be set (the replication
+//     throttles, log.message.timestamp.type); any other name is
+//     INVALID_REQUEST "Cannot update these configs dynamically: Set(x)",
+//     a bad value INVALID_REQUEST "Invalid value v for configuration x:
+//     ...", a null value, a config named twice, another broker id
+//     INVALID_REQUEST, all in Kafka's words. ALTER_CONFIGS on the cluster.
 //   - GROUP resources (group_configs.go): the group's configs become the
 //     ones given, checked as IncrementalAlterConfigs checks them.
-//   - Other resource types: INVALID_REQUEST.
+//   - Other resource types (BROKER_LOGGER included, as on Kafka):
+//     INVALID_REQUEST.
 //
 // Version notes: v1 is v0 (throttle), v2 is flexible.
 

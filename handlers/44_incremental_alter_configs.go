@@ -10,8 +10,15 @@
 //     SUBTRACT, or one config named twice is INVALID_REQUEST, as Kafka
 //     answers. validate_only keeps nothing. A missing topic is
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER resources: read-only (INVALID_CONFIG naming the config), as
-//     in AlterConfigs.
+//   - BROKER resources (broker_configs.go): SET, DELETE of the scope's
+//     dynamic configs (this broker's id, or "" for the cluster-wide
+//     defaults), checked as AlterConfigs checks them; a DELETE of a config
+//     that is not set (a static one included) changes nothing, as on
+//     Kafka. kafka-reassign-partitions sets and clears the throttles so.
+//   - BROKER_LOGGER resources (broker_loggers.go): SET of the root
+//     logger's level, at once, not kept over a restart; Kafka's refusals
+//     (an unknown logger or level INVALID_CONFIG; DELETE of root, APPEND,
+//     SUBTRACT INVALID_REQUEST). ALTER_CONFIGS on the cluster.
 //   - GROUP resources (KIP-848 group configs, group_configs.go): SET and
 //     DELETE; the result is checked against Kafka 4.1's bounds (INVALID_CONFIG
 //     with Kafka's messages: "consumer.session.timeout.ms must be greater

@@ -185,34 +185,30 @@ func (g *Gateway) describeBroker(v brokerView, names []string, synonyms, docs bo
 	set := bridge.TopicConfigs{}
 	maps.Copy(set, v.def)
 	maps.Copy(set, v.node)
-	for _, n := range slices.Sorted(maps.Keys(set)) {
-		d := brokerDynamic[n]
-		if static[n] || d == nil || !want(n) {
-			continue
-		}
-		var doc *string
-		if docs {
-			doc = strp(d.doc)
-		}
-		out = append(out, brokerEntry(n, d.typ, d.readOnly, v.synonyms(n, nil, 0, true), synonyms, doc))
-	}
-	return out
+	return append(out, v.describeSet(set, func(n string) bool { return !static[n] && want(n) }, true, synonyms, docs)...)
 }
 
 // describeBrokerDefaults lists the cluster-wide defaults set (the BROKER
 // resource named ""), each with source DYNAMIC_DEFAULT_BROKER_CONFIG.
 func describeBrokerDefaults(v brokerView, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	out := []kmsg.DescribeConfigsResponseResourceConfig{}
-	for _, n := range slices.Sorted(maps.Keys(v.def)) {
+	want := func(n string) bool { return len(names) == 0 || slices.Contains(names, n) }
+	return append([]kmsg.DescribeConfigsResponseResourceConfig{}, v.describeSet(v.def, want, false, synonyms, docs)...)
+}
+
+// describeSet lists the dynamic configs of set that want takes, sorted,
+// with their synonyms (perBroker: as brokerView.synonyms).
+func (v brokerView) describeSet(set bridge.TopicConfigs, want func(string) bool, perBroker, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, n := range slices.Sorted(maps.Keys(set)) {
 		d := brokerDynamic[n]
-		if d == nil || len(names) > 0 && !slices.Contains(names, n) {
+		if d == nil || !want(n) {
 			continue
 		}
 		var doc *string
 		if docs {
 			doc = strp(d.doc)
 		}
-		out = append(out, brokerEntry(n, d.typ, d.readOnly, v.synonyms(n, nil, 0, false), synonyms, doc))
+		out = append(out, brokerEntry(n, d.typ, d.readOnly, v.synonyms(n, nil, 0, perBroker), synonyms, doc))
 	}
 	return out
 }

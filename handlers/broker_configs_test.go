@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,14 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/group"
 )
 
-// brokerAlter is one IncrementalAlterConfigs resource of type typ named
-// name; ops as incAlter takes them.
-func brokerAlter(t *testing.T, g *Gateway, typ kmsg.ConfigResourceType, name string, validate bool, ops ...any) kmsg.IncrementalAlterConfigsResponseResource {
-	t.Helper()
+// incAlterReq is an IncrementalAlterConfigs request of one resource of
+// type typ named name; ops are (name, op, value) triples, value "<null>"
+// for none.
+func incAlterReq(typ kmsg.ConfigResourceType, name string, validate bool, ops ...any) *kmsg.IncrementalAlterConfigsRequest {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	req.Version, req.ValidateOnly = 1, validate
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -32,7 +29,56 @@ func brokerAlter(t *testing.T, g *Gateway, typ kmsg.ConfigResourceType, name str
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	return do(t, g, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	return req
+}
+
+// incAlterResource sends incAlterReq and returns its one resource.
+func incAlterResource(t *testing.T, g *Gateway, typ kmsg.ConfigResourceType, name string, validate bool, ops ...any) kmsg.IncrementalAlterConfigsResponseResource {
+	t.Helper()
+	return do(t, g, incAlterReq(typ, name, validate, ops...)).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+}
+
+// alterResource sends an AlterConfigs request of one resource and returns
+// its answer; kv are name, value pairs, value "<null>" for none.
+func alterResource(t *testing.T, g *Gateway, typ kmsg.ConfigResourceType, name string, validate bool, kv ...string) kmsg.AlterConfigsResponseResource {
+	t.Helper()
+	req := kmsg.NewPtrAlterConfigsRequest()
+	req.Version, req.ValidateOnly = 2, validate
+	r := kmsg.NewAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = typ, name
+	for i := 0; i < len(kv); i += 2 {
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name = kv[i]
+		if kv[i+1] != "<null>" {
+			c.Value = kmsg.StringPtr(kv[i+1])
+		}
+		r.Configs = append(r.Configs, c)
+	}
+	req.Resources = append(req.Resources, r)
+	return do(t, g, req).(*kmsg.AlterConfigsResponse).Resources[0]
+}
+
+// refusal is one refused IncrementalAlterConfigs resource: its name,
+// operations, and the code and message wanted.
+type refusal struct {
+	name string
+	ops  []any
+	code int16
+	msg  string
+}
+
+// wantRefusal alters the resource (typ, name) with ops and fails t unless
+// the answer is code with message msg.
+func wantRefusal(t *testing.T, g *Gateway, typ kmsg.ConfigResourceType, name string, ops []any, code int16, msg string) {
+	t.Helper()
+	r := incAlterResource(t, g, typ, name, false, ops...)
+	if r.ErrorCode != code || r.ErrorMessage == nil || *r.ErrorMessage != msg {
+		got := "<null>"
+		if r.ErrorMessage != nil {
+			got = *r.ErrorMessage
+		}
+		t.Errorf("%v %q %v: code %d message %q, want %d %q", typ, name, ops, r.ErrorCode, got, code, msg)
+	}
 }
 
 // brokerDescribe describes the BROKER resource name with synonyms, by
@@ -81,14 +127,7 @@ func TestBrokerConfigsDynamic(t *testing.T) {
 
 func TestBrokerConfigsDynamicOverIggyStore(t *testing.T) {
 	t.Parallel()
-	srv := iggyServer(t)
-	st, err := iggy.Open(context.Background(), iggy.Options{Addr: srv.Addr(), PoolSize: 2, CallTimeout: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	testBrokerConfigsDynamic(t, newGatewayOn(t, st))
+	testBrokerConfigsDynamic(t, newGatewayOn(t, iggyStore(t)))
 }
 
 func testBrokerConfigsDynamic(t *testing.T, g *Gateway) {
@@ -96,10 +135,10 @@ func testBrokerConfigsDynamic(t *testing.T, g *Gateway) {
 	if _, ok := brokerDescribe(t, g, "1")[rate]; ok {
 		t.Fatalf("%s listed before it is set", rate)
 	}
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBroker, "", false, rate, cfgSet, "2000", "log.message.timestamp.type", cfgSet, "LogAppendTime"); r.ErrorCode != 0 {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "", false, rate, cfgSet, "2000", "log.message.timestamp.type", cfgSet, "LogAppendTime"); r.ErrorCode != 0 {
 		t.Fatalf("set default: %+v %v", r, r.ErrorMessage)
 	}
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBroker, "1", false, rate, cfgSet, " 1000 ", "follower.replication.throttled.rate", cfgSet, "1000"); r.ErrorCode != 0 {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "1", false, rate, cfgSet, " 1000 ", "follower.replication.throttled.rate", cfgSet, "1000"); r.ErrorCode != 0 {
 		t.Fatalf("set per broker: %+v %v", r, r.ErrorMessage)
 	}
 	cs := brokerDescribe(t, g, "1")
@@ -135,7 +174,7 @@ func testBrokerConfigsDynamic(t *testing.T, g *Gateway) {
 		t.Fatalf("produce under the broker's LogAppendTime: code %d append time %d", p.ErrorCode, p.LogAppendTime)
 	}
 	// Deleted: back to the static value, at once for Produce.
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBroker, "", false, "log.message.timestamp.type", cfgDel, "<null>"); r.ErrorCode != 0 {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "", false, "log.message.timestamp.type", cfgDel, "<null>"); r.ErrorCode != 0 {
 		t.Fatalf("delete: %+v", r)
 	}
 	if p := produceOne(t, g, produceReq(11, "bt", 0, batch(rec{value: []byte("y"), ts: baseTs}))); p.ErrorCode != 0 || p.LogAppendTime != -1 {
@@ -173,12 +212,7 @@ func TestBrokerConfigsRefused(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
 	const rate = "follower.replication.throttled.rate"
-	for _, tc := range []struct {
-		name string
-		ops  []any
-		code int16
-		msg  string
-	}{
+	for _, tc := range []refusal{
 		{"1", []any{"num.partitions", cfgSet, "9"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(num.partitions)"},
 		{"1", []any{rate, cfgSet, "5", "made.up", cfgSet, "1", "log.dirs", cfgSet, "/x"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(log.dirs, made.up)"},
 		{"", []any{"message.max.bytes", cfgSet, "100"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(message.max.bytes)"},
@@ -192,16 +226,13 @@ func TestBrokerConfigsRefused(t *testing.T) {
 		{"2", []any{rate, cfgSet, "5"}, kerr.InvalidRequest.Code, "Unexpected broker id, expected 1, but received 2"},
 		{"one", []any{rate, cfgSet, "5"}, kerr.InvalidRequest.Code, "Node id must be an integer, but it is: one"},
 	} {
-		r := brokerAlter(t, g, kmsg.ConfigResourceTypeBroker, tc.name, false, tc.ops...)
-		if r.ErrorCode != tc.code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
-			t.Errorf("%q %v: code %d message %v, want %d %q", tc.name, tc.ops, r.ErrorCode, value(kmsg.DescribeConfigsResponseResourceConfig{Value: r.ErrorMessage}), tc.code, tc.msg)
-		}
+		wantRefusal(t, g, kmsg.ConfigResourceTypeBroker, tc.name, tc.ops, tc.code, tc.msg)
 	}
 	// A DELETE of a config that cannot be set is a no-op, as on Kafka.
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBroker, "1", false, "num.partitions", cfgDel, "<null>"); r.ErrorCode != 0 {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "1", false, "num.partitions", cfgDel, "<null>"); r.ErrorCode != 0 {
 		t.Errorf("delete of a static config: %+v", r)
 	}
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBroker, "1", true, rate, cfgSet, "5"); r.ErrorCode != 0 {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "1", true, rate, cfgSet, "5"); r.ErrorCode != 0 {
 		t.Fatalf("validate only: %+v", r)
 	}
 	if _, ok := brokerDescribe(t, g, "1")[rate]; ok {
@@ -219,20 +250,7 @@ func TestBrokerConfigsAlterConfigs(t *testing.T) {
 	g := newGateway(t)
 	alter := func(validate bool, kv ...string) kmsg.AlterConfigsResponseResource {
 		t.Helper()
-		req := kmsg.NewPtrAlterConfigsRequest()
-		req.Version, req.ValidateOnly = 2, validate
-		r := kmsg.NewAlterConfigsRequestResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
-		for i := 0; i < len(kv); i += 2 {
-			c := kmsg.NewAlterConfigsRequestResourceConfig()
-			c.Name = kv[i]
-			if kv[i+1] != "<null>" {
-				c.Value = kmsg.StringPtr(kv[i+1])
-			}
-			r.Configs = append(r.Configs, c)
-		}
-		req.Resources = append(req.Resources, r)
-		return do(t, g, req).(*kmsg.AlterConfigsResponse).Resources[0]
+		return alterResource(t, g, kmsg.ConfigResourceTypeBroker, "1", validate, kv...)
 	}
 	if r := alter(false, "leader.replication.throttled.rate", "10", "follower.replication.throttled.rate", "20"); r.ErrorCode != 0 {
 		t.Fatalf("alter: %+v", r)
@@ -257,13 +275,7 @@ func TestBrokerConfigsAlterConfigs(t *testing.T) {
 func TestBrokerConfigsAuthorized(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, withAuthz)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "leader.replication.throttled.rate", kmsg.StringPtr("1")
-	r.Configs = append(r.Configs, c)
-	req.Resources = append(req.Resources, r)
+	req := incAlterReq(kmsg.ConfigResourceTypeBroker, "1", false, "leader.replication.throttled.rate", cfgSet, "1")
 	if got := doAs(t, g, "User:alice", req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; got.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("alice alters: %+v", got)
 	}
@@ -289,31 +301,23 @@ func TestBrokerLoggers(t *testing.T) {
 		r.Configs[0].Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
 		t.Fatalf("describe: %+v", r)
 	}
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBrokerLogger, "1", true, "root", cfgSet, "DEBUG"); r.ErrorCode != 0 || lv.Level() != slog.LevelInfo {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBrokerLogger, "1", true, "root", cfgSet, "DEBUG"); r.ErrorCode != 0 || lv.Level() != slog.LevelInfo {
 		t.Fatalf("validate only: %+v, level %v", r, lv.Level())
 	}
-	if r := brokerAlter(t, g, kmsg.ConfigResourceTypeBrokerLogger, "1", false, "root", cfgSet, "TRACE"); r.ErrorCode != 0 || lv.Level() >= slog.LevelDebug {
+	if r := incAlterResource(t, g, kmsg.ConfigResourceTypeBrokerLogger, "1", false, "root", cfgSet, "TRACE"); r.ErrorCode != 0 || lv.Level() >= slog.LevelDebug {
 		t.Fatalf("set TRACE: %+v, level %v", r, lv.Level())
 	}
 	if r := describe("1"); value(r.Configs[0]) != "TRACE" {
 		t.Errorf("after TRACE: %s", value(r.Configs[0]))
 	}
-	for _, tc := range []struct {
-		name string
-		ops  []any
-		code int16
-		msg  string
-	}{
+	for _, tc := range []refusal{
 		{"1", []any{"root", cfgSet, "LOUD"}, kerr.InvalidConfig.Code, "Cannot set the log level of root to LOUD as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN"},
 		{"1", []any{"kafka.server", cfgSet, "INFO"}, kerr.InvalidConfig.Code, "Logger kafka.server does not exist!"},
 		{"1", []any{"root", cfgDel, "<null>"}, kerr.InvalidRequest.Code, "Removing the log level of the root logger is not allowed"},
 		{"1", []any{"root", cfgApp, "INFO"}, kerr.InvalidRequest.Code, "APPEND operation is not allowed for the BROKER_LOGGER resource"},
 		{"2", []any{"root", cfgSet, "INFO"}, kerr.InvalidRequest.Code, "Unexpected node id. Expected 1, but received 2"},
 	} {
-		r := brokerAlter(t, g, kmsg.ConfigResourceTypeBrokerLogger, tc.name, false, tc.ops...)
-		if r.ErrorCode != tc.code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
-			t.Errorf("%v: %d %v", tc.ops, r.ErrorCode, r.ErrorMessage)
-		}
+		wantRefusal(t, g, kmsg.ConfigResourceTypeBrokerLogger, tc.name, tc.ops, tc.code, tc.msg)
 	}
 	for name, msg := range map[string]string{"": "Broker id must not be empty", "2": "Unexpected broker id, expected 1 but received 2"} {
 		if r := describe(name); r.ErrorCode != kerr.InvalidRequest.Code || *r.ErrorMessage != msg {

@@ -7,7 +7,10 @@ package handlers
 //     without a key is refused, per record (KIP-467 record errors), and
 //     nothing of its batch is stored. Tombstones (a key, no value) are
 //     fine.
-//   - message.timestamp.type=LogAppendTime: the batch gets the append time
+//   - message.timestamp.type=LogAppendTime (the topic's, else the dynamic
+//     broker config log.message.timestamp.type, broker_configs.go, read
+//     through brokerCache: a change through another gateway applies
+//     within two policyMaxAge): the batch gets the append time
 //     as its max timestamp and the LogAppendTime attribute, so consumers
 //     read that time for every record; the Produce answer carries it.
 //

@@ -61,6 +61,10 @@ type Config struct {
 	// Transactions turns the transaction coordinator on (txn.go); the
 	// zero value refuses transactions, as the gateway always did.
 	Transactions TxnConfig
+	// LogLevel is the level of the gateway's logger (Log), which
+	// IncrementalAlterConfigs of the BROKER_LOGGER resource changes
+	// (broker_loggers.go); nil: the level cannot change.
+	LogLevel *slog.LevelVar
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -105,6 +109,9 @@ type Gateway struct {
 	// policies caches what Produce must know of each topic's configs
 	// (topic_policy.go). The zero value is ready.
 	policies policyCache
+	// brokerCfg caches the dynamic broker configs Produce needs
+	// (broker_configs.go). The zero value is ready.
+	brokerCfg brokerCache
 }
 
 // Endpoint is a host and port a listener advertises.

@@ -36,6 +36,8 @@ var sharedFiles = map[string]bool{
 	"tokens.go": true,
 	// What Produce checks and stamps because of a topic's configs.
 	"topic_policy.go": true,
+	// Broker configs and loggers of keys 32, 33 and 44.
+	"broker_configs.go": true, "broker_loggers.go": true,
 }
 
 var (

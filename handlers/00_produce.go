@@ -4,9 +4,19 @@
 //   - Advertised from v0 (KAFKA-18659: librdkafka refuses a broker whose
 //     Produce minimum is above 0) but v0-2 carry message format v0/v1, which
 //     we do not store: every partition gets UNSUPPORTED_VERSION.
-//   - A non-empty transactional_id gets UNSUPPORTED_VERSION on every
-//     partition before anything is stored; so does a batch with the
-//     transactional or control bit. Transactions are not supported.
+//   - Without --transactions enabled, a non-empty transactional_id gets
+//     UNSUPPORTED_VERSION on every partition before anything is stored; so
+//     does a batch with the transactional or control bit. With it
+//     (docs/TRANSACTIONS.md): WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); a
+//     control batch is INVALID_RECORD (markers are the coordinator's); a
+//     transactional batch needs the request's transactional id
+//     (INVALID_RECORD) and passes the coordinator's check (checkTxnBatch:
+//     its producer and epoch, an ongoing transaction holding the
+//     partition; Produce v12+ under transaction.version 2 adds the
+//     partition itself), then is stored as an idempotent batch, the first
+//     of its transaction on the partition recording where the
+//     transaction starts there (the last stable offset).
 //   - acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS on every partition.
 //   - Cluster mode (docs/CLUSTER.md): a partition another gateway leads,
 //     or any partition while this gateway's session is not known live, is
@@ -92,7 +102,7 @@
 //     allows zstd (KIP-110); v8 adds per-record errors and an error message
 //     (KIP-467); v9 is flexible; v10/v11 add the current-leader tagged fields
 //     (KIP-951), left at their defaults (not sent). v12 (KIP-890 part 2)
-//     changes only transactional produce, which is refused. v13 (KIP-516)
+//     adds a transactional batch's partition to its transaction. v13 (KIP-516)
 //     names topics by id: an id that names no topic, or no longer names the
 //     topic of that name (deleted, created again), is UNKNOWN_TOPIC_ID for
 //     each of its partitions, and nothing is auto-created by id.

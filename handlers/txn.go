@@ -107,6 +107,9 @@ func (e txnEnv) HighWatermark(ctx context.Context, p txn.Partition) (uint64, err
 func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epoch int16, commit bool) (uint64, error) {
 	g := e.g
 	ti, err := g.Store.Topic(ctx, g.Cfg.Stream, p.Topic)
+	if errors.Is(err, bridge.ErrTopicNotFound) || err == nil && p.Partition >= ti.Partitions {
+		return 0, txn.ErrPartitionGone
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -52,6 +53,11 @@ type Options struct {
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 }
+
+// ErrPartitionGone is what Env.WriteMarker answers for a partition that no
+// longer exists (its topic was deleted): there is nothing left to mark,
+// and the transaction ends without it.
+var ErrPartitionGone = errors.New("txn: the partition no longer exists")
 
 // MaxIDLen bounds a transactional id.
 const MaxIDLen = 1024
@@ -677,6 +683,10 @@ func (co *Coordinator) CheckWrite(ctx context.Context, id string, pid int64, epo
 // whether or not this coordinator holds it.
 func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, commit bool) error {
 	off, err := co.o.Env.WriteMarker(ctx, p, pid, epoch, commit)
+	if errors.Is(err, ErrPartitionGone) {
+		co.Index.Close(p, pid, 0, false)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -415,3 +415,30 @@ func TestEntryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// goneEnv answers every marker with ErrPartitionGone.
+type goneEnv struct{ *fakeEnv }
+
+func (goneEnv) WriteMarker(context.Context, Partition, int64, int16, bool) (uint64, error) {
+	return 0, ErrPartitionGone
+}
+
+// TestDeletedPartitionEnds: a transaction whose partition's topic was
+// deleted ends without a marker there, and holds no LSO.
+func TestDeletedPartitionEnds(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	env := goneEnv{newEnv()}
+	co := New(Options{Store: &memStore{}, Env: env, MaxTimeout: time.Minute, Now: func() time.Time { return now }})
+	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
+	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, 0, []Partition{pa}, false, false); code != 0 {
+		t.Fatal(code)
+	}
+	co.Index.BeginFirst(pa, r.ProducerID)(3, true)
+	if e := co.End(ctx, "t", r.ProducerID, 0, true, false, false); e.Code != 0 {
+		t.Fatalf("commit: %+v", e)
+	}
+	if got := co.Index.LastStable(pa, 9); got != 9 {
+		t.Fatalf("LSO: %d", got)
+	}
+}

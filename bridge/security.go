@@ -1,7 +1,7 @@
 package bridge
 
-// The gateway's security state (Kafka ACL bindings, SCRAM credentials and
-// client quotas, docs/SECURITY.md) is kept as an ordered log of small records in the
+// The gateway's security state (Kafka ACL bindings, SCRAM credentials,
+// delegation tokens and client quotas, docs/SECURITY.md) is kept as an ordered log of small records in the
 // store: the embedded store under its own key prefix, a real Iggy server in
 // the state stream (docs/IGGY.md). The handlers rebuild their in-memory
 // view by replaying it, so the records' meaning lives here once and both
@@ -15,6 +15,11 @@ package bridge
 //	    u8 len salt, salt, u8 len stored key, stored key,
 //	    u8 len server key, server key    a SCRAM credential was set
 //	'X' u16 len name, name, u8 mechanism   a SCRAM credential was deleted
+//	'D' u16 len id, id, u16 len owner, owner, u16 len requester, requester,
+//	    u16 count, count x (u16 len renewer, renewer),
+//	    i64 issued, i64 max, i64 expiry   a delegation token was created or
+//	    renewed (its whole state; times in Unix milliseconds)
+//	'E' u16 len id, id   a delegation token was expired or purged
 //	'Q' u8 n, n x (u16 len type, type, u8 default, u16 len name, name),
 //	    u16 len key, key, u8 remove, [f64 value unless remove]
 //	    a client quota of an entity was set or removed
@@ -78,8 +83,58 @@ const (
 	SecACLRemove   = 'R'
 	SecScramSet    = 'U'
 	SecScramDelete = 'X'
+	SecTokenSet    = 'D'
+	SecTokenRemove = 'E'
 	SecQuota       = 'Q'
 )
+
+// TokenRecord is a delegation token's state (KIP-48), or its removal when
+// Remove is set (only ID is then kept). Principals are "Type:name". The
+// token's HMAC is not kept: it is computed from the secret and the id.
+type TokenRecord struct {
+	ID        string
+	Owner     string
+	Requester string
+	Renewers  []string
+	Issued    int64
+	Max       int64
+	Expiry    int64
+	Remove    bool
+}
+
+// maxRenewers bounds a token's renewers in a record.
+const maxRenewers = 1024
+
+// AppendTokenRecord appends a 'D' (set) or, with r.Remove, 'E' record.
+func AppendTokenRecord(dst []byte, r TokenRecord) ([]byte, error) {
+	kind := byte(SecTokenSet)
+	if r.Remove {
+		kind = SecTokenRemove
+	}
+	dst = append(dst, kind)
+	dst, err := appendStr16(dst, r.ID)
+	if err != nil || r.Remove {
+		return dst, err
+	}
+	if len(r.Renewers) > maxRenewers {
+		return nil, errSecurityRecord
+	}
+	for _, s := range []string{r.Owner, r.Requester} {
+		if dst, err = appendStr16(dst, s); err != nil {
+			return nil, err
+		}
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(r.Renewers)))
+	for _, s := range r.Renewers {
+		if dst, err = appendStr16(dst, s); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range []int64{r.Issued, r.Max, r.Expiry} {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v))
+	}
+	return dst, nil
+}
 
 // MaxSecurityString bounds a name, principal or host in a record; Kafka's
 // own are short and the handlers refuse longer ones before they get here.
@@ -204,6 +259,7 @@ type SecurityRecord struct {
 	Kind  byte
 	ACL   ACLBinding
 	Scram ScramRecord
+	Token TokenRecord
 	Quota QuotaRecord
 }
 
@@ -213,13 +269,10 @@ type secReader struct {
 }
 
 func (r *secReader) u8() byte {
-	if len(r.p) < 1 {
-		r.bad = true
-		return 0
+	if b := r.take(1); b != nil {
+		return b[0]
 	}
-	b := r.p[0]
-	r.p = r.p[1:]
-	return b
+	return 0
 }
 
 // take returns the next n bytes, or nil (and marks r bad) when fewer are
@@ -232,6 +285,13 @@ func (r *secReader) take(n int) []byte {
 	b := r.p[:n]
 	r.p = r.p[n:]
 	return b
+}
+
+func (r *secReader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
 }
 
 func (r *secReader) u32() uint32 {
@@ -311,6 +371,25 @@ func ParseSecurityRecord(rec []byte) (out SecurityRecord, ok bool) {
 		s.Salt = r.bytes8()
 		s.StoredKey = r.bytes8()
 		s.ServerKey = r.bytes8()
+	case SecTokenSet, SecTokenRemove:
+		t := &out.Token
+		t.ID = r.str16()
+		if out.Kind == SecTokenRemove {
+			t.Remove = true
+			break
+		}
+		t.Owner = r.str16()
+		t.Requester = r.str16()
+		n := int(r.u16())
+		if n > maxRenewers {
+			return SecurityRecord{}, false
+		}
+		for i := 0; i < n && !r.bad; i++ {
+			t.Renewers = append(t.Renewers, r.str16())
+		}
+		t.Issued = int64(r.u64())
+		t.Max = int64(r.u64())
+		t.Expiry = int64(r.u64())
 	case SecQuota:
 		q := &out.Quota
 		n := int(r.u8())

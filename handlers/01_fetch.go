@@ -59,9 +59,13 @@
 //     queue more than its outbound cap; with no room at all a Fetch returns
 //     no records (parking like any Fetch short of min_bytes) until the
 //     client reads.
-//   - HighWatermark = LastStableOffset = next offset (no transactions);
-//     LogStartOffset = earliest stored offset; no aborted transactions;
-//     PreferredReadReplica -1. isolation_level read_committed reads the same.
+//   - HighWatermark = next offset; LastStableOffset = the first offset of
+//     the partition's oldest open transaction, else the high watermark
+//     (always, without --transactions enabled); isolation_level
+//     read_committed returns only whole batches below it and the aborted
+//     transactions overlapping what it returns (fetch_pipeline.go,
+//     fetchRun.stable; docs/TRANSACTIONS.md); LogStartOffset = earliest
+//     stored offset; PreferredReadReplica -1.
 //   - Transient store failures are NOT_LEADER_OR_FOLLOWER (the Java consumer
 //     throws on codes it does not expect; it refreshes metadata and retries
 //     on this one); a failed store disk is KAFKA_STORAGE_ERROR, which it

@@ -43,6 +43,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -80,7 +81,7 @@ func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsRe
 			}
 			if code == 0 {
 				var err error
-				sp.Offset, sp.Timestamp, err = c.offsetFor(rt.Topic, rp.Partition, rp.Timestamp)
+				sp.Offset, sp.Timestamp, err = c.offsetFor(rt.Topic, rp.Partition, rp.Timestamp, req.IsolationLevel == 1)
 				code = errCode(err, opOffsets)
 			}
 			if code != 0 {
@@ -94,8 +95,30 @@ func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsRe
 	return resp, nil
 }
 
-// offsetFor answers one partition for timestamp ts (ms or special).
-func (c *Call) offsetFor(topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+// offsetFor answers one partition for timestamp ts (ms or special);
+// committed (read_committed) answers latest with the last stable offset,
+// and a timestamp found past it with none, as Kafka does.
+func (c *Call) offsetFor(topic string, partition int32, ts int64, committed bool) (offset, timestamp int64, err error) {
+	off, t, err := c.offsetForUncommitted(topic, partition, ts)
+	if err != nil || !committed || c.G.Txn == nil || off < 0 || ts == tsEarliest || ts == tsEarliestLocal {
+		return off, t, err
+	}
+	st, err := c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, topic, partition)
+	if err != nil {
+		return -1, -1, err
+	}
+	lso := int64(c.G.Txn.Index.LastStable(txn.Partition{Topic: topic, Partition: partition}, st.Next))
+	switch {
+	case ts == tsLatest:
+		return lso, -1, nil
+	case off >= lso:
+		return -1, -1, nil
+	}
+	return off, t, nil
+}
+
+// offsetForUncommitted is offsetFor for read_uncommitted.
+func (c *Call) offsetForUncommitted(topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
 	g := c.G
 	switch ts {
 	case tsLatest, tsEarliest, tsEarliestLocal:

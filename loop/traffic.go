@@ -149,7 +149,7 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		}
 		tooNew = true
 	}
-	if !spec.Inline && !tooNew {
+	if (!spec.Inline || spec.Queued != nil && spec.Queued(body[hdr.BodyOffset:], hdr.Version)) && !tooNew {
 		if s.requestsFull(cs, total) {
 			// The connection's jobs already hold their share of request
 			// copies; wait for one to finish (it wakes us through release,

@@ -15,14 +15,8 @@ import (
 // muted) until the throttle ends, and serves it again after.
 func TestThrottledConnectionIsMutedThenServed(t *testing.T) {
 	t.Parallel()
-	srv, _ := newTestServer(t, Config{})
-	rc := dialRaw(t, srv.Addr())
-	ensureTopic(t, rc, "thr")
-
-	setProducerRate(t, rc, 320)
-
-	var b []byte
-	b, _ = rc.frame(produceReq("thr", -1, strings.Repeat("v", 4000)))
+	srv, rc := throttledConn(t, "thr")
+	b, _ := rc.frame(produceReq("thr", -1, strings.Repeat("v", 4000)))
 	rc.write(b)
 	pr := kmsg.NewPtrProduceResponse()
 	pr.SetVersion(9)
@@ -41,18 +35,16 @@ func TestThrottledConnectionIsMutedThenServed(t *testing.T) {
 	}
 }
 
-// setProducerRate sets producer_byte_rate for rawConn's client id. The
-// produces of the tests are ~4.2 KB: 420 B/s over the first 10 s window;
-// against 320 B/s that is about 3 s of throttle.
-func setProducerRate(t *testing.T, rc *rawConn, rate float64) {
+// setQuota sets key of the entity (typ, name) to value.
+func setQuota(t *testing.T, rc *rawConn, typ, name, key string, value float64) {
 	t.Helper()
 	alter := kmsg.NewPtrAlterClientQuotasRequest()
 	alter.SetVersion(1)
 	e := kmsg.NewAlterClientQuotasRequestEntry()
 	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
-	ent.Type, ent.Name = "client-id", kmsg.StringPtr("test") // rawConn's client id
+	ent.Type, ent.Name = typ, kmsg.StringPtr(name)
 	op := kmsg.NewAlterClientQuotasRequestEntryOp()
-	op.Key, op.Value = "producer_byte_rate", rate
+	op.Key, op.Value = key, value
 	e.Entity, e.Ops = []kmsg.AlterClientQuotasRequestEntryEntity{ent}, []kmsg.AlterClientQuotasRequestEntryOp{op}
 	alter.Entries = append(alter.Entries, e)
 	b, _ := rc.frame(alter)
@@ -65,14 +57,24 @@ func setProducerRate(t *testing.T, rc *rawConn, rate float64) {
 	}
 }
 
+// throttledConn is a connection to a fresh server whose client id
+// ("test", rawConn's) has producer_byte_rate 320, and the topic it
+// produces to. The produces of the tests are ~4.2 KB: 420 B/s over the
+// first 10 s window, about 3 s of throttle.
+func throttledConn(t *testing.T, topic string) (*Server, *rawConn) {
+	t.Helper()
+	srv, _ := newTestServer(t, Config{})
+	rc := dialRaw(t, srv.Addr())
+	ensureTopic(t, rc, topic)
+	setQuota(t, rc, "client-id", "test", "producer_byte_rate", 320)
+	return srv, rc
+}
+
 // A client older than KIP-219 (Produce v5) is not told to wait: as Kafka,
 // the gateway holds its answer for the throttle time instead.
 func TestThrottledOldClientAnswerHeld(t *testing.T) {
 	t.Parallel()
-	srv, _ := newTestServer(t, Config{})
-	rc := dialRaw(t, srv.Addr())
-	ensureTopic(t, rc, "thr-old")
-	setProducerRate(t, rc, 320)
+	_, rc := throttledConn(t, "thr-old")
 	req := produceReq("thr-old", -1, strings.Repeat("v", 4000))
 	req.SetVersion(5)
 	b, _ := rc.frame(req)
@@ -98,24 +100,7 @@ func TestThrottledOldClientAnswerHeld(t *testing.T) {
 func TestConnectionRateRefused(t *testing.T) {
 	t.Parallel()
 	srv, _ := newTestServer(t, Config{})
-	admin := dialRaw(t, srv.Addr())
-	alter := kmsg.NewPtrAlterClientQuotasRequest()
-	alter.SetVersion(1)
-	e := kmsg.NewAlterClientQuotasRequestEntry()
-	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
-	ent.Type, ent.Name = "ip", kmsg.StringPtr("127.0.0.1")
-	op := kmsg.NewAlterClientQuotasRequestEntryOp()
-	op.Key, op.Value = "connection_creation_rate", 1
-	e.Entity, e.Ops = []kmsg.AlterClientQuotasRequestEntryEntity{ent}, []kmsg.AlterClientQuotasRequestEntryOp{op}
-	alter.Entries = append(alter.Entries, e)
-	b, _ := admin.frame(alter)
-	admin.write(b)
-	ar := kmsg.NewPtrAlterClientQuotasResponse()
-	ar.SetVersion(1)
-	admin.readResp(ar)
-	if ar.Entries[0].ErrorCode != 0 {
-		t.Fatalf("%+v", ar)
-	}
+	setQuota(t, dialRaw(t, srv.Addr()), "ip", "127.0.0.1", "connection_creation_rate", 1)
 	answered := 0
 	for i := 0; i < 11; i++ {
 		rc := dialRaw(t, srv.Addr())

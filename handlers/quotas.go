@@ -10,13 +10,12 @@ package handlers
 // gateways of a cluster when they re-read the log; secState.quotas is its
 // meaning. What acts on it is here: produce and fetch byte rates and the
 // request percentage per (user, client-id) with Kafka's precedence of
-// entities, each measured by
-// a rate over Kafka's sample windows (quota.window.num 11,
-// quota.window.size.seconds 1), and the throttle time a broker computes
-// from it; the connection-creation rate per IP is in ConnectionThrottle.
-// The handlers put the throttle time in the response (throttle_time_ms)
-// and on the Call; the loop then stops reading the connection for that
-// long (KIP-219).
+// entities, each measured by a rate over Kafka's sample windows
+// (quota.window.num 11, quota.window.size.seconds 1), and the throttle
+// time a broker computes from it; the connection-creation rate per IP is
+// in ConnectionThrottle. The handlers put the throttle time in the
+// response (throttle_time_ms) and on the Call; the loop then stops
+// reading the connection for that long (KIP-219, loop/throttle.go).
 
 import (
 	"math"

@@ -134,21 +134,8 @@ func TestStreamsWordCountExactlyOnce(t *testing.T) {
 	createTopic(t, cl, in, 2)
 	createTopic(t, cl, out, 2)
 	src := javaSource(t, "java/src/WordCount.java")
-	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"}
 	want := map[string]int{}
-	produceLines := func(from, to int) {
-		var recs []*kgo.Record
-		for i := from; i < to; i++ {
-			var ws []string
-			for j := 0; j <= i%3; j++ {
-				w := words[(i*(j+2)+j)%len(words)]
-				ws = append(ws, w)
-				want[w]++
-			}
-			recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i), Value: []byte(strings.Join(ws, " "))})
-		}
-		produceAll(t, cl, recs)
-	}
+	produceLines := func(from, to int) { produceWordLines(t, cl, in, from, to, want) }
 	countsMatch := func() error {
 		got := committedLatest(t, gw.Addr, out)
 		for w, n := range want {

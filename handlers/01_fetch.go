@@ -13,11 +13,13 @@
 //     unknown id: FETCH_SESSION_ID_NOT_FOUND (top level, no partitions).
 //     Epoch -1 closes the session named and is answered sessionless. Any
 //     connection may use any session, as on Kafka. Rack, replica id/state
-//     and leader epochs are ignored.
+//     and the log-start and high-watermark fields of followers are ignored.
 //   - Per partition (fetch_pipeline.go), in Kafka's order: a topic the
 //     client may not read is TOPIC_AUTHORIZATION_FAILED; an unknown topic
 //     or partition UNKNOWN_TOPIC_OR_PARTITION (no auto-creation on Fetch);
 //     one another gateway leads NOT_LEADER_OR_FOLLOWER (cluster mode); a
+//     current_leader_epoch (v9+, KIP-320) older than the partition's
+//     FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1: not checked); a
 //     fetch offset below the earliest stored offset or above the high
 //     watermark OFFSET_OUT_OF_RANGE, as on Kafka (the Rust gateway reads
 //     from the oldest message instead, so auto.offset.reset never fires

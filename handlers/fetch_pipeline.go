@@ -82,8 +82,12 @@ type fetchPart struct {
 	// led: the topic name is valid, the partition not negative and this
 	// gateway leads it (cluster mode), decided once before any read; only
 	// such a partition is read.
-	led   bool
-	state bridge.PartitionState
+	led bool
+	// epochCode: the request's current_leader_epoch (v9+) does not match
+	// the partition's (FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH, as a
+	// Kafka leader answers before it reads); the partition is not read.
+	epochCode int16
+	state     bridge.PartitionState
 	// stateCode is the error code of the state's read, 0 when state is
 	// the partition's.
 	stateCode int16
@@ -257,7 +261,15 @@ func (fr *fetchRun) lookup(ft *fetchTopic) {
 // looked at only once readState set it.
 func (fr *fetchRun) plan(fp *fetchPart, ft *fetchTopic, rp *kmsg.FetchRequestTopicPartition) {
 	fp.rp = rp
-	fp.led = rp.Partition >= 0 && ft.valid && fr.cluster.Leads(ft.name, rp.Partition)
+	fp.led, fp.epochCode = false, 0
+	if rp.Partition >= 0 && ft.valid {
+		latest, leads := fr.cluster.LeaderEpoch(ft.name, rp.Partition)
+		fp.led = leads
+		if leads && fr.req.Version >= 9 {
+			fp.epochCode = currentEpochCode(rp.CurrentLeaderEpoch, latest)
+			fp.led = fp.epochCode == 0
+		}
+	}
 }
 
 // place is fp's error code from its topic's lookup, its partition number
@@ -269,6 +281,8 @@ func place(ft *fetchTopic, fp *fetchPart) int16 {
 		return ft.code
 	case fp.rp.Partition < 0 || fp.rp.Partition >= ft.ti.Partitions:
 		return kerr.UnknownTopicOrPartition.Code
+	case fp.epochCode != 0:
+		return fp.epochCode
 	case !fp.led:
 		return kerr.NotLeaderForPartition.Code
 	}

@@ -43,7 +43,7 @@ type Options struct {
 	// transaction.max.timeout.ms); a larger one is INVALID_TRANSACTION_TIMEOUT.
 	MaxTimeout time.Duration
 	// MaxIDs bounds how many transactional ids are kept; a new one past it
-	// is refused with COORDINATOR_LOAD_IN_PROGRESS... until idle ones
+	// is refused with COORDINATOR_LOAD_IN_PROGRESS until idle ones
 	// expire (IDExpiry).
 	MaxIDs int
 	// IDExpiry forgets an id idle that long in a complete state (Kafka's
@@ -390,16 +390,10 @@ func (co *Coordinator) addLocked(ctx context.Context, e *txnEntry, parts []Parti
 	if len(fresh) == 0 && e.state == Ongoing {
 		return 0
 	}
-	now := co.nowMs()
-	if e.state != Ongoing {
-		e.state, e.startMs = Ongoing, now
-		clear(e.parts)
-		clear(e.groups)
-	}
+	e.begin(co.nowMs())
 	for i, p := range fresh {
 		e.parts[p] = bounds[i]
 	}
-	e.updateMs = now
 	if err := co.save(ctx, e, false); err != nil {
 		for _, p := range fresh {
 			delete(e.parts, p)
@@ -419,19 +413,42 @@ func partitionCode(err error) int16 {
 	return kerr.UnknownTopicOrPartition.Code
 }
 
-// AddGroup answers AddOffsetsToTxn: the group joins the transaction.
-func (co *Coordinator) AddGroup(ctx context.Context, id string, pid int64, epoch int16, group string, fencedOld bool) int16 {
+// producerEntry is id's entry, locked, when pid at epoch is its producer
+// and no end is being written (the checks AddOffsetsToTxn and
+// TxnOffsetCommit make), else nil and the code to answer.
+func (co *Coordinator) producerEntry(id string, pid int64, epoch int16, fencedOld bool) (*txnEntry, int16) {
 	e, _ := co.entry(id, false)
 	if e == nil {
-		return kerr.InvalidProducerIDMapping.Code
+		return nil, kerr.InvalidProducerIDMapping.Code
 	}
-	defer e.mu.Unlock()
-	if code := check(e, pid, epoch, fencedOld); code != 0 {
+	code := check(e, pid, epoch, fencedOld)
+	if code == 0 && (e.state == PrepareCommit || e.state == PrepareAbort) {
+		code = kerr.ConcurrentTransactions.Code
+	}
+	if code != 0 {
+		e.mu.Unlock()
+		return nil, code
+	}
+	return e, 0
+}
+
+// begin makes e's transaction Ongoing from now, unless it is. Under e.mu.
+func (e *txnEntry) begin(now int64) {
+	if e.state != Ongoing {
+		e.state, e.startMs = Ongoing, now
+		clear(e.parts)
+		clear(e.groups)
+	}
+	e.updateMs = now
+}
+
+// AddGroup answers AddOffsetsToTxn: the group joins the transaction.
+func (co *Coordinator) AddGroup(ctx context.Context, id string, pid int64, epoch int16, group string, fencedOld bool) int16 {
+	e, code := co.producerEntry(id, pid, epoch, fencedOld)
+	if e == nil {
 		return code
 	}
-	if e.state == PrepareCommit || e.state == PrepareAbort {
-		return kerr.ConcurrentTransactions.Code
-	}
+	defer e.mu.Unlock()
 	return co.addGroupLocked(ctx, e, group)
 }
 
@@ -439,14 +456,8 @@ func (co *Coordinator) addGroupLocked(ctx context.Context, e *txnEntry, group st
 	if _, ok := e.groups[group]; ok && e.state == Ongoing {
 		return 0
 	}
-	now := co.nowMs()
-	if e.state != Ongoing {
-		e.state, e.startMs = Ongoing, now
-		clear(e.parts)
-		clear(e.groups)
-	}
+	e.begin(co.nowMs())
 	e.groups[group] = struct{}{}
-	e.updateMs = now
 	if err := co.save(ctx, e, false); err != nil {
 		delete(e.groups, group)
 		return errCode(err)
@@ -457,20 +468,14 @@ func (co *Coordinator) addGroupLocked(ctx context.Context, e *txnEntry, group st
 // CommitOffsets answers TxnOffsetCommit: the offsets are kept, durably,
 // and applied to group only when the transaction commits. implicit (v5,
 // transaction.version 2) adds the group to the transaction when it is not
-// in it; otherwise a group not added is INVALID_TXN_STATE... as Kafka's
+// in it; otherwise a group not added is INVALID_TXN_STATE, as Kafka's
 // verification answers.
 func (co *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offs []Offset, implicit, fencedOld bool) int16 {
-	e, _ := co.entry(id, false)
+	e, code := co.producerEntry(id, pid, epoch, fencedOld)
 	if e == nil {
-		return kerr.InvalidProducerIDMapping.Code
-	}
-	defer e.mu.Unlock()
-	if code := check(e, pid, epoch, fencedOld); code != 0 {
 		return code
 	}
-	if e.state == PrepareCommit || e.state == PrepareAbort {
-		return kerr.ConcurrentTransactions.Code
-	}
+	defer e.mu.Unlock()
 	if _, ok := e.groups[group]; !ok || e.state != Ongoing {
 		if !implicit {
 			return kerr.InvalidTxnState.Code

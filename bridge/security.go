@@ -1,7 +1,7 @@
 package bridge
 
-// The gateway's security state (Kafka ACL bindings and SCRAM credentials,
-// docs/SECURITY.md) is kept as an ordered log of small records in the
+// The gateway's security state (Kafka ACL bindings, SCRAM credentials,
+// delegation tokens and client quotas, docs/SECURITY.md) is kept as an ordered log of small records in the
 // store: the embedded store under its own key prefix, a real Iggy server in
 // the state stream (docs/IGGY.md). The handlers rebuild their in-memory
 // view by replaying it, so the records' meaning lives here once and both
@@ -20,6 +20,9 @@ package bridge
 //	    i64 issued, i64 max, i64 expiry   a delegation token was created or
 //	    renewed (its whole state; times in Unix milliseconds)
 //	'E' u16 len id, id   a delegation token was expired or purged
+//	'Q' u8 n, n x (u16 len type, type, u8 default, u16 len name, name),
+//	    u16 len key, key, u8 remove, [f64 value unless remove]
+//	    a client quota of an entity was set or removed
 //
 //	binding: i8 resource type, i8 pattern type, u16 len + resource name,
 //	         u16 len + principal, u16 len + host, i8 operation, i8 permission
@@ -32,6 +35,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 )
 
 // SecurityLog is a Backend's durable log of the gateway's security
@@ -81,6 +85,7 @@ const (
 	SecScramDelete = 'X'
 	SecTokenSet    = 'D'
 	SecTokenRemove = 'E'
+	SecQuota       = 'Q'
 )
 
 // TokenRecord is a delegation token's state (KIP-48), or its removal when
@@ -193,6 +198,61 @@ func AppendScramRecord(dst []byte, r ScramRecord) ([]byte, error) {
 	return dst, nil
 }
 
+// QuotaPart is one component of a client quota entity: Type is Kafka's
+// entity type ("user", "client-id", "ip"); Default is the <default>
+// entity of that type (Kafka's null name), when Name is "".
+type QuotaPart struct {
+	Type    string
+	Name    string
+	Default bool
+}
+
+// QuotaRecord sets Key of Entity to Value, or removes it when Remove is
+// set (docs/SECURITY.md, "Client quotas"). This package does not interpret
+// types, keys or values.
+type QuotaRecord struct {
+	Entity []QuotaPart
+	Key    string
+	Value  float64
+	Remove bool
+}
+
+// maxQuotaParts bounds an entity's components; Kafka's have at most two.
+const maxQuotaParts = 3
+
+// AppendQuotaRecord appends a 'Q' record of r.
+func AppendQuotaRecord(dst []byte, r QuotaRecord) ([]byte, error) {
+	if len(r.Entity) == 0 || len(r.Entity) > maxQuotaParts {
+		return nil, errSecurityRecord
+	}
+	dst = append(dst, SecQuota, byte(len(r.Entity)))
+	var err error
+	for _, p := range r.Entity {
+		if dst, err = appendStr16(dst, p.Type); err != nil {
+			return nil, err
+		}
+		dst = append(dst, boolByte(p.Default))
+		if dst, err = appendStr16(dst, p.Name); err != nil {
+			return nil, err
+		}
+	}
+	if dst, err = appendStr16(dst, r.Key); err != nil {
+		return nil, err
+	}
+	dst = append(dst, boolByte(r.Remove))
+	if !r.Remove {
+		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(r.Value))
+	}
+	return dst, nil
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // SecurityRecord is a decoded record: Kind says which of the fields
 // holds it.
 type SecurityRecord struct {
@@ -200,6 +260,7 @@ type SecurityRecord struct {
 	ACL   ACLBinding
 	Scram ScramRecord
 	Token TokenRecord
+	Quota QuotaRecord
 }
 
 type secReader struct {
@@ -245,6 +306,15 @@ func (r *secReader) u64() uint64 {
 		return binary.BigEndian.Uint64(b)
 	}
 	return 0
+}
+
+// flag reads a byte that must be 0 or 1.
+func (r *secReader) flag() bool {
+	b := r.u8()
+	if b > 1 {
+		r.bad = true
+	}
+	return b == 1
 }
 
 func (r *secReader) str16() string {
@@ -320,6 +390,20 @@ func ParseSecurityRecord(rec []byte) (out SecurityRecord, ok bool) {
 		t.Issued = int64(r.u64())
 		t.Max = int64(r.u64())
 		t.Expiry = int64(r.u64())
+	case SecQuota:
+		q := &out.Quota
+		n := int(r.u8())
+		if n == 0 || n > maxQuotaParts {
+			return SecurityRecord{}, false
+		}
+		q.Entity = make([]QuotaPart, n)
+		for i := range q.Entity {
+			q.Entity[i] = QuotaPart{Type: r.str16(), Default: r.flag(), Name: r.str16()}
+		}
+		q.Key = r.str16()
+		if q.Remove = r.flag(); !q.Remove {
+			q.Value = math.Float64frombits(r.u64())
+		}
 	default:
 		return SecurityRecord{}, false
 	}

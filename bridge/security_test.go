@@ -28,6 +28,9 @@ func seedSecurityRecords(t testing.TB) [][]byte {
 	add(AppendTokenRecord(nil, TokenRecord{ID: "Xq3rT0bTQ9a0jYdYV2Lw1A", Owner: "User:alice", Requester: "User:admin",
 		Renewers: []string{"User:bob", "User:carol"}, Issued: 1764900000000, Max: 1765504800000, Expiry: 1764986400000}))
 	add(AppendTokenRecord(nil, TokenRecord{ID: "Xq3rT0bTQ9a0jYdYV2Lw1A", Remove: true}))
+	add(AppendQuotaRecord(nil, QuotaRecord{Entity: []QuotaPart{{Type: "user", Name: "alice"}, {Type: "client-id", Default: true}},
+		Key: "producer_byte_rate", Value: 1048576}))
+	add(AppendQuotaRecord(nil, QuotaRecord{Entity: []QuotaPart{{Type: "ip", Name: "10.0.0.1"}}, Key: "connection_creation_rate", Remove: true}))
 	return out
 }
 
@@ -77,6 +80,23 @@ func TestSecurityRecordRoundTrip(t *testing.T) {
 			t.Fatalf("truncated token record at %d accepted", i)
 		}
 	}
+	q := QuotaRecord{Entity: []QuotaPart{{Type: "user", Default: true}, {Type: "client-id", Name: "app"}}, Key: "consumer_byte_rate", Value: 2.5}
+	if rec, err = AppendQuotaRecord(nil, q); err != nil {
+		t.Fatal(err)
+	}
+	got, ok = ParseSecurityRecord(rec)
+	if !ok || got.Kind != SecQuota || len(got.Quota.Entity) != 2 || got.Quota.Entity[0] != q.Entity[0] ||
+		got.Quota.Entity[1] != q.Entity[1] || got.Quota.Key != q.Key || got.Quota.Value != 2.5 || got.Quota.Remove {
+		t.Fatalf("%+v %v", got, ok)
+	}
+	for i := range rec {
+		if _, ok := ParseSecurityRecord(rec[:i]); ok {
+			t.Fatalf("quota truncated at %d accepted", i)
+		}
+	}
+	if _, err := AppendQuotaRecord(nil, QuotaRecord{Key: "k"}); err == nil {
+		t.Fatal("quota record without an entity encoded")
+	}
 	long := ACLBinding{ResourceName: string(make([]byte, MaxSecurityString+1))}
 	if _, err := AppendACLRecord(nil, false, long); err == nil {
 		t.Fatal("over-long name encoded")
@@ -101,6 +121,8 @@ func FuzzSecurityRecord(f *testing.F) {
 			back, err = AppendACLRecord(nil, r.Kind == SecACLRemove, r.ACL)
 		case SecTokenSet, SecTokenRemove:
 			back, err = AppendTokenRecord(nil, r.Token)
+		case SecQuota:
+			back, err = AppendQuotaRecord(nil, r.Quota)
 		default:
 			back, err = AppendScramRecord(nil, r.Scram)
 		}

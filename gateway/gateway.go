@@ -218,8 +218,8 @@ func logAuthz(h handlers.Config, log *slog.Logger) {
 	}
 }
 
-// registerGatewayMetrics exposes the fetch session cache and the tail
-// cache, read at scrape time.
+// registerGatewayMetrics exposes the fetch session cache, the tail cache
+// and client-quota throttling, read at scrape time.
 func registerGatewayMetrics(m *metrics.Metrics, g *handlers.Gateway) {
 	m.FetchSessions(func() metrics.FetchSessionCounts {
 		st := g.FetchSessionStats()
@@ -230,6 +230,7 @@ func registerGatewayMetrics(m *metrics.Metrics, g *handlers.Gateway) {
 		st := g.TailCacheStats()
 		return metrics.TailCacheCounts{Hits: st.Hits, Misses: st.Misses, ServedBytes: st.ServedBytes, UsedBytes: st.UsedBytes}
 	})
+	m.Quotas(func() metrics.QuotaCounts { return metrics.QuotaCounts(g.QuotaStats()) })
 }
 
 // abort undoes a Start that failed part way: nothing serves yet.

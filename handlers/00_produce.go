@@ -347,6 +347,7 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 		}
 		resp.Topics = kept
 	}
+	resp.ThrottleMillis = c.produceThrottle() // client quotas (quotas.go)
 	if req.Acks == 0 {
 		if failed {
 			return nil, errAcks0Failed

@@ -141,6 +141,9 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 	if r := c.ReplyRoom; r > 0 && limit > r {
 		limit = r
 	}
+	if q := c.fetchQuotaBytes(); q > 0 && limit > q {
+		limit = q // client quotas (quotas.go)
+	}
 
 	// Take the watch generation before reading, so data produced after
 	// this read but before the park still wakes the call.
@@ -188,7 +191,9 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 		c.ParkSince(keys, time.Now().Add(wait), since)
 		return nil, nil
 	}
-	g.fetchSessions.finish(plan, resp)
+	if !c.fetchThrottled(plan, resp) { // client quotas (quotas.go)
+		g.fetchSessions.finish(plan, resp)
+	}
 	if bufs, held := fr.bufs, fr.held; len(bufs) > 0 || len(held) > 0 {
 		c.Defer(func() { releaseFetched(g.tail, bufs, held) })
 	}

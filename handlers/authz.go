@@ -268,6 +268,10 @@ type secState struct {
 	// Live delegation tokens by id and by HMAC (tokens.go).
 	tokens       map[string]*token
 	tokensByHMAC map[string]*token
+	// quotas are the client quotas set through Kafka (quotas.go);
+	// quotaKeys the keys some entity sets.
+	quotas    quotaMap
+	quotaKeys map[string]bool
 }
 
 func newSecurity(cfg Config, store bridge.SecurityLog, log *slog.Logger) *Security {
@@ -481,6 +485,8 @@ func (st *secState) apply(recs []bridge.SecurityRecord, secret []byte) *secState
 		dropped:      make(map[credKey]bool, len(st.dropped)),
 		tokens:       make(map[string]*token, len(st.tokens)),
 		tokensByHMAC: make(map[string]*token, len(st.tokensByHMAC)),
+		quotas:       st.quotas,
+		quotaKeys:    st.quotaKeys,
 	}
 	for k, v := range st.tokens {
 		n.tokens[k] = v
@@ -488,6 +494,7 @@ func (st *secState) apply(recs []bridge.SecurityRecord, secret []byte) *secState
 	for k, v := range st.tokensByHMAC {
 		n.tokensByHMAC[k] = v
 	}
+	ownQuotas := false // n.quotas is still st's
 	for k, v := range st.creds {
 		n.creds[k] = v
 	}
@@ -520,7 +527,15 @@ func (st *secState) apply(recs []bridge.SecurityRecord, secret []byte) *secState
 			n.dropped[k] = true
 		case bridge.SecTokenSet, bridge.SecTokenRemove:
 			n.applyToken(secret, r.Token)
+		case bridge.SecQuota:
+			if !ownQuotas {
+				n.quotas, ownQuotas = n.quotas.clone(), true
+			}
+			n.quotas.set(r.Quota)
 		}
+	}
+	if ownQuotas {
+		n.quotaKeys = n.quotas.keys()
 	}
 	n.index()
 	return n
@@ -553,6 +568,17 @@ func (s *Security) write(ctx context.Context, recs [][]byte) error {
 		}
 	}
 	return s.refresh(ctx)
+}
+
+// quotas is the current set of client quotas and the keys some entity
+// sets (shared: read only). Any goroutine; never blocks.
+func (s *Security) quotas() (quotaMap, map[string]bool) {
+	if s == nil {
+		return nil, nil
+	}
+	s.maybeRefresh()
+	st := s.state.Load()
+	return st.quotas, st.quotaKeys
 }
 
 // bindings is the current ACL set (shared: read only).

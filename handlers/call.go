@@ -112,6 +112,9 @@ type Gateway struct {
 	// brokerCfg caches the dynamic broker configs Produce needs
 	// (broker_configs.go). The zero value is ready.
 	brokerCfg brokerCache
+	// quotas measures the client quotas (quotas.go). The zero value is
+	// ready.
+	quotas quotaSensors
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -199,8 +202,13 @@ type Call struct {
 	// Order, set by the loop, lets the connection's next request start
 	// before this one ends (ReleaseOrder); nil outside the loop.
 	Order OrderReleaser
-	wait  *Wait
-	done  []func()
+	// RequestBytes is the request's size as Kafka counts it against the
+	// producer byte rate: the frame without its 4-byte length.
+	RequestBytes int
+	// throttleMs is the client-quota throttle of this call (quotas.go).
+	throttleMs int32
+	wait       *Wait
+	done       []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

@@ -110,6 +110,16 @@ func seedRequest(key, version int16) kmsg.Request {
 		req = leaderEpochReq(version, epochAsk{"fz", 0, 0, 0}, epochAsk{"fz", 1, -1, -1})
 	case 75:
 		req = describeTopicsReq(1, dtpCursor("fz", 0), "fz", "fz2")
+	case 48:
+		r := kmsg.NewPtrDescribeClientQuotasRequest()
+		r.Components = []kmsg.DescribeClientQuotasRequestComponent{quotaComp("user", kmsg.QuotasMatchTypeExact, kmsg.StringPtr("fz"))}
+		req = r
+	case 49:
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		r.ValidateOnly = true
+		r.Entries = []kmsg.AlterClientQuotasRequestEntry{
+			quotaEntry(map[string]float64{quotaProducerByteRate: 1024}, "user", "fz", "client-id", "<default>")}
+		req = r
 	case 8, 9, 11, 12, 13, 14, 15, 16, 42, 47:
 		req = groupSeed(key)
 	case 38:

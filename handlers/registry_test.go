@@ -38,6 +38,8 @@ var sharedFiles = map[string]bool{
 	"topic_policy.go": true,
 	// Broker configs and loggers of keys 32, 33 and 44.
 	"broker_configs.go": true, "broker_loggers.go": true,
+	// Client quotas: what is set (48, 49) and what acts (0, 1, the loop).
+	"quotas.go": true,
 }
 
 var (

@@ -39,17 +39,16 @@ async function readAll (readUncommitted, want) {
   await consumer.connect()
   await consumer.subscribe({ topics: [topic], fromBeginning: true })
   const got = []
-  let done
-  const all = new Promise((resolve) => { done = resolve })
-  await consumer.run({
-    autoCommit: false,
-    eachMessage: async ({ message }) => {
-      got.push(message.value.toString())
-      if (got.length === want) done()
-    }
+  await new Promise((resolve, reject) => {
+    setTimeout(() => reject(new Error(`consumed ${got.length} of ${want} in 60s: ${got}`)), 60000).unref()
+    consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ message }) => {
+        got.push(message.value.toString())
+        if (got.length === want) resolve()
+      }
+    }).catch(reject)
   })
-  const timeout = new Promise((_resolve, reject) => setTimeout(() => reject(new Error(`consumed ${got.length} of ${want} in 60s: ${got}`)), 60000).unref())
-  await Promise.race([all, timeout])
   await new Promise((resolve) => setTimeout(resolve, 1000))
   await consumer.disconnect()
   return got

@@ -57,15 +57,9 @@ var kgoExpectedSkip = map[string]string{
 	"TestOAuthAuth": "no OAUTHBEARER",
 }
 
-// kgoNotRun are left out with -skip, with why.
-var kgoNotRun = map[string]string{
-	// Transactions are refused by design (the transaction keys are not
-	// advertised, a transactional InitProducerId is refused). The test
-	// does not fail then: its transactional producer errors, and its
-	// consumer chains wait for records that never come while holding the
-	// slots TestGroupETL needs, so the whole run hangs until the timeout.
-	"TestTxnEtl": "transactions are not served",
-}
+// kgoNotRun are left out with -skip, with why (none: TestTxnEtl runs
+// against the gateway's transactions, --transactions enabled).
+var kgoNotRun = map[string]string{}
 
 // kgoSuiteRecords bounds the records TestGroupETL produces and its six
 // consumer chains read (the suite's default is 500000).
@@ -101,6 +95,10 @@ func TestFranzGoIntegrationSuite(t *testing.T) {
 		// The suite runs hundreds of clients at once from 127.0.0.1: lift
 		// the per-address cap (Kafka has none by default).
 		"--max-connections=8192", "--max-connections-per-addr=8192",
+		// TestTxnEtl's transactional producer and its six consumer
+		// chains (GroupTransactSession, read_committed) need the
+		// transaction coordinator.
+		"--transactions=enabled",
 		"--log-level=info")
 
 	skip := make([]string, 0, len(kgoNotRun))

@@ -11,7 +11,8 @@
 //     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); a
 //     control batch is INVALID_RECORD (markers are the coordinator's); a
 //     transactional batch needs the request's transactional id
-//     (INVALID_RECORD) and passes the coordinator's check (checkTxnBatch:
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a null one)
+//     and a producer id (INVALID_RECORD) and passes the coordinator's check (checkTxnBatch:
 //     its producer and epoch, an ongoing transaction holding the
 //     partition; Produce v12+ under transaction.version 2 adds the
 //     partition itself), then is stored as an idempotent batch, the first
@@ -546,7 +547,9 @@ func (c *Call) checkTxnBatch(tx txnWrite, rb *codec.RecordBatch, topic string, p
 		return kerr.UnsupportedVersion.Code, &msgTransactional
 	case rb.IsControl():
 		return kerr.InvalidRecord.Code, &msgControl
-	case tx.id == "" || rb.ProducerID < 0:
+	case tx.id == "":
+		return kerr.TransactionalIDAuthorizationFailed.Code, &msgNoTxnID // as Kafka answers a null transactional id
+	case rb.ProducerID < 0:
 		return kerr.InvalidRecord.Code, &msgNoTxnID
 	}
 	return c.G.Txn.CheckWrite(c.Ctx, tx.id, rb.ProducerID, rb.ProducerEpoch, txn.Partition{Topic: topic, Partition: partition}, tx.implicit), nil

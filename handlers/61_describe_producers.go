@@ -13,7 +13,10 @@
 //     only from the rebuild. CurrentTxnStartOffset is the first offset of
 //     the producer's open transaction on the partition, with
 //     CoordinatorEpoch 0 (the gateway's coordinator epoch); both -1 when
-//     it has none (always, without --transactions enabled).
+//     it has none (always, without --transactions enabled), except that
+//     CoordinatorEpoch stays 0 once a marker of the producer was written
+//     to the partition since the gateway started (Kafka keeps the last
+//     marker's coordinator epoch).
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a transient
 //     store failure during a rebuild: REQUEST_TIMED_OUT.
 //
@@ -98,6 +101,9 @@ func (id *Idempotence) active(c *Call, k seqPartKey) ([]kmsg.DescribeProducersRe
 				a.LastTimestamp = p.appendedMs
 			}
 			a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, -1
+			if p.marked {
+				a.CoordinatorEpoch = 0 // the epoch of its last marker, as Kafka keeps it
+			}
 			if tx := c.G.Txn; tx != nil {
 				if first, ok := tx.Index.FirstOffset(txn.Partition{Topic: k.topic, Partition: k.partition}, pid); ok {
 					a.CoordinatorEpoch, a.CurrentTxnStartOffset = 0, int64(first)

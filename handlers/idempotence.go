@@ -97,6 +97,7 @@ type seqProducer struct {
 	// (ms since the epoch), 0 when it has not (state rebuilt from the
 	// store). DescribeProducers reports it.
 	appendedMs int64
+	marked     bool // a transaction marker of the producer was written here since start (DescribeProducers)
 }
 
 // seqVerdict is what the state says about a batch.

@@ -136,6 +136,7 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 		sp.wake()
 		return 0, err
 	}
+	sp.marked = true
 	if epoch > sp.epoch {
 		sp.epoch, sp.n = epoch, 0
 		sp.wake()

@@ -578,7 +578,13 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 		}
 		return fail(kerr.InvalidTxnState.Code)
 	case PrepareCommit, PrepareAbort:
-		return fail(kerr.ConcurrentTransactions.Code)
+		if (e.state == PrepareCommit) != commit {
+			return fail(kerr.ConcurrentTransactions.Code)
+		}
+		// A retry of an end whose markers failed: finish it now.
+		if err := co.complete(ctx, e, commit, true); err != nil {
+			return fail(errCode(err))
+		}
 	default:
 		return fail(kerr.InvalidTxnState.Code)
 	}

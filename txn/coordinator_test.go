@@ -64,6 +64,7 @@ type fakeEnv struct {
 	markers []marker
 	offsets map[string][]Offset
 	pids    int64
+	failing bool // WriteMarker fails (the store down)
 }
 
 func newEnv() *fakeEnv { return &fakeEnv{next: map[Partition]uint64{}, offsets: map[string][]Offset{}} }
@@ -96,6 +97,9 @@ func (f *fakeEnv) append(p Partition, n uint64) uint64 {
 func (f *fakeEnv) WriteMarker(_ context.Context, p Partition, pid int64, epoch int16, commit bool) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failing {
+		return 0, errors.New("store down")
+	}
 	at := f.next[p]
 	f.next[p]++
 	f.markers = append(f.markers, marker{p, pid, epoch, commit, at})
@@ -390,6 +394,58 @@ func TestStoreFailureKeepsPrepare(t *testing.T) {
 	store.fail = false
 	if e := co.End(ctx, "t", r.ProducerID, 0, true, false, false); e.Code != 0 {
 		t.Fatalf("retried end: %+v", e)
+	}
+}
+
+// TestMarkerFailureRetried: markers that fail to be written leave the
+// transaction prepared, not stuck there: the client's retried EndTxn
+// finishes it, and a transaction whose producer is gone (a timeout
+// abort) is finished by the timeout loop once its timeout passed again.
+func TestMarkerFailureRetried(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, &now)
+	open := func(id string, p Partition) InitResult {
+		t.Helper()
+		r := co.InitProducerID(ctx, id, 1000, -1, -1, 5)
+		if code, _ := co.AddPartitions(ctx, id, r.ProducerID, r.Epoch, []Partition{p}, false, false); code != 0 {
+			t.Fatal(code)
+		}
+		co.Index.BeginFirst(p, r.ProducerID)(env.append(p, 1), true)
+		return r
+	}
+	r := open("ended", pa)
+	env.failing = true
+	if e := co.End(ctx, "ended", r.ProducerID, r.Epoch, true, false, false); e.Code == 0 {
+		t.Fatalf("end with the markers failing: %+v", e)
+	}
+	env.failing = false
+	if e := co.End(ctx, "ended", r.ProducerID, r.Epoch, true, false, false); e.Code != 0 {
+		t.Fatalf("retried end: %+v", e)
+	}
+	if in, _ := co.Describe("ended"); in.State != CompleteCommit {
+		t.Fatalf("after the retried end: %v", in.State)
+	}
+	if got := co.Index.LastStable(pa, env.next[pa]); got != env.next[pa] {
+		t.Fatalf("LSO %d after the retried commit, want %d", got, env.next[pa])
+	}
+
+	open("left", pb)
+	now = now.Add(1500 * time.Millisecond)
+	env.failing = true
+	if n := co.AbortExpired(ctx); n != 0 {
+		t.Fatalf("aborted %d with the markers failing", n)
+	}
+	env.failing = false
+	co.AbortExpired(ctx)
+	now = now.Add(1500 * time.Millisecond)
+	co.AbortExpired(ctx)
+	if in, _ := co.Describe("left"); in.State != CompleteAbort {
+		t.Fatalf("timed-out transaction after the markers came back: %v", in.State)
+	}
+	if got := co.Index.LastStable(pb, env.next[pb]); got != env.next[pb] {
+		t.Fatalf("LSO %d after the abort, want %d", got, env.next[pb])
 	}
 }
 

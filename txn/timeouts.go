@@ -8,8 +8,9 @@ import (
 // AbortExpired aborts every transaction open longer than its timeout, as
 // Kafka's coordinator does: the epoch is bumped first, so the producer
 // that left it is fenced, and the abort markers carry the new epoch. It
-// also forgets ids idle past IDExpiry in a complete state. It returns how
-// many transactions it aborted.
+// also finishes prepared transactions whose markers failed, and forgets
+// ids idle past IDExpiry in a complete state. It returns how many
+// transactions it aborted.
 func (co *Coordinator) AbortExpired(ctx context.Context) int {
 	now := co.nowMs()
 	co.mu.Lock()
@@ -30,6 +31,13 @@ func (co *Coordinator) AbortExpired(ctx context.Context) int {
 				} else {
 					n++
 				}
+			}
+		case (e.state == PrepareCommit || e.state == PrepareAbort) && now-e.updateMs > int64(e.timeoutMs):
+			// Its markers failed and no EndTxn retried them within the
+			// timeout (a timeout abort, or a producer gone): Kafka's
+			// coordinator retries markers until they are written.
+			if err := co.complete(ctx, e, e.state == PrepareCommit, true); err != nil {
+				co.o.Log.Warn("txn: finishing a prepared transaction failed; retried", "transactional_id", e.id, "err", err)
 			}
 		case (e.state == Empty || e.state == CompleteCommit || e.state == CompleteAbort) &&
 			now-e.updateMs > co.o.IDExpiry.Milliseconds():

@@ -121,7 +121,6 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
-	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -452,7 +451,7 @@ func (c *Call) producePartition(version int16, tx txnWrite, ti *bridge.TopicInfo
 		return kerr.InvalidRecord.Code, &msgOneBatch
 	}
 	if rb.IsTransactional() || rb.IsControl() {
-		if code, msg := c.checkTxnBatch(tx, &rb, ti.Name, partition); code != 0 {
+		if code, msg := c.checkTxnBatch(tx, &rb); code != 0 {
 			return code, msg
 		}
 	}
@@ -503,7 +502,7 @@ func (c *Call) producePartition(version int16, tx txnWrite, ti *bridge.TopicInfo
 	var w written
 	if rb.ProducerID >= 0 {
 		var code int16
-		w, code, err = c.produceIdempotent(ti, partition, &rb, eb.B, stats.Prepared)
+		w, code, err = c.produceIdempotent(tx, ti, partition, &rb, eb.B, stats.Prepared)
 		if code != 0 {
 			return code, nil
 		}
@@ -539,9 +538,10 @@ type txnWrite struct {
 // checkTxnBatch checks a transactional or control batch: refused as
 // before without transactions; with them a control batch is
 // INVALID_RECORD (markers are the coordinator's), a transactional one
-// needs the request's transactional id and the coordinator's check (its
-// producer and epoch, an ongoing transaction holding the partition).
-func (c *Call) checkTxnBatch(tx txnWrite, rb *codec.RecordBatch, topic string, partition int32) (int16, *string) {
+// needs the request's transactional id. The coordinator's check (its
+// producer and epoch, an ongoing transaction holding the partition) is
+// made by produceIdempotent, against the markers written meanwhile.
+func (c *Call) checkTxnBatch(tx txnWrite, rb *codec.RecordBatch) (int16, *string) {
 	switch {
 	case c.G.Txn == nil:
 		return kerr.UnsupportedVersion.Code, &msgTransactional
@@ -552,5 +552,5 @@ func (c *Call) checkTxnBatch(tx txnWrite, rb *codec.RecordBatch, topic string, p
 	case rb.ProducerID < 0:
 		return kerr.InvalidRecord.Code, &msgNoTxnID
 	}
-	return c.G.Txn.CheckWrite(c.Ctx, tx.id, rb.ProducerID, rb.ProducerEpoch, txn.Partition{Topic: topic, Partition: partition}, tx.implicit), nil
+	return 0, nil // the coordinator's check: produceIdempotent
 }

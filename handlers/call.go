@@ -106,6 +106,9 @@ type Gateway struct {
 	Txn *txn.Coordinator
 	// txnStop ends the coordinator's timeout loop (CloseTransactions).
 	txnStop context.CancelFunc
+	// afterTxnCheck, when set (tests), runs between a transactional
+	// batch's coordinator check and its append.
+	afterTxnCheck func()
 	// policies caches what Produce must know of each topic's configs
 	// (topic_policy.go). The zero value is ready.
 	policies policyCache

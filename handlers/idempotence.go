@@ -98,6 +98,11 @@ type seqProducer struct {
 	// store). DescribeProducers reports it.
 	appendedMs int64
 	marked     bool // a transaction marker of the producer was written here since start (DescribeProducers)
+	// markers counts the markers of the producer written here (under mu),
+	// read without mu before a transactional batch's coordinator check: a
+	// marker written between the check and the append ended the
+	// transaction the check passed.
+	markers atomic.Uint64
 }
 
 // seqVerdict is what the state says about a batch.
@@ -421,7 +426,7 @@ func (rs *runScanner) close() {
 // INVALID_PRODUCER_EPOCH, a gap (after waiting up to seqGapWait for a
 // predecessor in flight) OUT_OF_ORDER_SEQUENCE_NUMBER. It returns where
 // the batch went, a Kafka error code, or a store error.
-func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, prep bridge.Prepared) (written, int16, error) {
+func (c *Call) produceIdempotent(tx txnWrite, ti *bridge.TopicInfo, partition int32, rb *codec.RecordBatch, batch []byte, prep bridge.Prepared) (written, int16, error) {
 	g := c.G
 	k := seqPartKey{topic: ti.Name, id: ti.ID, partition: partition}
 	pid, epoch, first := rb.ProducerID, rb.ProducerEpoch, rb.BaseSequence
@@ -430,8 +435,26 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 	if err != nil {
 		return written{}, 0, err
 	}
+	txnal := rb.IsTransactional() && g.Txn != nil
+	var markers uint64
+	if txnal {
+		// The coordinator's check runs outside p.mu (EndTxn holds the
+		// transaction's lock while it takes p.mu to write a marker);
+		// the marker count taken before it tells whether a marker came
+		// in between.
+		markers = p.markers.Load()
+		if code := g.Txn.CheckWrite(c.Ctx, tx.id, pid, epoch, txn.Partition{Topic: ti.Name, Partition: partition}, tx.implicit); code != 0 {
+			return written{}, code, nil
+		}
+		if g.afterTxnCheck != nil {
+			g.afterTxnCheck()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if txnal && p.markers.Load() != markers {
+		return written{}, kerr.InvalidTxnState.Code, nil
+	}
 	if p.dirty {
 		fresh := make(map[int64]*seqProducer, 1)
 		if err := g.Idem.rebuild(c, k, pid, fresh); err != nil {

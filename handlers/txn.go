@@ -137,6 +137,7 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 		return 0, err
 	}
 	sp.marked = true
+	sp.markers.Add(1)
 	if epoch > sp.epoch {
 		sp.epoch, sp.n = epoch, 0
 		sp.wake()

@@ -107,6 +107,8 @@ func runWorkload(ctx context.Context, kind string, args []string, stdout, stderr
 	batch := fs.Int("batch-bytes", 0, "producer max batch bytes (0: kgo's default, 1 MB)")
 	fs.IntVar(&po.MaxBuffered, "max-buffered", 0, "records buffered per producer (0: kgo's default, 10000)")
 	fs.BoolVar(&po.Idempotent, "idempotent", true, "idempotent producer, kgo's default (needs --acks all)")
+	fs.IntVar(&po.TxnEvery, "txn-every", 0, "produce: transactional producers committing every N records (0: not transactional)")
+	readCommitted := fs.Bool("read-committed", false, "consume: isolation level read_committed")
 	fs.Float64Var(&po.Rate, "rate", 0, "target records/s over all producers (0: as fast as possible; required for e2e)")
 	fs.DurationVar(&po.MaxDuration, "max-duration", time.Minute, "cut the run after this")
 	group := fs.String("group", "", "consume/e2e: consumer group (empty: direct partition consumer)")
@@ -127,7 +129,7 @@ func runWorkload(ctx context.Context, kind string, args []string, stdout, stderr
 		res, err = bench.RunProduce(ctx, po)
 	case "consume":
 		res, err = bench.RunConsume(ctx, bench.ConsumeOptions{Brokers: po.Brokers, Topic: po.Topic, Records: po.Records,
-			Group: *group, MaxDuration: po.MaxDuration, Progress: stderr, Label: kind})
+			Group: *group, ReadCommitted: *readCommitted, MaxDuration: po.MaxDuration, Progress: stderr, Label: kind})
 	case "e2e":
 		res, err = bench.RunE2E(ctx, bench.E2EOptions{Produce: po, Group: *group})
 	}

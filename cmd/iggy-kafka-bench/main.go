@@ -181,7 +181,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	scale := fs.Float64("scale", 1, "multiply every workload's record count")
 	only := fs.String("workloads", "", "comma-separated workload names to run (default all but the perf-* ones); "+
 		"\"perf\" stands for perf-produce-100B,perf-produce-1KiB,perf-consume-100B,perf-consume-1KiB (Kafka's own perf tools as the client); "+
-		"\"txn\" for the transaction workloads idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,txn-consume-100B-uncommitted,txn-consume-100B-committed "+
+		"\"txn\" for the transaction workloads idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,idem-produce-100B-4prod,txn-produce-100B-4prod,txn-consume-100B-uncommitted,txn-consume-100B-committed "+
 		"(the gateway targets then run with --transactions enabled)")
 	out := fs.String("out", "bench/results", "directory for compare.json, compare.md, compare.png")
 	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")

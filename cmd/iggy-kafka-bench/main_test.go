@@ -32,7 +32,7 @@ func TestPickWorkloads(t *testing.T) {
 		t.Errorf("two names: %s (%v)", names(got), err)
 	}
 	got, err = pickWorkloads(set, perf, "txn,produce-100B")
-	if err != nil || names(got) != "produce-100B,idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,txn-consume-100B-uncommitted,txn-consume-100B-committed" {
+	if err != nil || names(got) != "produce-100B,idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,idem-produce-100B-4prod,txn-produce-100B-4prod,txn-consume-100B-uncommitted,txn-consume-100B-committed" {
 		t.Errorf("txn: %s (%v)", names(got), err)
 	}
 	if _, err := pickWorkloads(set, perf, "produce-100B,perf-produce-10B"); err == nil || !strings.Contains(err.Error(), "perf-produce-10B") {

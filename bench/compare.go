@@ -39,7 +39,19 @@ type Workload struct {
 	// Linger overrides the producer linger (negative: none); latency
 	// workloads send at once instead of waiting kgo's 10ms for a batch.
 	Linger time.Duration `json:"linger,omitempty"`
+	// TxnEvery > 0: the records are written by transactional producers
+	// committing every TxnEvery records (produce: the timed run; consume:
+	// the preload). The gateway targets then run with --transactions
+	// enabled.
+	TxnEvery int `json:"txn_every,omitempty"`
+	// ReadCommitted: a consume workload reads with isolation level
+	// read_committed.
+	ReadCommitted bool `json:"read_committed,omitempty"`
 }
+
+// transactional reports a workload that needs a target serving
+// transactions.
+func (w Workload) transactional() bool { return w.TxnEvery > 0 || w.ReadCommitted }
 
 // DefaultWorkloads is the full comparison; QuickWorkloads the one that
 // finishes in well under five minutes on the 2-core box.
@@ -118,6 +130,32 @@ func IggyWorkloads(quick bool) []Workload {
 		}
 	}
 	return ws
+}
+
+// TxnWorkloads are the transaction rows (issue 26), in pairs run on the
+// same targets: idempotent produce and transactional produce committing
+// every 1000 records, same records; and a consumer reading data written
+// transactionally (every 1000 records committed) read_uncommitted and
+// read_committed. compare --workloads txn selects them; the gateway
+// targets run with --transactions enabled for every workload of the run.
+func TxnWorkloads(quick bool) []Workload {
+	n100, n1k := 1_000_000, 300_000
+	if quick {
+		n100, n1k = 300_000, 100_000
+	}
+	return []Workload{
+		{Name: "idem-produce-100B", Kind: "produce", RecordSize: 100, Records: n100, Partitions: 1, Producers: 1},
+		{Name: "txn-produce-100B", Kind: "produce", RecordSize: 100, Records: n100, Partitions: 1, Producers: 1, TxnEvery: 1000},
+		{Name: "idem-produce-1KiB", Kind: "produce", RecordSize: 1024, Records: n1k, Partitions: 1, Producers: 1},
+		{Name: "txn-produce-1KiB", Kind: "produce", RecordSize: 1024, Records: n1k, Partitions: 1, Producers: 1, TxnEvery: 1000},
+		// Four transactional producers over four partitions: the
+		// coordinator's synced state writes of concurrent transactions
+		// share fsyncs.
+		{Name: "idem-produce-100B-4prod", Kind: "produce", RecordSize: 100, Records: n100, Partitions: 4, Producers: 4},
+		{Name: "txn-produce-100B-4prod", Kind: "produce", RecordSize: 100, Records: n100, Partitions: 4, Producers: 4, TxnEvery: 1000},
+		{Name: "txn-consume-100B-uncommitted", Kind: "consume", RecordSize: 100, Records: n100, Partitions: 1, TxnEvery: 1000},
+		{Name: "txn-consume-100B-committed", Kind: "consume", RecordSize: 100, Records: n100, Partitions: 1, TxnEvery: 1000, ReadCommitted: true},
+	}
 }
 
 // CompareOptions configures Compare.
@@ -216,6 +254,9 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 	if o.Target.PprofTarget == "" {
 		o.Target.PprofTarget = pprofTarget(o.Targets)
 	}
+	if slices.ContainsFunc(o.Workloads, Workload.transactional) {
+		o.Target.Transactions = true
+	}
 	var targets []Target
 	defer func() {
 		for _, t := range targets {
@@ -291,8 +332,8 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 				topic := fmt.Sprintf("bench-%s-%d", w.Name, seq)
 				label := fmt.Sprintf("[%d/%d] %s %s", rep+1, o.Reps, w.Name, t.Name())
 				nt, native := t.(nativeRunner)
-				if native && w.Kind != "produce" && w.Kind != "consume" {
-					continue // iggy-bench has no paced or end-to-end run of this kind
+				if native && (w.Kind != "produce" && w.Kind != "consume" || w.transactional()) {
+					continue // iggy-bench has no paced, end-to-end or transactional run of this kind
 				}
 				var prof *profileFetch
 				if rep == 0 && o.ProfileDir != "" && o.Target.PprofAddr != "" && t.Name() == o.Target.PprofTarget {
@@ -366,7 +407,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records, RecordSize: w.RecordSize,
 		Producers: w.Producers, Partitions: max(w.Partitions, 1), Topics: w.Topics, CreateTopic: true,
 		Acks: o.Acks, Compression: o.Compression, Idempotent: o.Idempotent, Linger: o.Linger,
-		MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label,
+		MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label, TxnEvery: w.TxnEvery,
 	}
 	fail := func(err error) *Result {
 		return &Result{Workload: w.Kind, RecordSize: w.RecordSize, Records: int64(w.Records), Err: err.Error()}
@@ -392,7 +433,10 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		}
 		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
-			checkStored(ctx, t, po, int64(po.Records+po.Producers), r) // + one warm-up record each
+			// + one warm-up record each, and the commit markers
+			lo, hi := po.Markers()
+			n := int64(po.Records + po.Producers)
+			checkStored(ctx, t, po, n+lo, n+hi, r)
 		}
 	case "consume":
 		if err := preload(ctx, po); err != nil {
@@ -400,7 +444,7 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		}
 		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
 		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
-			Topics: w.Topics, Partitions: max(w.Partitions, 1), Consumers: w.Consumers,
+			Topics: w.Topics, Partitions: max(w.Partitions, 1), Consumers: w.Consumers, ReadCommitted: w.ReadCommitted,
 			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
 		if err != nil {
 			return fail(err)
@@ -434,9 +478,10 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 }
 
 // checkStored counts what the target stored, not only what it
-// acknowledged: the high watermarks of po's topics must add up to want,
-// else r is marked incomplete.
-func checkStored(ctx context.Context, t Target, po ProduceOptions, want int64, r *Result) {
+// acknowledged: the high watermarks of po's topics must add up to
+// between lo and hi (equal but for transactional runs over several
+// partitions: see Markers), else r is marked incomplete.
+func checkStored(ctx context.Context, t Target, po ProduceOptions, lo, hi int64, r *Result) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var n int64
@@ -445,9 +490,13 @@ func checkStored(ctx context.Context, t Target, po ProduceOptions, want int64, r
 		m, e := EndOffsets(hctx, t.Brokers(), tn, max(po.Partitions, 1), po.Dial...)
 		n, err = n+m, errors.Join(err, e)
 	}
-	if err != nil || n != want {
+	if err != nil || n < lo || n > hi {
 		r.Complete = false
-		r.Err = fmt.Sprintf("high watermark %d, want %d (%v)", n, want, err)
+		want := fmt.Sprint(lo)
+		if hi != lo {
+			want = fmt.Sprintf("%d to %d", lo, hi)
+		}
+		r.Err = fmt.Sprintf("high watermark %d, want %s (%v)", n, want, err)
 	}
 }
 
@@ -772,6 +821,21 @@ func (c *Comparison) checks() []Check {
 			out = append(out, ck)
 		}
 	}
+	// Transactions (issue 26): transactional produce at least 0.9x the
+	// idempotent rate of the same records on the same gateway and 1.0x
+	// Kafka's transactional rate; read_committed at least 0.9x
+	// read_uncommitted of the same transactional data.
+	pair := func(a, b string, want float64) {
+		x, y := c.row(a, c.Base), c.row(b, c.Base)
+		if x != nil && y != nil && y.RecPerSec > 0 {
+			atLeastX(fmt.Sprintf("%s ÷ %s: %s", a, b, c.Base), x.RecPerSec/y.RecPerSec, want)
+		}
+	}
+	for _, w := range []string{"100B", "1KiB", "100B-4prod"} {
+		pair("txn-produce-"+w, "idem-produce-"+w, 0.9)
+		ratio("txn-produce-"+w, "kafka", 1.0)
+	}
+	pair("txn-consume-100B-committed", "txn-consume-100B-uncommitted", 0.9)
 	abs("produce 100 B records/s", "produce-100B", 1e6, "rec/s", func(r *Row) float64 { return r.RecPerSec }, false)
 	return out
 }

@@ -26,6 +26,7 @@ type ConsumeOptions struct {
 	Group               string // consumer group; empty reads partitions directly
 	FetchMaxBytes       int32  // kgo FetchMaxBytes; 0 keeps kgo's 50 MiB
 	FetchMaxPartBytes   int32  // kgo FetchMaxPartitionBytes; 0 keeps kgo's 1 MiB
+	ReadCommitted       bool   // isolation level read_committed (kgo's default is read_uncommitted)
 	MaxDuration         time.Duration
 	Progress            io.Writer
 	Label               string
@@ -211,10 +212,14 @@ func runConsumers(ctx context.Context, o ConsumeOptions) (*Result, error) {
 	return res, nil
 }
 
-// clientOpts are opts, then the fetch sizes asked for and Dial.
+// clientOpts are opts, then the fetch sizes and isolation level asked for
+// and Dial.
 func (o *ConsumeOptions) clientOpts(opts []kgo.Opt) []kgo.Opt {
 	if o.FetchMaxBytes > 0 {
 		opts = append(opts, kgo.FetchMaxBytes(o.FetchMaxBytes))
+	}
+	if o.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	if o.FetchMaxPartBytes > 0 {
 		opts = append(opts, kgo.FetchMaxPartitionBytes(o.FetchMaxPartBytes))

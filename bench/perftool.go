@@ -422,7 +422,7 @@ func runPerf(ctx context.Context, o CompareOptions, t Target, w Workload, po Pro
 	}
 	r.ServerCPU, r.GatewayCPU = (targetCPU(t) - s0).Seconds(), (gatewayCPU(t) - g0).Seconds()
 	if produce && r.Complete {
-		checkStored(ctx, t, po, int64(w.Records), r)
+		checkStored(ctx, t, po, int64(w.Records), int64(w.Records), r)
 	}
 	return r, nil
 }

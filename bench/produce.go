@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,12 @@ type ProduceOptions struct {
 	BatchBytes  int32         // kgo ProducerBatchMaxBytes
 	MaxBuffered int           // kgo MaxBufferedRecords per producer
 	Idempotent  bool          // kgo's default; needs Acks -1
+	// TxnEvery > 0 makes every producer transactional (a transactional id
+	// of its own, TxnIDPrefix-<topic>-<i>) and commits after each
+	// TxnEvery of its records: BeginTransaction, the records, Flush,
+	// EndTransaction(TryCommit), one transaction at a time, as a
+	// transactional client must. Needs Idempotent.
+	TxnEvery    int
 	Rate        float64       // records/s over all producers; 0 is as fast as possible
 	MaxDuration time.Duration // the run is cut (and reported incomplete) after this
 	Warmup      bool          // one synchronous record per producer before the clock starts
@@ -112,6 +119,9 @@ func (o *ProduceOptions) clientOpts() ([]kgo.Opt, error) {
 		return nil, fmt.Errorf("acks %q: want all (-1), leader (1) or none (0)", o.Acks)
 	}
 	if !o.Idempotent {
+		if o.TxnEvery > 0 {
+			return nil, errors.New("a transactional producer is idempotent")
+		}
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	} else if o.Acks != "all" && o.Acks != "-1" {
 		return nil, errors.New("an idempotent producer needs acks all")
@@ -220,14 +230,27 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 	clients := make([]*kgo.Client, o.Producers)
 	defer closeClients(clients)
 	for i := range clients {
-		if clients[i], err = kgo.NewClient(copts...); err != nil {
+		opts := copts
+		if o.TxnEvery > 0 {
+			opts = append(slices.Clip(copts), kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", TxnIDPrefix, o.Topic, i)))
+		}
+		if clients[i], err = kgo.NewClient(opts...); err != nil {
 			return nil, nil, err
 		}
 	}
 	if o.Warmup {
+		// A transactional producer's warm-up record is a transaction of
+		// its own: InitProducerId and the coordinator lookup are not timed.
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		for _, cl := range clients {
-			if err := cl.ProduceSync(wctx, &kgo.Record{Value: []byte("warmup")}).FirstErr(); err != nil {
+			err := o.beginTxn(cl)
+			if err == nil {
+				err = cl.ProduceSync(wctx, &kgo.Record{Value: []byte("warmup")}).FirstErr()
+			}
+			if err == nil {
+				err = o.commitTxn(wctx, cl)
+			}
+			if err != nil {
 				cancel()
 				return nil, nil, fmt.Errorf("warm-up record: %w", err)
 			}
@@ -280,9 +303,24 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 			if o.Rate > 0 {
 				interval = time.Duration(float64(time.Second) * float64(o.Producers) / o.Rate)
 			}
+			txnFail := func(err error) {
+				firstErr.CompareAndSwap(nil, &err)
+			}
 			for j := 0; j < n; j++ {
 				if rctx.Err() != nil {
 					return
+				}
+				if o.TxnEvery > 0 && j%o.TxnEvery == 0 {
+					if j > 0 {
+						if err := o.commitTxn(rctx, cl); err != nil {
+							txnFail(err)
+							return
+						}
+					}
+					if err := o.beginTxn(cl); err != nil {
+						txnFail(err)
+						return
+					}
 				}
 				tr := pool.Get().(*timedRecord)
 				if interval > 0 {
@@ -309,6 +347,11 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 				}
 				cl.Produce(rctx, &tr.rec, promise)
 			}
+			if o.TxnEvery > 0 && n > 0 {
+				if err := o.commitTxn(rctx, cl); err != nil {
+					txnFail(err)
+				}
+			}
 		}(i, cl, n)
 	}
 	wg.Wait()
@@ -329,6 +372,58 @@ func runProduce(ctx context.Context, o ProduceOptions, started chan<- time.Time)
 	res.Latency = lat.summary()
 	res.finish(elapsed)
 	return res, lat, nil
+}
+
+// TxnIDPrefix starts the transactional ids of the harness's producers.
+const TxnIDPrefix = "iggy-kafka-bench"
+
+// beginTxn starts a transaction on a transactional producer (TxnEvery >
+// 0); nothing otherwise.
+func (o *ProduceOptions) beginTxn(cl *kgo.Client) error {
+	if o.TxnEvery <= 0 {
+		return nil
+	}
+	return cl.BeginTransaction()
+}
+
+// commitTxn flushes a transactional producer's records and commits its
+// transaction (kgo's EndTransaction does not flush); nothing otherwise.
+func (o *ProduceOptions) commitTxn(ctx context.Context, cl *kgo.Client) error {
+	if o.TxnEvery <= 0 {
+		return nil
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Markers is how many control records (commit markers) a run of o leaves
+// in its topics besides its records: one per transaction on every
+// partition it wrote to, the warm-up's included. Kafka gives each marker
+// an offset, so the high watermark counts them. Which partitions a
+// transaction touches is the partitioner's choice: lo is one partition
+// per transaction, hi all of them; with one partition they are equal.
+func (o *ProduceOptions) Markers() (lo, hi int64) {
+	if o.TxnEvery <= 0 {
+		return 0, 0
+	}
+	producers := max(o.Producers, 1)
+	per := o.Records / producers
+	for i := 0; i < producers; i++ {
+		n := per
+		if i == 0 {
+			n += o.Records - per*producers
+		}
+		lo += int64((n + o.TxnEvery - 1) / o.TxnEvery)
+		if o.Warmup {
+			lo++
+		}
+	}
+	return lo, lo * int64(max(o.Partitions, 1)) * int64(max(o.Topics, 1))
 }
 
 // topicNames is the topics of a workload over n topics: base alone for n

@@ -180,3 +180,41 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// The transaction workloads on the in-process gateway (transactions
+// enabled) and kfake: a transactional run commits every TxnEvery records,
+// so the high watermark holds the records, the warm-up records and one
+// marker per transaction; read_committed and read_uncommitted consumers
+// both read exactly the records.
+func TestTxnWorkloads(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"gateway-inproc", "kfake"} {
+		t.Run(name, func(t *testing.T) {
+			tg := startTarget(t, ctx, name, &TargetConfig{Transactions: true})
+			const n = 2500
+			po := ProduceOptions{Brokers: tg.Brokers(), Topic: "txn", Records: n, RecordSize: 100, Producers: 2, Partitions: 2,
+				CreateTopic: true, Idempotent: true, Warmup: true, TxnEvery: 1000, MaxDuration: 30 * time.Second}
+			lo, hi := po.Markers()
+			if lo != 2+2+2 || hi != 2*lo { // per producer: the warm-up's and two of 1250 records, on 1 or 2 partitions
+				t.Fatalf("markers %d to %d, want 6 to 12", lo, hi)
+			}
+			p, err := RunProduce(ctx, po)
+			if err != nil || !p.Complete || p.Counted != n {
+				t.Fatalf("produce: %+v %v", p, err)
+			}
+			hwm, err := EndOffsets(ctx, tg.Brokers(), "txn", 2)
+			if err != nil || hwm < n+2+lo || hwm > n+2+hi {
+				t.Fatalf("high watermark %d (%v), want %d to %d", hwm, err, n+2+lo, n+2+hi)
+			}
+			for _, committed := range []bool{false, true} {
+				c, err := RunConsume(ctx, ConsumeOptions{Brokers: tg.Brokers(), Topic: "txn", Records: n + 2, ReadCommitted: committed,
+					MaxDuration: 30 * time.Second})
+				if err != nil || !c.Complete || c.Counted != n+2 {
+					t.Fatalf("consume (read_committed %v): %+v %v", committed, c, err)
+				}
+			}
+		})
+	}
+}

@@ -72,8 +72,11 @@ type TargetConfig struct {
 	// PprofTarget names the one target whose gateway gets --pprof-addr
 	// (two on one address would collide); empty: any "gateway" kind.
 	PprofTarget string
-	WorkDir     string // temp files; default os.MkdirTemp
-	Log         io.Writer
+	// Transactions starts the gateway targets with --transactions
+	// enabled (Compare sets it for transactional workloads).
+	Transactions bool
+	WorkDir      string // temp files; default os.MkdirTemp
+	Log          io.Writer
 }
 
 // ErrSkip marks a target that cannot run on this machine (Java or jars
@@ -90,7 +93,7 @@ func NewTarget(name string, c *TargetConfig) (Target, error) {
 	case "gateway-tls":
 		return &procTarget{name: name, c: c, kind: "gateway", fsync: "never", tls: true}, nil
 	case "gateway-inproc":
-		return &inprocGateway{name: name, fsync: "never"}, nil
+		return &inprocGateway{name: name, fsync: "never", txn: c.Transactions}, nil
 	case "kfake", "kfake-blackhole", "kfake-disk":
 		mode := strings.TrimPrefix(strings.TrimPrefix(name, "kfake"), "-")
 		if mode == "" {
@@ -222,6 +225,9 @@ func (t *procTarget) startOnce(ctx context.Context) error {
 			"--max-connections", "4096", "--max-connections-per-addr", "4096")
 		if t.c.PprofAddr != "" && (t.c.PprofTarget == t.name || t.c.PprofTarget == "" && t.kind == "gateway") {
 			argv = append(argv, "--pprof-addr", t.c.PprofAddr)
+		}
+		if t.c.Transactions {
+			argv = append(argv, "--transactions", "enabled")
 		}
 		argv = append(argv, t.c.GatewayArgs...)
 		if t.kind == "iggy" {
@@ -363,6 +369,7 @@ func (c *TargetConfig) gatewayBinary(ctx context.Context) (string, error) {
 type inprocGateway struct {
 	name  string
 	fsync string
+	txn   bool // --transactions enabled
 	dir   string
 	gw    *gateway.Running
 }
@@ -387,6 +394,7 @@ func (t *inprocGateway) Start(ctx context.Context) error {
 			DefaultPartitions: 1,
 			MaxFrameSize:      8 << 20,
 			MaxFetchWait:      10 * time.Second,
+			Transactions:      handlers.TxnConfig{Enabled: t.txn, Version: 2, MaxTimeout: 15 * time.Minute, MaxIDs: 100000},
 		},
 		// Port 0: the gateway advertises the port it bound.
 		Loop: loop.Config{Addr: "127.0.0.1:0", DrainTimeout: 5 * time.Second},

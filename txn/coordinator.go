@@ -164,7 +164,7 @@ func (co *Coordinator) Load(ctx context.Context) error {
 			continue
 		}
 		e.mu.Lock()
-		err := co.complete(ctx, e, e.state == PrepareCommit, true)
+		err := co.complete(ctx, e, e.state == PrepareCommit, true, false)
 		e.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("txn: finishing transaction %q: %w", e.id, err)
@@ -264,7 +264,7 @@ func (co *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs 
 		if code := co.bump(e); code != 0 {
 			return fail(code)
 		}
-		if err := co.finish(ctx, e, false); err != nil {
+		if err := co.finish(ctx, e, false, false); err != nil {
 			return fail(errCode(err))
 		}
 	}
@@ -589,12 +589,17 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 		return fail(kerr.InvalidTxnState.Code)
 	}
 	e.v2 = v2
+	// v2's bump is stored with the complete state, one synced write
+	// fewer per transaction, unless the epoch is spent (a new producer
+	// id may not be available: answered on its own below).
+	bumped := false
 	if e.state == Ongoing {
-		if err := co.finish(ctx, e, commit); err != nil {
+		bumped = v2 && e.epoch < math.MaxInt16-1
+		if err := co.finish(ctx, e, commit, bumped); err != nil {
 			return fail(errCode(err))
 		}
 	}
-	if v2 {
+	if v2 && !bumped {
 		if code := co.bump(e); code != 0 {
 			return fail(code)
 		}
@@ -606,8 +611,8 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 }
 
 // finish ends e's ongoing transaction: Prepare state stored, then
-// complete. Under e.mu.
-func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit bool) error {
+// complete (bump: see complete). Under e.mu.
+func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit, bump bool) error {
 	e.state = PrepareAbort
 	if commit {
 		e.state = PrepareCommit
@@ -617,14 +622,16 @@ func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit bool) err
 		e.state = Ongoing
 		return err
 	}
-	return co.complete(ctx, e, commit, false)
+	return co.complete(ctx, e, commit, false, bump)
 }
 
 // complete writes e's markers (after a restart, only where they are not
 // there yet), applies or drops its offsets, and stores the complete
 // state. An error leaves e in its Prepare state: a later End retried by
-// the client, or the next start, finishes it. Under e.mu.
-func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recovering bool) error {
+// the client, or the next start, finishes it. bump moves e to its next
+// epoch in the same stored write (v2's EndTxn; the epoch is not spent).
+// Under e.mu.
+func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recovering, bump bool) error {
 	for _, p := range e.sortedParts() {
 		bound := e.parts[p]
 		if recovering {
@@ -655,6 +662,9 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 	}
 	e.updateMs = co.nowMs()
 	clear(e.offsets)
+	if bump {
+		co.bump(e) // the epoch is not spent: no new producer id, no failure
+	}
 	if err := co.save(ctx, e, hadOffsets); err != nil {
 		return err
 	}

@@ -107,6 +107,8 @@ func runWorkload(ctx context.Context, kind string, args []string, stdout, stderr
 	batch := fs.Int("batch-bytes", 0, "producer max batch bytes (0: kgo's default, 1 MB)")
 	fs.IntVar(&po.MaxBuffered, "max-buffered", 0, "records buffered per producer (0: kgo's default, 10000)")
 	fs.BoolVar(&po.Idempotent, "idempotent", true, "idempotent producer, kgo's default (needs --acks all)")
+	fs.IntVar(&po.TxnEvery, "txn-every", 0, "produce: transactional producers committing every N records (0: not transactional)")
+	readCommitted := fs.Bool("read-committed", false, "consume: isolation level read_committed")
 	fs.Float64Var(&po.Rate, "rate", 0, "target records/s over all producers (0: as fast as possible; required for e2e)")
 	fs.DurationVar(&po.MaxDuration, "max-duration", time.Minute, "cut the run after this")
 	group := fs.String("group", "", "consume/e2e: consumer group (empty: direct partition consumer)")
@@ -127,7 +129,7 @@ func runWorkload(ctx context.Context, kind string, args []string, stdout, stderr
 		res, err = bench.RunProduce(ctx, po)
 	case "consume":
 		res, err = bench.RunConsume(ctx, bench.ConsumeOptions{Brokers: po.Brokers, Topic: po.Topic, Records: po.Records,
-			Group: *group, MaxDuration: po.MaxDuration, Progress: stderr, Label: kind})
+			Group: *group, ReadCommitted: *readCommitted, MaxDuration: po.MaxDuration, Progress: stderr, Label: kind})
 	case "e2e":
 		res, err = bench.RunE2E(ctx, bench.E2EOptions{Produce: po, Group: *group})
 	}
@@ -178,7 +180,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	reps := fs.Int("reps", 0, "repetitions per workload and target (default 5, --quick 2)")
 	scale := fs.Float64("scale", 1, "multiply every workload's record count")
 	only := fs.String("workloads", "", "comma-separated workload names to run (default all but the perf-* ones); "+
-		"\"perf\" stands for perf-produce-100B,perf-produce-1KiB,perf-consume-100B,perf-consume-1KiB (Kafka's own perf tools as the client)")
+		"\"perf\" stands for perf-produce-100B,perf-produce-1KiB,perf-consume-100B,perf-consume-1KiB (Kafka's own perf tools as the client); "+
+		"\"txn\" for the transaction workloads idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,idem-produce-100B-4prod,txn-produce-100B-4prod,txn-consume-100B-uncommitted,txn-consume-100B-committed "+
+		"(the gateway targets then run with --transactions enabled)")
 	out := fs.String("out", "bench/results", "directory for compare.json, compare.md, compare.png")
 	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
 	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib; bench/kafka/fetch.sh fills it)")
@@ -235,7 +239,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case onlyIggy(strings.Split(ts, ",")):
 		ws = bench.IggyWorkloads(*quick)
 	}
-	picked, err := pickWorkloads(ws, bench.PerfWorkloads(*quick), *only)
+	picked, err := pickWorkloads(ws, map[string][]bench.Workload{"perf": bench.PerfWorkloads(*quick), "txn": bench.TxnWorkloads(*quick)}, *only)
 	if err != nil {
 		return err
 	}
@@ -305,18 +309,24 @@ func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 // pickWorkloads is what --workloads names, in the order of the set and
-// then of the perf workloads: with no names the set alone (the perf
-// workloads start a JVM per run and would take the full comparison past
-// ten minutes); "perf" names every perf workload. An unknown name is an
-// error rather than a run that quietly does less.
-func pickWorkloads(set, perf []bench.Workload, only string) ([]bench.Workload, error) {
+// then of the opt-in groups (sorted by group name): with no names the set
+// alone (the perf workloads start a JVM per run and would take the full
+// comparison past ten minutes; the txn ones change the gateway's
+// configuration); a group's name ("perf", "txn") names all of its
+// workloads. An unknown name is an error rather than a run that quietly
+// does less.
+func pickWorkloads(set []bench.Workload, groups map[string][]bench.Workload, only string) ([]bench.Workload, error) {
 	if only == "" {
 		return set, nil
 	}
+	all := slices.Clone(set)
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		all = append(all, groups[g]...)
+	}
 	want := map[string]bool{}
 	for _, n := range strings.Split(only, ",") {
-		if n = strings.TrimSpace(n); n == "perf" {
-			for _, w := range perf {
+		if n = strings.TrimSpace(n); groups[n] != nil {
+			for _, w := range groups[n] {
 				want[w.Name] = true
 			}
 		} else if n != "" {
@@ -324,7 +334,7 @@ func pickWorkloads(set, perf []bench.Workload, only string) ([]bench.Workload, e
 		}
 	}
 	var picked []bench.Workload
-	for _, w := range append(slices.Clone(set), perf...) {
+	for _, w := range all {
 		if want[w.Name] {
 			picked = append(picked, w)
 			delete(want, w.Name)
@@ -332,11 +342,11 @@ func pickWorkloads(set, perf []bench.Workload, only string) ([]bench.Workload, e
 	}
 	if len(want) > 0 {
 		var names []string
-		for _, w := range append(slices.Clone(set), perf...) {
+		for _, w := range all {
 			names = append(names, w.Name)
 		}
-		return nil, fmt.Errorf("unknown workloads %s (this run knows %s, and perf)",
-			strings.Join(slices.Sorted(maps.Keys(want)), ","), strings.Join(names, ","))
+		return nil, fmt.Errorf("unknown workloads %s (this run knows %s, and %s)",
+			strings.Join(slices.Sorted(maps.Keys(want)), ","), strings.Join(names, ","), strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
 	return picked, nil
 }

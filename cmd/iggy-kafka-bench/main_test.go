@@ -17,7 +17,8 @@ func names(ws []bench.Workload) string {
 
 func TestPickWorkloads(t *testing.T) {
 	t.Parallel()
-	set, perf := bench.DefaultWorkloads(true), bench.PerfWorkloads(true)
+	set := bench.DefaultWorkloads(true)
+	perf := map[string][]bench.Workload{"perf": bench.PerfWorkloads(true), "txn": bench.TxnWorkloads(true)}
 	got, err := pickWorkloads(set, perf, "")
 	if err != nil || names(got) != names(set) {
 		t.Errorf("no names: %s (%v), want the set alone", names(got), err)
@@ -29,6 +30,10 @@ func TestPickWorkloads(t *testing.T) {
 	got, err = pickWorkloads(set, perf, "perf-consume-1KiB, produce-100B")
 	if err != nil || names(got) != "produce-100B,perf-consume-1KiB" {
 		t.Errorf("two names: %s (%v)", names(got), err)
+	}
+	got, err = pickWorkloads(set, perf, "txn,produce-100B")
+	if err != nil || names(got) != "produce-100B,idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,idem-produce-100B-4prod,txn-produce-100B-4prod,txn-consume-100B-uncommitted,txn-consume-100B-committed" {
+		t.Errorf("txn: %s (%v)", names(got), err)
 	}
 	if _, err := pickWorkloads(set, perf, "produce-100B,perf-produce-10B"); err == nil || !strings.Contains(err.Error(), "perf-produce-10B") {
 		t.Errorf("an unknown name: %v", err)

@@ -164,7 +164,7 @@ func (co *Coordinator) Load(ctx context.Context) error {
 			continue
 		}
 		e.mu.Lock()
-		err := co.complete(ctx, e, e.state == PrepareCommit, true, false)
+		err := co.complete(ctx, e, e.state == PrepareCommit, true)
 		e.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("txn: finishing transaction %q: %w", e.id, err)
@@ -264,7 +264,7 @@ func (co *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs 
 		if code := co.bump(e); code != 0 {
 			return fail(code)
 		}
-		if err := co.finish(ctx, e, false, false); err != nil {
+		if err := co.finish(ctx, e, false); err != nil {
 			return fail(errCode(err))
 		}
 	}
@@ -555,9 +555,18 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 		return fail(kerr.InvalidProducerIDMapping.Code)
 	}
 	defer e.mu.Unlock()
-	if v2 && pid == e.lastPid && epoch == e.lastEpoch &&
-		((commit && e.state == CompleteCommit) || (!commit && e.state == CompleteAbort)) {
-		return EndResult{ProducerID: e.pid, Epoch: e.epoch} // a retry
+	if v2 && pid == e.lastPid && epoch == e.lastEpoch {
+		// A retry of a v2 end, which bumped the epoch before writing.
+		switch {
+		case (commit && e.state == CompleteCommit) || (!commit && e.state == CompleteAbort):
+			return EndResult{ProducerID: e.pid, Epoch: e.epoch}
+		case (commit && e.state == PrepareCommit) || (!commit && e.state == PrepareAbort):
+			// Its markers failed: finish it now.
+			if err := co.complete(ctx, e, commit, true); err != nil {
+				return fail(errCode(err))
+			}
+			return EndResult{ProducerID: e.pid, Epoch: e.epoch}
+		}
 	}
 	if code := check(e, pid, epoch, fencedOld); code != 0 {
 		return fail(code)
@@ -585,17 +594,24 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 		if err := co.complete(ctx, e, commit, true); err != nil {
 			return fail(errCode(err))
 		}
+		return EndResult{ProducerID: e.pid, Epoch: e.epoch}
 	default:
 		return fail(kerr.InvalidTxnState.Code)
 	}
 	e.v2 = v2
-	// v2's bump is stored with the complete state, one synced write
-	// fewer per transaction, unless the epoch is spent (a new producer
-	// id may not be available: answered on its own below).
+	// v2 (KIP-890) bumps the epoch first and writes the markers with the
+	// bumped one, as Kafka does: a batch of the old epoch still in flight
+	// is then refused on every partition (INVALID_PRODUCER_EPOCH), and the
+	// bump is stored with the Prepare state, two synced writes per
+	// transaction. A spent epoch (the bump is a new producer id, the
+	// markers must name the old one) is bumped after the end instead.
 	bumped := false
 	if e.state == Ongoing {
-		bumped = v2 && e.epoch < math.MaxInt16-1
-		if err := co.finish(ctx, e, commit, bumped); err != nil {
+		if v2 && e.epoch < math.MaxInt16-1 {
+			co.bump(e) // the epoch is not spent: no new producer id, no failure
+			bumped = true
+		}
+		if err := co.finish(ctx, e, commit); err != nil {
 			return fail(errCode(err))
 		}
 	}
@@ -611,8 +627,8 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 }
 
 // finish ends e's ongoing transaction: Prepare state stored, then
-// complete (bump: see complete). Under e.mu.
-func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit, bump bool) error {
+// complete. Under e.mu.
+func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit bool) error {
 	e.state = PrepareAbort
 	if commit {
 		e.state = PrepareCommit
@@ -622,16 +638,14 @@ func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit, bump boo
 		e.state = Ongoing
 		return err
 	}
-	return co.complete(ctx, e, commit, false, bump)
+	return co.complete(ctx, e, commit, false)
 }
 
 // complete writes e's markers (after a restart, only where they are not
 // there yet), applies or drops its offsets, and stores the complete
 // state. An error leaves e in its Prepare state: a later End retried by
-// the client, or the next start, finishes it. bump moves e to its next
-// epoch in the same stored write (v2's EndTxn; the epoch is not spent).
-// Under e.mu.
-func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recovering, bump bool) error {
+// the client, or the next start, finishes it. Under e.mu.
+func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recovering bool) error {
 	for _, p := range e.sortedParts() {
 		bound := e.parts[p]
 		if recovering {
@@ -662,9 +676,6 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 	}
 	e.updateMs = co.nowMs()
 	clear(e.offsets)
-	if bump {
-		co.bump(e) // the epoch is not spent: no new producer id, no failure
-	}
 	if err := co.save(ctx, e, hadOffsets); err != nil {
 		return err
 	}

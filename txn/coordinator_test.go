@@ -498,3 +498,36 @@ func TestDeletedPartitionEnds(t *testing.T) {
 		t.Fatalf("LSO: %d", got)
 	}
 }
+
+// TestV2MarkersCarryTheBump: a v2 EndTxn bumps the epoch before the
+// markers, which carry the new epoch (a batch of the old one still in
+// flight is then refused by the partition); a v2 end retried with the old
+// epoch after its markers failed finishes it.
+func TestV2MarkersCarryTheBump(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	env := newEnv()
+	co := newCo(&memStore{}, env, &now)
+	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
+	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, 0, []Partition{pa}, false, false); code != 0 {
+		t.Fatal(code)
+	}
+	e := co.End(ctx, "t", r.ProducerID, 0, true, true, false)
+	if e.Code != 0 || e.Epoch != 1 || len(env.markers) != 1 || env.markers[0].epoch != 1 {
+		t.Fatalf("v2 end: %+v, markers %+v", e, env.markers)
+	}
+	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, 1, []Partition{pa}, false, false); code != 0 {
+		t.Fatal(code)
+	}
+	env.failing = true
+	if e := co.End(ctx, "t", r.ProducerID, 1, false, true, false); e.Code == 0 {
+		t.Fatalf("end with markers failing: %+v", e)
+	}
+	env.failing = false
+	if e := co.End(ctx, "t", r.ProducerID, 1, false, true, false); e.Code != 0 || e.Epoch != 2 {
+		t.Fatalf("retried v2 end: %+v", e)
+	}
+	if in, _ := co.Describe("t"); in.State != CompleteAbort || in.Epoch != 2 {
+		t.Fatalf("after the retry: %+v", in)
+	}
+}

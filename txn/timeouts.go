@@ -26,7 +26,7 @@ func (co *Coordinator) AbortExpired(ctx context.Context) int {
 		case e.gone:
 		case e.state == Ongoing && e.startMs >= 0 && now-e.startMs > int64(e.timeoutMs):
 			if co.bump(e) == 0 {
-				if err := co.finish(ctx, e, false, false); err != nil {
+				if err := co.finish(ctx, e, false); err != nil {
 					co.o.Log.Warn("txn: aborting a timed-out transaction failed; retried", "transactional_id", e.id, "err", err)
 				} else {
 					n++

@@ -153,9 +153,11 @@ func (p *seqProducer) check(epoch int16, first, last int32) (v seqVerdict, dup b
 		return seqAppend, dup, first != 0
 	case epoch < p.epoch:
 		return seqStaleEpoch, dup, false
-	case epoch > p.epoch:
+	case epoch > p.epoch || p.n == 0:
 		// A new epoch starts at sequence 0 (the Java producer bumps its
-		// epoch locally after a sequence error; KIP-360).
+		// epoch locally after a sequence error; KIP-360), also one that a
+		// transaction marker brought here before any batch of it
+		// (transaction.version 2 writes its markers at the bumped epoch).
 		if first == 0 {
 			return seqAppend, dup, false
 		}

@@ -75,3 +75,46 @@ func TestTxnMarkerBetweenCheckAndAppend(t *testing.T) {
 		t.Fatalf("last stable offset %d, high watermark %d; want 2 and 2 (a record and its marker)", lso, st.Next)
 	}
 }
+
+// TestTxnV2NextTransactionAfterBumpedMarker: under transaction.version 2
+// the commit's markers carry the bumped epoch; the producer's next
+// transaction at that epoch starts at sequence 0 on the same partition
+// and is stored, and a batch of the old epoch is refused.
+func TestTxnV2NextTransactionAfterBumpedMarker(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, noAutoCreate, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 2} })
+	createTopic(t, g, "tv2", 1)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version = 5
+	init.TransactionalID = strp("v2")
+	init.TransactionTimeoutMillis = 60000
+	ir := do(t, g, init).(*kmsg.InitProducerIDResponse)
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	send := func(epoch int16, seq int32, v string) int16 {
+		req := produceReq(12, "tv2", 0, txnBatch(pid, epoch, seq, v))
+		req.TransactionID = strp("v2")
+		return produceOne(t, g, req).ErrorCode
+	}
+	end := func(epoch int16) *kmsg.EndTxnResponse {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.Version = 5
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "v2", pid, epoch, true
+		return do(t, g, req).(*kmsg.EndTxnResponse)
+	}
+	if code := send(epoch, 0, "a"); code != 0 { // Produce v12 adds the partition
+		t.Fatalf("first transaction: %d", code)
+	}
+	r := end(epoch)
+	if r.ErrorCode != 0 || r.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: %+v", r)
+	}
+	if code := send(epoch, 1, "late"); code != kerr.InvalidProducerEpoch.Code && code != kerr.ProducerFenced.Code {
+		t.Fatalf("old epoch after the bump: %d", code)
+	}
+	if code := send(r.ProducerEpoch, 0, "b"); code != 0 {
+		t.Fatalf("next transaction at the bumped epoch: %d", code)
+	}
+	if r2 := end(r.ProducerEpoch); r2.ErrorCode != 0 {
+		t.Fatalf("second EndTxn: %+v", r2)
+	}
+}

@@ -92,10 +92,13 @@ func (id *Idempotence) active(c *Call, k seqPartKey) ([]kmsg.DescribeProducersRe
 	for _, pid := range pids {
 		p := ps[pid]
 		p.mu.Lock()
-		if p.epoch >= 0 && p.n > 0 && !p.dirty {
+		if p.epoch >= 0 && (p.n > 0 || p.marked) && !p.dirty {
 			a := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 			a.ProducerID, a.ProducerEpoch = pid, int32(p.epoch)
-			a.LastSequence = p.batches[p.n-1].last
+			a.LastSequence = -1 // a marker at a new epoch, no batch of it yet (as Kafka lists it)
+			if p.n > 0 {
+				a.LastSequence = p.batches[p.n-1].last
+			}
 			a.LastTimestamp = -1
 			if p.appendedMs > 0 {
 				a.LastTimestamp = p.appendedMs

@@ -3,7 +3,8 @@
 // Behavior:
 //   - The idempotent producers of each partition, from the gateway's
 //     idempotence state (docs/IDEMPOTENCE.md): producer id, epoch, the
-//     sequence of its last stored record. A partition this gateway has not
+//     sequence of its last stored record (-1 for a producer a transaction
+//     marker moved to a new epoch before any batch of it). A partition this gateway has not
 //     seen an idempotent batch for since it started is first rebuilt from
 //     the store's tail, so producers that wrote before a restart (within
 //     the rebuild window) are listed too; producers expire after a day

@@ -101,7 +101,7 @@ type perfRun struct {
 	records    int
 	recordSize int
 	// clientProps is a client properties file (the gateway-tls target's
-	// SSL settings), passed as --producer.config / --consumer.config.
+	// SSL settings), passed as --command-config.
 	clientProps   string
 	producerProps []string // extra KEY=VALUE producer settings, after acks=all
 	maxDuration   time.Duration
@@ -135,12 +135,12 @@ func (p *perfTools) run(ctx context.Context, maxDuration time.Duration, class st
 }
 
 // runTool runs class with args and then r's client properties file after
-// propsFlag. The Result holds what every run has (the workload, the
+// --command-config. The Result holds what every run has (the workload, the
 // records asked for, the JVM's CPU); the caller adds what the tool's
 // summary says, then settles it.
-func (p *perfTools) runTool(ctx context.Context, r perfRun, workload, class, propsFlag string, args []string) (toolOutput, *Result) {
+func (p *perfTools) runTool(ctx context.Context, r perfRun, workload, class string, args []string) (toolOutput, *Result) {
 	if r.clientProps != "" {
-		args = append(args, propsFlag, r.clientProps)
+		args = append(args, "--command-config", r.clientProps)
 	}
 	out := p.run(ctx, r.maxDuration, class, args...)
 	return out, &Result{Workload: workload, RecordSize: r.recordSize, Records: int64(r.records), ClientCPU: out.cpu.Seconds()}
@@ -159,8 +159,8 @@ func settle(res *Result, out toolOutput, perr error, allCounted bool, verb strin
 func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
 	args := append([]string{"--topic", r.topic, "--num-records", strconv.Itoa(r.records),
 		"--record-size", strconv.Itoa(r.recordSize), "--throughput", "-1",
-		"--producer-props", "bootstrap.servers=" + r.broker, "acks=all"}, r.producerProps...)
-	out, res := p.runTool(ctx, r, "perf-produce", "org.apache.kafka.tools.ProducerPerformance", "--producer.config", args)
+		"--bootstrap-server", r.broker, "--command-property", "acks=all"}, r.producerProps...)
+	out, res := p.runTool(ctx, r, "perf-produce", "org.apache.kafka.tools.ProducerPerformance", args)
 	s, perr := parseProducerPerf(out.stdout)
 	if s != nil {
 		res.ToolLine, res.Counted = s.line, s.records
@@ -182,9 +182,9 @@ func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
 // the earliest offset until r.records records arrived (or ten seconds
 // pass without one, the tool's default).
 func (p *perfTools) consume(ctx context.Context, r perfRun) *Result {
-	args := []string{"--bootstrap-server", r.broker, "--topic", r.topic, "--messages", strconv.Itoa(r.records),
+	args := []string{"--bootstrap-server", r.broker, "--topic", r.topic, "--num-records", strconv.Itoa(r.records),
 		"--group", "perf-" + r.topic}
-	out, res := p.runTool(ctx, r, "perf-consume", "org.apache.kafka.tools.ConsumerPerformance", "--consumer.config", args)
+	out, res := p.runTool(ctx, r, "perf-consume", "org.apache.kafka.tools.ConsumerPerformance", args)
 	s, perr := parseConsumerPerf(out.stdout)
 	if s != nil {
 		res.ToolLine, res.Counted = s.line, s.records

@@ -30,6 +30,7 @@ type Backend interface {
 	GroupConfigStore
 	ProducerIDMarks
 	SecurityLog
+	TxnStateStore
 
 	// Capabilities describes the backend. It never changes.
 	Capabilities() Capabilities

@@ -17,6 +17,10 @@ type BatchFormat interface {
 	// a pointer through an interface call would move the caller's batch
 	// header to the heap, an allocation per Produce.
 	Encode(dst []byte, rb codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error)
+	// EncodeMarker appends to dst the stored form of the transaction
+	// marker m (a Kafka control batch of one record), which AppendKafka
+	// reads back as that control batch. Errors are EncodeMarker's.
+	EncodeMarker(dst []byte, m Marker) ([]byte, ProduceStats, error)
 	// AppendKafka appends to dst one Kafka v2 batch of the records of the
 	// stored batch at offsets >= cur.From, within cur's budget, and
 	// returns what the stored batch holds, so the caller need not parse
@@ -42,6 +46,10 @@ type iggyFormat struct{}
 
 func (iggyFormat) Encode(dst []byte, rb codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error) {
 	return EncodeKafkaRecords(dst, &rb, records, maxMessage)
+}
+
+func (iggyFormat) EncodeMarker(dst []byte, m Marker) ([]byte, ProduceStats, error) {
+	return EncodeMarker(dst, m)
 }
 
 func (iggyFormat) AppendKafka(dst, stored []byte, cur *FetchCursor) ([]byte, StoredBatch, error) {

@@ -43,7 +43,19 @@ func seedBatches(t testing.TB) [][]byte {
 	h, _ := AppendUserHeader(nil, KindString, []byte("trace"), KindString, []byte("abc"))
 	buf, _ = bb.Append(buf, [16]byte{1}, 5, []byte("native"), h)
 	buf, _ = bb.Finish(buf)
-	return append(out, buf)
+	out = append(out, buf)
+	// A transactional batch and a transaction marker.
+	if b, err = encode(t, batchMeta{producerID: 3, producerEpoch: 1, baseSequence: 0, attributes: codec.AttrTransactional}, sets[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	StampIggyBatch(b, 1, 30, testServerTs)
+	out = append(out, b)
+	m, _, err := EncodeMarker(nil, Marker{ProducerID: 3, Epoch: 1, Commit: true, CoordinatorEpoch: 2, TimestampMs: nowMs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	StampIggyBatch(m, 1, 31, testServerTs)
+	return append(out, m)
 }
 
 // FuzzIggyBatch feeds arbitrary bytes to every reader of the batch layout:
@@ -63,6 +75,7 @@ func FuzzIggyBatch(f *testing.F) {
 			_, _ = VerifyIggyBatch(data)
 			StampIggyBatch(append([]byte(nil), data...), 1, 2, 3)
 		}
+		_ = ScanProducerRecords(data, func(uint64, ProducerSeq, bool, bool) bool { return true })
 		cur := FetchCursor{MaxBytes: 1 << 20}
 		out, err := AppendKafkaBatch(nil, data, &cur)
 		if len(out) > 2*len(data)+codec.BatchHeaderLen {
@@ -136,11 +149,14 @@ func FuzzKafkaRoundTrip(f *testing.F) {
 		rb, _, _ := codec.ParseBatch(kb)
 		f.Add(rb.Records, rb.NumRecords, rb.FirstTimestamp, int64(-1), uint8(0))
 		f.Add(rb.Records, rb.NumRecords, rb.FirstTimestamp, int64(-1), uint8(codec.CompressionLZ4))
+		f.Add(rb.Records, rb.NumRecords, rb.FirstTimestamp, int64(9), uint8(codec.AttrTransactional|codec.CompressionGzip))
 	}
 	f.Fuzz(func(t *testing.T, records []byte, n int32, firstTs, producer int64, comp uint8) {
 		// comp: the codec the producer used (the records are already
 		// decompressed, as the handler passes them); Fetch compresses again.
-		rb := codec.RecordBatch{NumRecords: n, FirstTimestamp: firstTs, ProducerID: producer, Records: records, Attributes: int16(comp % 5)}
+		// Its bit 4 is the transactional attribute.
+		rb := codec.RecordBatch{NumRecords: n, FirstTimestamp: firstTs, ProducerID: producer, Records: records,
+			Attributes: int16(comp&0x0F%5) | int16(comp&codec.AttrTransactional)}
 		iggy, stats, err := EncodeKafkaRecords(nil, &rb, records, 0)
 		if err != nil {
 			return
@@ -179,6 +195,9 @@ func compareRecords(t *testing.T, rb *codec.RecordBatch, out []byte) {
 	got, n, err := codec.ParseBatch(out)
 	if err != nil || got.NumRecords != rb.NumRecords || n != len(out) {
 		t.Fatalf("fetched batch: %v, %d records of %d", err, got.NumRecords, rb.NumRecords)
+	}
+	if got.IsTransactional() != rb.IsTransactional() || (rb.IsTransactional() && got.ProducerID != rb.ProducerID) {
+		t.Fatalf("fetched batch attributes %#x producer %d, produced %#x producer %d", got.Attributes, got.ProducerID, rb.Attributes, rb.ProducerID)
 	}
 	if c := got.Compression(); c != rb.Compression() {
 		t.Fatalf("fetched batch codec %d, produced with %d", c, rb.Compression())

@@ -266,3 +266,14 @@ func (g *Guarded) ReadSecurityRecords(ctx context.Context, from uint64, fn func(
 		return g.inner.ReadSecurityRecords(ctx, from, fn)
 	})
 }
+
+func (g *Guarded) PutTxnStates(ctx context.Context, entries []TxnStateEntry) error {
+	return do(g, ctx, "put_txn_states", true, func(ctx context.Context) error { return g.inner.PutTxnStates(ctx, entries) })
+}
+
+// TxnStates: fn runs on the goroutine of the inner call; an abandoned
+// call's fn may still run after this returns, so callers collect into
+// state they own only after a nil error.
+func (g *Guarded) TxnStates(ctx context.Context, fn func(key string, value []byte)) error {
+	return do(g, ctx, "txn_states", false, func(ctx context.Context) error { return g.inner.TxnStates(ctx, fn) })
+}

@@ -87,13 +87,15 @@ type Prepared struct {
 // docs/MAPPING.md. maxMessage caps one message's payload+headers
 // (ErrRecordTooLarge); <= 0 means Iggy's own caps only. The message ids are
 // derived deterministically from producer id, epoch and sequence when rb is
-// idempotent, else zero.
+// idempotent or transactional (whose ids say so), else zero. Whether a
+// transactional batch may be written is the caller's decision.
 //
 // On error dst is returned unchanged. Errors wrap ErrRecordInvalid (a
 // malformed, control or unmappable record, including a repeated header
-// name) or ErrRecordTooLarge.
+// name; a transactional batch without a producer id) or
+// ErrRecordTooLarge. Transaction markers are written by EncodeMarker only.
 func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMessage int) ([]byte, ProduceStats, error) {
-	if rb.IsControl() || rb.NumRecords <= 0 {
+	if rb.IsControl() || rb.NumRecords <= 0 || (rb.IsTransactional() && rb.ProducerID < 0) {
 		return dst, ProduceStats{}, ErrRecordInvalid
 	}
 	start := len(dst)
@@ -109,13 +111,15 @@ func EncodeKafkaRecords(dst []byte, rb *codec.RecordBatch, records []byte, maxMe
 }
 
 // exactHeader reports a batch whose header Fetch reproduces: attributes
-// hold at most a codec and the timestamp type (not transactional, not
-// control) and the last offset delta is the record count minus one. A
+// hold at most a codec, the timestamp type and the transactional bit
+// (Fetch rebuilds a transactional batch with its producer id, epoch and
+// base sequence; never control) and the last offset delta is the record
+// count minus one. A
 // LogAppendTime batch comes back with delta 0 on every record and the
 // append time as its first timestamp, which no consumer reads: every
 // record of it reads as its max timestamp either way.
 func exactHeader(rb *codec.RecordBatch) bool {
-	return rb.Attributes&^0x0F == 0 && rb.LastOffsetDelta == rb.NumRecords-1
+	return rb.Attributes&^(0x0F|codec.AttrTransactional) == 0 && rb.LastOffsetDelta == rb.NumRecords-1
 }
 
 // exactRecord reports a record Fetch reads back as it is: a timestamp of
@@ -535,7 +539,8 @@ func appendLenBytes(dst, b []byte) []byte {
 //	0..4   sequence (base sequence + i, wrapping at 2^31 as Kafka does), u32 LE
 //	4..6   producer epoch, u16 LE
 //	6..14  producer id, u64 LE
-//	14     bits 0..6: id layout version (2); bit 7: first record of its batch
+//	14     bits 0..6: id layout version (2; 3 in a transactional batch);
+//	       bit 7: first record of its batch
 //	15     'K' (0x4B), marking a gateway-derived id
 //
 // Non-idempotent batches (producer id < 0) get the all-zero id.
@@ -548,14 +553,27 @@ func (e *encoder) messageID(id []byte, i uint32) {
 	binary.LittleEndian.PutUint16(id[4:], uint16(e.rb.ProducerEpoch))
 	binary.LittleEndian.PutUint64(id[6:], uint64(e.rb.ProducerID))
 	id[14] = IDLayoutVersion
+	if e.rb.IsTransactional() {
+		id[14] = IDLayoutTxn
+	}
 	if i == 0 {
 		id[14] |= idFirstRecord
 	}
 	id[15] = 'K'
 }
 
-// IDLayoutVersion is the message-id layout messageID writes.
-const IDLayoutVersion = 2
+// Message-id layout versions (id byte 14, bits 0..6). A reader that knows
+// only IDLayoutVersion reads none of the others as producer state: each
+// new meaning got a new version rather than a bit an old parser ignores.
+const (
+	// IDLayoutVersion: a record of an idempotent batch.
+	IDLayoutVersion = 2
+	// IDLayoutTxn: a record of a transactional batch (same fields).
+	IDLayoutTxn = 3
+	// IDLayoutAbort and IDLayoutCommit: a transaction marker (EncodeMarker).
+	IDLayoutAbort  = 4
+	IDLayoutCommit = 5
+)
 
 // idFirstRecord flags the first record of a batch in id byte 14.
 const idFirstRecord = 0x80
@@ -564,17 +582,32 @@ const idFirstRecord = 0x80
 type ProducerSeq struct {
 	ProducerID int64
 	Epoch      int16
-	Sequence   int32
+	// Sequence is the record's sequence; -1 for a transaction marker.
+	Sequence int32
 	// First is set on the first record of the Kafka batch the record came
 	// in: a stored batch runs from a First record up to the next one.
 	First bool
+	// Transactional: the record came in a transactional batch (a
+	// transaction marker is transactional too). Transactional records are
+	// idempotent records as well: producer state counts them alike.
+	Transactional bool
 }
 
-// ParseMessageID reads a message id written by messageID. ok is false for
-// any other id: zero (not idempotent), native producers' ids, and ids of
-// layout version 1, which did not mark batch boundaries.
+// ParseMessageID reads a message id of a data record written by messageID
+// (layout 2 or 3). ok is false for any other id: zero (not idempotent),
+// native producers' ids, ids of layout version 1, which did not mark
+// batch boundaries, and transaction markers (ParseMarkerID), which hold
+// no sequence.
 func ParseMessageID(id *[16]byte) (ProducerSeq, bool) {
-	if id[15] != 'K' || id[14]&^idFirstRecord != IDLayoutVersion {
+	if id[15] != 'K' {
+		return ProducerSeq{}, false
+	}
+	txn := false
+	switch id[14] &^ idFirstRecord {
+	case IDLayoutVersion:
+	case IDLayoutTxn:
+		txn = true
+	default:
 		return ProducerSeq{}, false
 	}
 	seq := binary.LittleEndian.Uint32(id[0:])
@@ -585,7 +618,7 @@ func ParseMessageID(id *[16]byte) (ProducerSeq, bool) {
 	}
 	return ProducerSeq{
 		ProducerID: int64(pid), Epoch: int16(epoch), Sequence: int32(seq),
-		First: id[14]&idFirstRecord != 0,
+		First: id[14]&idFirstRecord != 0, Transactional: txn,
 	}, true
 }
 
@@ -607,6 +640,9 @@ type FetchCursor struct {
 	// Uncompressed builds every batch uncompressed, whatever the producer
 	// sent (kafka.codec): for the gateway's own readers of the records.
 	Uncompressed bool
+	// Controls counts the control records (transaction markers) among
+	// Records, over all calls.
+	Controls int
 	// A compressed run the previous stored batch ended inside: its codec
 	// and the records still to come. A stored batch that starts right
 	// where it stopped continues the run in a batch of the same codec
@@ -688,6 +724,12 @@ type fetcher struct {
 	recsAt, bytesAt int
 	nextAt          uint64
 	scratch         *[]byte
+	// The open batch's transactional kind (txnNone, txnData, txnControl)
+	// and, when not txnNone, its producer and the last record's sequence.
+	txn     uint8
+	pid     int64
+	epoch   int16
+	lastSeq int32
 }
 
 // compressScratch holds the buffers batches are compressed into.
@@ -748,11 +790,18 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 	if cur.Uncompressed {
 		r.runLen = 0
 	}
+	r.txn = txnNone
+	if m.ID[15] == 'K' && m.ID[14]&^idFirstRecord > IDLayoutVersion {
+		r.readTxn(m)
+	}
 	if f.started && (r.runLen > 0 || (f.comp != codec.CompressionNone && f.left == 0) ||
-		r.logAppend != f.logAppend || (r.logAppend && r.ts != f.firstTs)) {
+		r.logAppend != f.logAppend || (r.logAppend && r.ts != f.firstTs) ||
+		r.txn != f.txn || (r.txn != txnNone && f.txnBreak(r, m))) {
 		// A compressed run starts here, or the open one has all its
 		// records, or the timestamp type or the append time changes
-		// (a batch has one): the open batch ends, and m opens the next.
+		// (a batch has one), or a producer's transactional batch begins
+		// or ends (a marker is a batch of its own): the open batch
+		// ends, and m opens the next.
 		var kept bool
 		if dst, kept = f.closeBatch(dst, cur); !kept {
 			return dst, false, nil
@@ -776,7 +825,7 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		switch {
 		case r.runLen > 0:
 			openComp, openLeft = r.codec, r.runLen
-		case f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next:
+		case f.last < 0 && cur.runLeft > 0 && cur.Records > 0 && m.Offset == cur.Next && r.txn != txnControl:
 			openComp, openLeft = cur.runCodec, cur.runLeft
 		}
 	}
@@ -794,6 +843,9 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 			f.bb.LogAppendTime()
 		}
 		f.started, f.base, f.firstTs, f.logAppend = true, base, firstTs, r.logAppend
+		if f.txn = r.txn; r.txn != txnNone {
+			f.openTxn(r)
+		}
 	}
 	if f.left > 0 {
 		f.left--
@@ -809,10 +861,65 @@ func (f *fetcher) append(dst []byte, m *IggyMessage, cur *FetchCursor) ([]byte, 
 		}
 	}
 	f.last = int64(m.Offset)
+	if r.txn != txnNone {
+		f.lastSeq = r.ps.Sequence
+		if r.txn == txnControl {
+			cur.Controls++
+		}
+	}
 	cur.Next = m.Offset + 1
 	cur.Records++
 	cur.Bytes += size
 	return dst, true, nil
+}
+
+// Transactional kinds of a record (kafkaRecord.txn) and of a batch.
+const (
+	txnNone    = iota // a plain or idempotent record: producer id -1 on Fetch
+	txnData           // a record of a transactional batch
+	txnControl        // a transaction marker
+)
+
+// readTxn sets r.txn and r.ps from m's id, for a message whose id is a
+// gateway id of a layout past IDLayoutVersion. A marker whose contents do
+// not agree with its id reads as an ordinary record (parseMarker).
+func (r *kafkaRecord) readTxn(m *IggyMessage) {
+	if ps, ok := ParseMessageID(&m.ID); ok {
+		r.txn, r.ps = txnData, ps
+		return
+	}
+	if ps, _, ok := parseMarker(m); ok {
+		r.txn, r.ps = txnControl, ps
+	}
+}
+
+// txnBreak reports that the transactional record r (m) cannot join the
+// open batch of the same kind: a marker is a batch of its own, and a
+// transactional batch holds one producer batch, records of one producer
+// id and epoch at consecutive offsets and sequences.
+func (f *fetcher) txnBreak(r *kafkaRecord, m *IggyMessage) bool {
+	return r.txn == txnControl || r.ps.First || r.ps.ProducerID != f.pid || r.ps.Epoch != f.epoch ||
+		r.ps.Sequence != nextSequence(f.lastSeq) || int64(m.Offset) != f.last+1
+}
+
+// openTxn gives the batch just begun r's producer: a transactional batch
+// whose base sequence is r's, or a control batch (base sequence -1).
+func (f *fetcher) openTxn(r *kafkaRecord) {
+	f.pid, f.epoch = r.ps.ProducerID, r.ps.Epoch
+	f.bb.Producer(r.ps.ProducerID, r.ps.Epoch, r.ps.Sequence)
+	if r.txn == txnControl {
+		f.bb.Control()
+	} else {
+		f.bb.Transactional()
+	}
+}
+
+// nextSequence is the sequence after s, wrapping at 2^31 as Kafka does.
+func nextSequence(s int32) int32 {
+	if s == math.MaxInt32 {
+		return 0
+	}
+	return s + 1
 }
 
 // How a message's Kafka headers are stored.
@@ -836,6 +943,10 @@ type kafkaRecord struct {
 	// logAppend: ts is the log append time of a LogAppendTime batch
 	// (kafka.tstype).
 	logAppend bool
+	// txn: the record is transactional data or a marker (txnNone for
+	// any other), of producer ps.
+	txn uint8
+	ps  ProducerSeq
 }
 
 // errFormat is the detail behind ErrUnmappable for a broken message.

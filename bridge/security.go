@@ -1,7 +1,7 @@
 package bridge
 
-// The gateway's security state (Kafka ACL bindings and SCRAM credentials,
-// docs/SECURITY.md) is kept as an ordered log of small records in the
+// The gateway's security state (Kafka ACL bindings, SCRAM credentials,
+// delegation tokens and client quotas, docs/SECURITY.md) is kept as an ordered log of small records in the
 // store: the embedded store under its own key prefix, a real Iggy server in
 // the state stream (docs/IGGY.md). The handlers rebuild their in-memory
 // view by replaying it, so the records' meaning lives here once and both
@@ -15,6 +15,14 @@ package bridge
 //	    u8 len salt, salt, u8 len stored key, stored key,
 //	    u8 len server key, server key    a SCRAM credential was set
 //	'X' u16 len name, name, u8 mechanism   a SCRAM credential was deleted
+//	'D' u16 len id, id, u16 len owner, owner, u16 len requester, requester,
+//	    u16 count, count x (u16 len renewer, renewer),
+//	    i64 issued, i64 max, i64 expiry   a delegation token was created or
+//	    renewed (its whole state; times in Unix milliseconds)
+//	'E' u16 len id, id   a delegation token was expired or purged
+//	'Q' u8 n, n x (u16 len type, type, u8 default, u16 len name, name),
+//	    u16 len key, key, u8 remove, [f64 value unless remove]
+//	    a client quota of an entity was set or removed
 //
 //	binding: i8 resource type, i8 pattern type, u16 len + resource name,
 //	         u16 len + principal, u16 len + host, i8 operation, i8 permission
@@ -27,6 +35,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 )
 
 // SecurityLog is a Backend's durable log of the gateway's security
@@ -74,7 +83,58 @@ const (
 	SecACLRemove   = 'R'
 	SecScramSet    = 'U'
 	SecScramDelete = 'X'
+	SecTokenSet    = 'D'
+	SecTokenRemove = 'E'
+	SecQuota       = 'Q'
 )
+
+// TokenRecord is a delegation token's state (KIP-48), or its removal when
+// Remove is set (only ID is then kept). Principals are "Type:name". The
+// token's HMAC is not kept: it is computed from the secret and the id.
+type TokenRecord struct {
+	ID        string
+	Owner     string
+	Requester string
+	Renewers  []string
+	Issued    int64
+	Max       int64
+	Expiry    int64
+	Remove    bool
+}
+
+// maxRenewers bounds a token's renewers in a record.
+const maxRenewers = 1024
+
+// AppendTokenRecord appends a 'D' (set) or, with r.Remove, 'E' record.
+func AppendTokenRecord(dst []byte, r TokenRecord) ([]byte, error) {
+	kind := byte(SecTokenSet)
+	if r.Remove {
+		kind = SecTokenRemove
+	}
+	dst = append(dst, kind)
+	dst, err := appendStr16(dst, r.ID)
+	if err != nil || r.Remove {
+		return dst, err
+	}
+	if len(r.Renewers) > maxRenewers {
+		return nil, errSecurityRecord
+	}
+	for _, s := range []string{r.Owner, r.Requester} {
+		if dst, err = appendStr16(dst, s); err != nil {
+			return nil, err
+		}
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(r.Renewers)))
+	for _, s := range r.Renewers {
+		if dst, err = appendStr16(dst, s); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range []int64{r.Issued, r.Max, r.Expiry} {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v))
+	}
+	return dst, nil
+}
 
 // MaxSecurityString bounds a name, principal or host in a record; Kafka's
 // own are short and the handlers refuse longer ones before they get here.
@@ -138,12 +198,69 @@ func AppendScramRecord(dst []byte, r ScramRecord) ([]byte, error) {
 	return dst, nil
 }
 
-// SecurityRecord is a decoded record: Kind says which of the two fields
+// QuotaPart is one component of a client quota entity: Type is Kafka's
+// entity type ("user", "client-id", "ip"); Default is the <default>
+// entity of that type (Kafka's null name), when Name is "".
+type QuotaPart struct {
+	Type    string
+	Name    string
+	Default bool
+}
+
+// QuotaRecord sets Key of Entity to Value, or removes it when Remove is
+// set (docs/SECURITY.md, "Client quotas"). This package does not interpret
+// types, keys or values.
+type QuotaRecord struct {
+	Entity []QuotaPart
+	Key    string
+	Value  float64
+	Remove bool
+}
+
+// maxQuotaParts bounds an entity's components; Kafka's have at most two.
+const maxQuotaParts = 3
+
+// AppendQuotaRecord appends a 'Q' record of r.
+func AppendQuotaRecord(dst []byte, r QuotaRecord) ([]byte, error) {
+	if len(r.Entity) == 0 || len(r.Entity) > maxQuotaParts {
+		return nil, errSecurityRecord
+	}
+	dst = append(dst, SecQuota, byte(len(r.Entity)))
+	var err error
+	for _, p := range r.Entity {
+		if dst, err = appendStr16(dst, p.Type); err != nil {
+			return nil, err
+		}
+		dst = append(dst, boolByte(p.Default))
+		if dst, err = appendStr16(dst, p.Name); err != nil {
+			return nil, err
+		}
+	}
+	if dst, err = appendStr16(dst, r.Key); err != nil {
+		return nil, err
+	}
+	dst = append(dst, boolByte(r.Remove))
+	if !r.Remove {
+		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(r.Value))
+	}
+	return dst, nil
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SecurityRecord is a decoded record: Kind says which of the fields
 // holds it.
 type SecurityRecord struct {
 	Kind  byte
 	ACL   ACLBinding
 	Scram ScramRecord
+	Token TokenRecord
+	Quota QuotaRecord
 }
 
 type secReader struct {
@@ -152,23 +269,52 @@ type secReader struct {
 }
 
 func (r *secReader) u8() byte {
-	if len(r.p) < 1 {
-		r.bad = true
-		return 0
+	if b := r.take(1); b != nil {
+		return b[0]
 	}
-	b := r.p[0]
-	r.p = r.p[1:]
+	return 0
+}
+
+// take returns the next n bytes, or nil (and marks r bad) when fewer are
+// left.
+func (r *secReader) take(n int) []byte {
+	if len(r.p) < n {
+		r.bad = true
+		return nil
+	}
+	b := r.p[:n]
+	r.p = r.p[n:]
 	return b
 }
 
-func (r *secReader) u32() uint32 {
-	if len(r.p) < 4 {
-		r.bad = true
-		return 0
+func (r *secReader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
 	}
-	v := binary.BigEndian.Uint32(r.p)
-	r.p = r.p[4:]
-	return v
+	return 0
+}
+
+func (r *secReader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *secReader) u64() uint64 {
+	if b := r.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+// flag reads a byte that must be 0 or 1.
+func (r *secReader) flag() bool {
+	b := r.u8()
+	if b > 1 {
+		r.bad = true
+	}
+	return b == 1
 }
 
 func (r *secReader) str16() string {
@@ -225,6 +371,39 @@ func ParseSecurityRecord(rec []byte) (out SecurityRecord, ok bool) {
 		s.Salt = r.bytes8()
 		s.StoredKey = r.bytes8()
 		s.ServerKey = r.bytes8()
+	case SecTokenSet, SecTokenRemove:
+		t := &out.Token
+		t.ID = r.str16()
+		if out.Kind == SecTokenRemove {
+			t.Remove = true
+			break
+		}
+		t.Owner = r.str16()
+		t.Requester = r.str16()
+		n := int(r.u16())
+		if n > maxRenewers {
+			return SecurityRecord{}, false
+		}
+		for i := 0; i < n && !r.bad; i++ {
+			t.Renewers = append(t.Renewers, r.str16())
+		}
+		t.Issued = int64(r.u64())
+		t.Max = int64(r.u64())
+		t.Expiry = int64(r.u64())
+	case SecQuota:
+		q := &out.Quota
+		n := int(r.u8())
+		if n == 0 || n > maxQuotaParts {
+			return SecurityRecord{}, false
+		}
+		q.Entity = make([]QuotaPart, n)
+		for i := range q.Entity {
+			q.Entity[i] = QuotaPart{Type: r.str16(), Default: r.flag(), Name: r.str16()}
+		}
+		q.Key = r.str16()
+		if q.Remove = r.flag(); !q.Remove {
+			q.Value = math.Float64frombits(r.u64())
+		}
 	default:
 		return SecurityRecord{}, false
 	}

@@ -25,6 +25,12 @@ func seedSecurityRecords(t testing.TB) [][]byte {
 	add(AppendScramRecord(nil, ScramRecord{Name: "alice", Mechanism: 1, Iterations: 8192,
 		Salt: []byte("salt"), StoredKey: bytes.Repeat([]byte{1}, 32), ServerKey: bytes.Repeat([]byte{2}, 32)}))
 	add(AppendScramRecord(nil, ScramRecord{Name: "bob", Mechanism: 2, Delete: true}))
+	add(AppendTokenRecord(nil, TokenRecord{ID: "Xq3rT0bTQ9a0jYdYV2Lw1A", Owner: "User:alice", Requester: "User:admin",
+		Renewers: []string{"User:bob", "User:carol"}, Issued: 1764900000000, Max: 1765504800000, Expiry: 1764986400000}))
+	add(AppendTokenRecord(nil, TokenRecord{ID: "Xq3rT0bTQ9a0jYdYV2Lw1A", Remove: true}))
+	add(AppendQuotaRecord(nil, QuotaRecord{Entity: []QuotaPart{{Type: "user", Name: "alice"}, {Type: "client-id", Default: true}},
+		Key: "producer_byte_rate", Value: 1048576}))
+	add(AppendQuotaRecord(nil, QuotaRecord{Entity: []QuotaPart{{Type: "ip", Name: "10.0.0.1"}}, Key: "connection_creation_rate", Remove: true}))
 	return out
 }
 
@@ -58,6 +64,39 @@ func TestSecurityRecordRoundTrip(t *testing.T) {
 	if _, ok := ParseSecurityRecord(append(rec, 0)); ok {
 		t.Fatal("trailing byte accepted")
 	}
+	tok := TokenRecord{ID: "id1", Owner: "User:alice", Requester: "User:alice", Renewers: []string{"User:bob"},
+		Issued: 1, Max: -1, Expiry: 1 << 62}
+	rec, err = AppendTokenRecord(nil, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok = ParseSecurityRecord(rec)
+	if !ok || got.Kind != SecTokenSet || got.Token.ID != "id1" || got.Token.Owner != tok.Owner ||
+		len(got.Token.Renewers) != 1 || got.Token.Renewers[0] != "User:bob" || got.Token.Max != -1 || got.Token.Expiry != 1<<62 {
+		t.Fatalf("%+v %v", got, ok)
+	}
+	for i := range rec {
+		if _, ok := ParseSecurityRecord(rec[:i]); ok {
+			t.Fatalf("truncated token record at %d accepted", i)
+		}
+	}
+	q := QuotaRecord{Entity: []QuotaPart{{Type: "user", Default: true}, {Type: "client-id", Name: "app"}}, Key: "consumer_byte_rate", Value: 2.5}
+	if rec, err = AppendQuotaRecord(nil, q); err != nil {
+		t.Fatal(err)
+	}
+	got, ok = ParseSecurityRecord(rec)
+	if !ok || got.Kind != SecQuota || len(got.Quota.Entity) != 2 || got.Quota.Entity[0] != q.Entity[0] ||
+		got.Quota.Entity[1] != q.Entity[1] || got.Quota.Key != q.Key || got.Quota.Value != 2.5 || got.Quota.Remove {
+		t.Fatalf("%+v %v", got, ok)
+	}
+	for i := range rec {
+		if _, ok := ParseSecurityRecord(rec[:i]); ok {
+			t.Fatalf("quota truncated at %d accepted", i)
+		}
+	}
+	if _, err := AppendQuotaRecord(nil, QuotaRecord{Key: "k"}); err == nil {
+		t.Fatal("quota record without an entity encoded")
+	}
 	long := ACLBinding{ResourceName: string(make([]byte, MaxSecurityString+1))}
 	if _, err := AppendACLRecord(nil, false, long); err == nil {
 		t.Fatal("over-long name encoded")
@@ -80,6 +119,10 @@ func FuzzSecurityRecord(f *testing.F) {
 		switch r.Kind {
 		case SecACLAdd, SecACLRemove:
 			back, err = AppendACLRecord(nil, r.Kind == SecACLRemove, r.ACL)
+		case SecTokenSet, SecTokenRemove:
+			back, err = AppendTokenRecord(nil, r.Token)
+		case SecQuota:
+			back, err = AppendQuotaRecord(nil, r.Quota)
 		default:
 			back, err = AppendScramRecord(nil, r.Scram)
 		}

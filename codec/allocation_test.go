@@ -95,4 +95,7 @@ func TestNoAllocations(t *testing.T) {
 		}
 		sinkBytes = bb.Finish(b)
 	})
+	assertNoAllocs(t, "AppendTxnMarker", func() {
+		sinkBytes = AppendTxnMarker(out[:0], 7, TxnMarker{ProducerID: 1, Epoch: 2, Commit: true, CoordinatorEpoch: 3, TimestampMs: 4})
+	})
 }

@@ -76,11 +76,17 @@ type RecordBatch struct {
 // Compression returns the codec bits of the attributes.
 func (b *RecordBatch) Compression() int8 { return int8(b.Attributes & 0x07) }
 
+// Batch attribute bits of a transactional producer's batches.
+const (
+	AttrTransactional = 0x10 // the batch belongs to a transaction
+	AttrControl       = 0x20 // the batch holds transaction markers (control records)
+)
+
 // IsTransactional reports the transactional attribute bit (4).
-func (b *RecordBatch) IsTransactional() bool { return b.Attributes&0x10 != 0 }
+func (b *RecordBatch) IsTransactional() bool { return b.Attributes&AttrTransactional != 0 }
 
 // IsControl reports the control attribute bit (5).
-func (b *RecordBatch) IsControl() bool { return b.Attributes&0x20 != 0 }
+func (b *RecordBatch) IsControl() bool { return b.Attributes&AttrControl != 0 }
 
 // LogAppendTime reports the timestamp-type attribute bit (3).
 func (b *RecordBatch) LogAppendTime() bool { return b.Attributes&attrLogAppendTime != 0 }

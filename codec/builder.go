@@ -18,9 +18,10 @@ const recLenReserve = 5
 //	buf = bb.AppendHeader(buf, k, v)   // headerCount times after each record
 //	buf = bb.Finish(buf)               // lengths, counts, max timestamp, CRC
 //
-// Producer id/epoch/sequence are written as -1, attributes 0 (CreateTime,
-// no compression; LogAppendTime marks a LogAppendTime batch), partition
-// leader epoch 0 (see PatchPartitionLeaderEpoch).
+// Producer id/epoch/sequence are written as -1 unless Producer sets them,
+// attributes 0 (CreateTime, no compression; LogAppendTime, Transactional
+// and Control set their bits), partition leader epoch 0 (see
+// PatchPartitionLeaderEpoch).
 // The builder holds no pointers into buf, so buf may be reallocated between
 // calls; it never allocates when buf has the capacity.
 //
@@ -39,7 +40,13 @@ type BatchBuilder struct {
 	maxTsDelta  int64 // greatest timestamp delta seen
 	firstTs     int64
 	pendingHdrs int32 // headers the open record still expects
-	logAppend   bool  // the batch's timestamp type is LogAppendTime
+	attrs       int16 // attribute bits Finish writes (timestamp type, transactional, control)
+	// The producer fields Finish writes, when hasProducer (else the -1s
+	// Begin wrote stay).
+	hasProducer bool
+	producerID  int64
+	epoch       int16
+	baseSeq     int32
 }
 
 // Begin writes the batch header placeholder at the end of dst.
@@ -59,7 +66,23 @@ func (bb *BatchBuilder) Begin(dst []byte, baseOffset, firstTimestamp int64) []by
 // sets the timestamp-type attribute, and consumers read every record's
 // timestamp as the max timestamp (the first timestamp plus the largest
 // delta; a caller writing the append time gives every record delta 0).
-func (bb *BatchBuilder) LogAppendTime() { bb.logAppend = true }
+func (bb *BatchBuilder) LogAppendTime() { bb.attrs |= attrLogAppendTime }
+
+// Producer makes the batch begun last carry a producer id, epoch and base
+// sequence (the sequence of its first record; -1 for a control batch), as
+// an idempotent or transactional producer's batch does.
+func (bb *BatchBuilder) Producer(producerID int64, epoch int16, baseSequence int32) {
+	bb.hasProducer, bb.producerID, bb.epoch, bb.baseSeq = true, producerID, epoch, baseSequence
+}
+
+// Transactional sets the transactional attribute (bit 4) of the batch
+// begun last.
+func (bb *BatchBuilder) Transactional() { bb.attrs |= AttrTransactional }
+
+// Control sets the transactional and control attributes (bits 4 and 5) of
+// the batch begun last: its records are transaction markers
+// (AppendControlRecord).
+func (bb *BatchBuilder) Control() { bb.attrs |= AttrTransactional | AttrControl }
 
 // AppendRecord appends a record whose headerCount headers follow through
 // AppendHeader. key or value nil encode as null.
@@ -141,8 +164,13 @@ func (bb *BatchBuilder) Finish(dst []byte) []byte {
 	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(bb.lastDelta))
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(bb.firstTs+bb.maxTsDelta))
 	binary.BigEndian.PutUint32(b[offNumRecords:], uint32(bb.count))
-	if bb.logAppend {
-		binary.BigEndian.PutUint16(b[offAttributes:], attrLogAppendTime)
+	if bb.attrs != 0 {
+		binary.BigEndian.PutUint16(b[offAttributes:], uint16(bb.attrs))
+	}
+	if bb.hasProducer {
+		binary.BigEndian.PutUint64(b[offProducerID:], uint64(bb.producerID))
+		binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(bb.epoch))
+		binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(bb.baseSeq))
 	}
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return dst

@@ -79,19 +79,35 @@ func TestJavaToolsReassignPartitions(t *testing.T) {
 		t.Fatalf("--list:\n%s\nstderr: %s", out, tail(errOut, 20))
 	}
 
-	// The current assignment (node 1 alone) is accepted and changes nothing.
+	// The current assignment (node 1 alone) is accepted and changes
+	// nothing; the throttle asked for is set on the broker (a dynamic
+	// broker config the gateway keeps and reports).
 	same := reassignmentFile(t, "java-reassign", "1")
-	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--execute", "--reassignment-json-file", same)
-	if !strings.Contains(out, `"partition":0,"replicas":[1]`) || !strings.Contains(out, "Successfully started partition reassignment for java-reassign-0") {
+	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--execute", "--throttle", "1000", "--reassignment-json-file", same)
+	if !strings.Contains(out, `"partition":0,"replicas":[1]`) || !strings.Contains(out, "Successfully started partition reassignment for java-reassign-0") ||
+		!strings.Contains(out, "The inter-broker throttle limit was set to 1000 B/s") {
 		t.Fatalf("--execute of the current assignment:\n%s\nstderr: %s", out, tail(errOut, 20))
 	}
-	// --verify and --cancel clear the replication throttles unless told
-	// not to, and the gateway has no such broker configs to clear.
-	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--verify", "--preserve-throttles", "--reassignment-json-file", same)
-	if !strings.Contains(out, "Reassignment of partition java-reassign-0 is completed.") {
-		t.Fatalf("--verify:\n%s\nstderr: %s", out, tail(errOut, 20))
+	throttles := func() string {
+		t.Helper()
+		out, _ := kafkaTool(t, gw.Addr, configsClass, "--describe", "--entity-type", "brokers", "--entity-name", "1")
+		return out
 	}
-	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--cancel", "--preserve-throttles", "--reassignment-json-file", same)
+	if out := throttles(); !strings.Contains(out, "leader.replication.throttled.rate=1000") || !strings.Contains(out, "follower.replication.throttled.rate=1000") {
+		t.Fatalf("broker 1 after --execute --throttle:\n%s", out)
+	}
+	// --verify and --cancel clear the broker and topic throttles.
+	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--verify", "--reassignment-json-file", same)
+	for _, want := range []string{"Reassignment of partition java-reassign-0 is completed.",
+		"Clearing broker-level throttles on broker 1", "Clearing topic-level throttles on topic java-reassign"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("--verify lacks %q:\n%s\nstderr: %s", want, out, tail(errOut, 20))
+		}
+	}
+	if out := throttles(); strings.Contains(out, "throttled.rate") {
+		t.Fatalf("broker 1 after --verify:\n%s", out)
+	}
+	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--cancel", "--reassignment-json-file", same)
 	if !strings.Contains(out, "None of the specified partition reassignments are active.") {
 		t.Fatalf("--cancel:\n%s\nstderr: %s", out, tail(errOut, 20))
 	}

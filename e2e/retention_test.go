@@ -223,7 +223,6 @@ func TestRetentionWakesParkedFetch(t *testing.T) {
 	// Expires 1.5 s from now: after the fetch below has parked.
 	produceAll(t, cl, []*kgo.Record{{Topic: topic, Value: []byte("soon gone"), Timestamp: time.Now().Add(-500 * time.Millisecond)}})
 	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 10000
 	req.MinBytes = 1 << 30

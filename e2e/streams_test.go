@@ -28,22 +28,8 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 	createTopic(t, cl, in, 2)
 	createTopic(t, cl, out, 2)
 	src := javaSource(t, "java/src/WordCount.java")
-	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"}
 	want := map[string]int{}
-	produceLines := func(from, to int) {
-		var recs []*kgo.Record
-		for i := from; i < to; i++ {
-			// Line i holds 1-3 words picked from i, so the counts differ.
-			var ws []string
-			for j := 0; j <= i%3; j++ {
-				w := words[(i*(j+2)+j)%len(words)]
-				ws = append(ws, w)
-				want[w]++
-			}
-			recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i), Value: []byte(strings.Join(ws, " "))})
-		}
-		produceAll(t, cl, recs)
-	}
+	produceLines := func(from, to int) { produceWordLines(t, cl, in, from, to, want) }
 	countsMatch := func() error {
 		got, err := latestValues(t, gw.Addr, out)
 		if err != nil {
@@ -117,4 +103,23 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 		t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
 	}
 	wc.stop(t, time.Minute)
+}
+
+// produceWordLines produces lines from..to-1 of the word counts' input to
+// topic and adds their words to want. Line i holds 1-3 words picked from
+// i, so the counts differ.
+func produceWordLines(t *testing.T, cl *kgo.Client, topic string, from, to int, want map[string]int) {
+	t.Helper()
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"}
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		var ws []string
+		for j := 0; j <= i%3; j++ {
+			w := words[(i*(j+2)+j)%len(words)]
+			ws = append(ws, w)
+			want[w]++
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: []byte(strings.Join(ws, " "))})
+	}
+	produceAll(t, cl, recs)
 }

@@ -172,6 +172,10 @@ func (r *Running) start(ctx context.Context, cfg Config) error {
 	logAuthz(h, log)
 	g := handlers.NewGateway(h, r.Backend, log)
 	r.Handlers = g
+	if err := g.StartTransactions(ctx); err != nil {
+		log.Error("loading the transaction state", "err", err)
+		return err
+	}
 	gwRef.Store(g)
 	if v := r.node.View(); v != nil {
 		// Views applied before the gateway existed had nothing to drop.
@@ -201,6 +205,10 @@ func (r *Running) start(ctx context.Context, cfg Config) error {
 
 // logAuthz says how requests are authorized.
 func logAuthz(h handlers.Config, log *slog.Logger) {
+	if t := h.Tokens.WithDefaults(); len(t.Secret) > 0 {
+		log.Info("delegation tokens on", "max_lifetime", t.MaxLifetime, "expiry_time", t.ExpiryTime,
+			"expiry_check_interval", t.CheckInterval)
+	}
 	if !h.Authz.Enabled {
 		return
 	}
@@ -210,8 +218,8 @@ func logAuthz(h handlers.Config, log *slog.Logger) {
 	}
 }
 
-// registerGatewayMetrics exposes the fetch session cache and the tail
-// cache, read at scrape time.
+// registerGatewayMetrics exposes the fetch session cache, the tail cache
+// and client-quota throttling, read at scrape time.
 func registerGatewayMetrics(m *metrics.Metrics, g *handlers.Gateway) {
 	m.FetchSessions(func() metrics.FetchSessionCounts {
 		st := g.FetchSessionStats()
@@ -222,12 +230,14 @@ func registerGatewayMetrics(m *metrics.Metrics, g *handlers.Gateway) {
 		st := g.TailCacheStats()
 		return metrics.TailCacheCounts{Hits: st.Hits, Misses: st.Misses, ServedBytes: st.ServedBytes, UsedBytes: st.UsedBytes}
 	})
+	m.Quotas(func() metrics.QuotaCounts { return metrics.QuotaCounts(g.QuotaStats()) })
 }
 
 // abort undoes a Start that failed part way: nothing serves yet.
 func (r *Running) abort() {
 	if r.Handlers != nil {
 		r.Handlers.Groups.Close()
+		r.Handlers.CloseTransactions()
 	}
 	r.closeStore(5 * time.Second)
 	r.node.Close()
@@ -263,6 +273,7 @@ func (r *Running) Shutdown(ctx context.Context) error {
 		// Parked group calls were answered by the drain; no coordinator
 		// timer may fire against the store closed next.
 		r.Handlers.Groups.Close()
+		r.Handlers.CloseTransactions()
 		errs = append(errs, r.closeStore(max(r.drain-time.Since(began), 500*time.Millisecond)))
 		r.node.Close()
 		r.stopAdmin()

@@ -4,9 +4,19 @@
 //   - Advertised from v0 (KAFKA-18659: librdkafka refuses a broker whose
 //     Produce minimum is above 0) but v0-2 carry message format v0/v1, which
 //     we do not store: every partition gets UNSUPPORTED_VERSION.
-//   - A non-empty transactional_id gets UNSUPPORTED_VERSION on every
-//     partition before anything is stored; so does a batch with the
-//     transactional or control bit. Transactions are not supported.
+//   - Without --transactions enabled, a non-empty transactional_id gets
+//     UNSUPPORTED_VERSION on every partition before anything is stored; so
+//     does a batch with the transactional or control bit. With it
+//     (docs/TRANSACTIONS.md): WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); a
+//     control batch is INVALID_RECORD (markers are the coordinator's); a
+//     transactional batch needs the request's transactional id
+//     (INVALID_RECORD) and passes the coordinator's check (checkTxnBatch:
+//     its producer and epoch, an ongoing transaction holding the
+//     partition; Produce v12+ under transaction.version 2 adds the
+//     partition itself), then is stored as an idempotent batch, the first
+//     of its transaction on the partition recording where the
+//     transaction starts there (the last stable offset).
 //   - acks must be -1, 0 or 1, else INVALID_REQUIRED_ACKS on every partition.
 //   - Cluster mode (docs/CLUSTER.md): a partition another gateway leads,
 //     or any partition while this gateway's session is not known live, is
@@ -92,7 +102,7 @@
 //     allows zstd (KIP-110); v8 adds per-record errors and an error message
 //     (KIP-467); v9 is flexible; v10/v11 add the current-leader tagged fields
 //     (KIP-951), left at their defaults (not sent). v12 (KIP-890 part 2)
-//     changes only transactional produce, which is refused. v13 (KIP-516)
+//     adds a transactional batch's partition to its transaction. v13 (KIP-516)
 //     names topics by id: an id that names no topic, or no longer names the
 //     topic of that name (deleted, created again), is UNKNOWN_TOPIC_ID for
 //     each of its partitions, and nothing is auto-created by id.
@@ -110,6 +120,7 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -123,6 +134,8 @@ var errAcks0Failed = errors.New("produce: acks=0 request failed on a partition")
 var (
 	msgOldFormat     = "message format v0/v1 (Produce v0-2) is not supported; use Produce v3+"
 	msgTransactional = "transactions are not supported by this gateway"
+	msgControl       = "control batches (transaction markers) cannot be produced by clients"
+	msgNoTxnID       = "transactional records need the request's transactional id"
 	msgAcks          = "acks must be -1, 0 or 1"
 	msgOneBatch      = "a partition must carry exactly one record batch"
 
@@ -227,13 +240,21 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 	switch {
 	case req.Version < 3:
 		refuse, refuseMsg = kerr.UnsupportedVersion.Code, &msgOldFormat
-	case req.TransactionID != nil && *req.TransactionID != "":
+	case req.TransactionID != nil && *req.TransactionID != "" && c.G.Txn == nil:
 		refuse, refuseMsg = kerr.UnsupportedVersion.Code, &msgTransactional
+	case req.TransactionID != nil && *req.TransactionID != "" &&
+		!c.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID):
+		refuse = kerr.TransactionalIDAuthorizationFailed.Code
 	case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 		refuse, refuseMsg = kerr.InvalidRequiredAcks.Code, &msgAcks
 	}
 
 	budget := int(c.G.Cfg.MaxFrameSize)
+	var tx txnWrite
+	if req.TransactionID != nil {
+		tx.id = *req.TransactionID
+		tx.implicit = req.Version >= 12 && c.G.Cfg.Transactions.Version >= 2
+	}
 	failed := false
 	// Writes done whose durability is still to wait for (a staged store),
 	// finished after every partition was written (finishWrites).
@@ -292,7 +313,7 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 					pcode = kerr.UnknownTopicOrPartition.Code
 				default:
 					var pw pendingWrite
-					pcode, pmsg = c.produceLed(req.Version, &ti, pol, rp.Partition, rp.Records, &budget, &pw)
+					pcode, pmsg = c.produceLed(req.Version, tx, &ti, pol, rp.Partition, rp.Records, &budget, &pw)
 					sp.BaseOffset = int64(pw.base)
 					if pcode == 0 {
 						sp.LogAppendTime = pw.appendTime
@@ -326,6 +347,7 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 		}
 		resp.Topics = kept
 	}
+	resp.ThrottleMillis = c.produceThrottle() // client quotas (quotas.go)
 	if req.Acks == 0 {
 		if failed {
 			return nil, errAcks0Failed
@@ -339,13 +361,13 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 // (cluster mode; always in a one-node cluster). Otherwise, or while its
 // session is not known live, NOT_LEADER_OR_FOLLOWER: the client refreshes
 // its metadata and sends to the leader.
-func (c *Call) produceLed(version int16, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
+func (c *Call) produceLed(version int16, tx txnWrite, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	cl := c.G.Cfg.Cluster
 	if !cl.BeginWrite(ti.Name, partition) {
 		return kerr.NotLeaderForPartition.Code, nil
 	}
 	defer cl.EndWrite()
-	return c.producePartition(version, ti, pol, partition, records, budget, pw)
+	return c.producePartition(version, tx, ti, pol, partition, records, budget, pw)
 }
 
 // pendingWrite is one partition's records, written by producePartition:
@@ -416,7 +438,7 @@ func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, 
 // offset, and what finishWrites does next), or returns an error code and
 // an optional message. budget is what is left of the request's
 // decompression budget.
-func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
+func (c *Call) producePartition(version int16, tx txnWrite, ti *bridge.TopicInfo, pol topicPolicy, partition int32, records []byte, budget *int, pw *pendingWrite) (int16, *string) {
 	topic := ti.Name
 	if len(records) == 0 {
 		return kerr.InvalidRecord.Code, &msgOneBatch
@@ -429,7 +451,9 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, pol topicPo
 		return kerr.InvalidRecord.Code, &msgOneBatch
 	}
 	if rb.IsTransactional() || rb.IsControl() {
-		return kerr.UnsupportedVersion.Code, &msgTransactional
+		if code, msg := c.checkTxnBatch(tx, &rb, ti.Name, partition); code != 0 {
+			return code, msg
+		}
 	}
 	if rb.ProducerID >= 0 && (rb.ProducerEpoch < 0 || rb.BaseSequence < 0) {
 		return kerr.InvalidRecord.Code, &msgIdempotentFields
@@ -500,4 +524,30 @@ func (c *Call) producePartition(version int16, ti *bridge.TopicInfo, pol topicPo
 		pw.records = records
 	}
 	return 0, nil
+}
+
+// txnWrite is what a Produce's transactional batches are checked against:
+// the request's transactional id, and whether a partition not yet in the
+// transaction joins it (Produce v12+ under transaction.version 2,
+// KIP-890).
+type txnWrite struct {
+	id       string
+	implicit bool
+}
+
+// checkTxnBatch checks a transactional or control batch: refused as
+// before without transactions; with them a control batch is
+// INVALID_RECORD (markers are the coordinator's), a transactional one
+// needs the request's transactional id and the coordinator's check (its
+// producer and epoch, an ongoing transaction holding the partition).
+func (c *Call) checkTxnBatch(tx txnWrite, rb *codec.RecordBatch, topic string, partition int32) (int16, *string) {
+	switch {
+	case c.G.Txn == nil:
+		return kerr.UnsupportedVersion.Code, &msgTransactional
+	case rb.IsControl():
+		return kerr.InvalidRecord.Code, &msgControl
+	case tx.id == "" || rb.ProducerID < 0:
+		return kerr.InvalidRecord.Code, &msgNoTxnID
+	}
+	return c.G.Txn.CheckWrite(c.Ctx, tx.id, rb.ProducerID, rb.ProducerEpoch, txn.Partition{Topic: topic, Partition: partition}, tx.implicit), nil
 }

@@ -13,11 +13,13 @@
 //     unknown id: FETCH_SESSION_ID_NOT_FOUND (top level, no partitions).
 //     Epoch -1 closes the session named and is answered sessionless. Any
 //     connection may use any session, as on Kafka. Rack, replica id/state
-//     and leader epochs are ignored.
+//     and the log-start and high-watermark fields of followers are ignored.
 //   - Per partition (fetch_pipeline.go), in Kafka's order: a topic the
 //     client may not read is TOPIC_AUTHORIZATION_FAILED; an unknown topic
 //     or partition UNKNOWN_TOPIC_OR_PARTITION (no auto-creation on Fetch);
 //     one another gateway leads NOT_LEADER_OR_FOLLOWER (cluster mode); a
+//     current_leader_epoch (v9+, KIP-320) older than the partition's
+//     FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (-1: not checked); a
 //     fetch offset below the earliest stored offset or above the high
 //     watermark OFFSET_OUT_OF_RANGE, as on Kafka (the Rust gateway reads
 //     from the oldest message instead, so auto.offset.reset never fires
@@ -59,9 +61,13 @@
 //     queue more than its outbound cap; with no room at all a Fetch returns
 //     no records (parking like any Fetch short of min_bytes) until the
 //     client reads.
-//   - HighWatermark = LastStableOffset = next offset (no transactions);
-//     LogStartOffset = earliest stored offset; no aborted transactions;
-//     PreferredReadReplica -1. isolation_level read_committed reads the same.
+//   - HighWatermark = next offset; LastStableOffset = the first offset of
+//     the partition's oldest open transaction, else the high watermark
+//     (always, without --transactions enabled); isolation_level
+//     read_committed returns only whole batches below it and the aborted
+//     transactions overlapping what it returns (fetch_pipeline.go,
+//     fetchRun.stable; docs/TRANSACTIONS.md); LogStartOffset = earliest
+//     stored offset; PreferredReadReplica -1.
 //   - Transient store failures are NOT_LEADER_OR_FOLLOWER (the Java consumer
 //     throws on codes it does not expect; it refreshes metadata and retries
 //     on this one); a failed store disk is KAFKA_STORAGE_ERROR, which it
@@ -135,6 +141,9 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 	if r := c.ReplyRoom; r > 0 && limit > r {
 		limit = r
 	}
+	if q := c.fetchQuotaBytes(); q > 0 && limit > q {
+		limit = q // client quotas (quotas.go)
+	}
 
 	// Take the watch generation before reading, so data produced after
 	// this read but before the park still wakes the call.
@@ -182,7 +191,9 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 		c.ParkSince(keys, time.Now().Add(wait), since)
 		return nil, nil
 	}
-	g.fetchSessions.finish(plan, resp)
+	if !c.fetchThrottled(plan, resp) { // client quotas (quotas.go)
+		g.fetchSessions.finish(plan, resp)
+	}
 	if bufs, held := fr.bufs, fr.held; len(bufs) > 0 || len(held) > 0 {
 		c.Defer(func() { releaseFetched(g.tail, bufs, held) })
 	}

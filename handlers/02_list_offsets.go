@@ -21,13 +21,16 @@
 //     these with UNSUPPORTED_FOR_MESSAGE_FORMAT. Any other negative
 //     timestamp is searched as 0, like Kafka.
 //   - Leader epoch 0. Unknown topic or partition (and a bad name) is
-//     UNKNOWN_TOPIC_OR_PARTITION. read_committed answers the same (no
-//     transactions). Transient store failures: REQUEST_TIMED_OUT on a
+//     UNKNOWN_TOPIC_OR_PARTITION. current_leader_epoch (v4+) is checked as
+//     Fetch checks it (FENCED_LEADER_EPOCH older, UNKNOWN_LEADER_EPOCH
+//     newer, -1 not checked). read_committed answers latest with the last
+//     stable offset and a timestamp found past it with -1 (the same as
+//     read_uncommitted while no transaction is open). Transient store failures: REQUEST_TIMED_OUT on a
 //     deadline, NOT_LEADER_OR_FOLLOWER when the store is unavailable.
 //
 // Version notes:
 //   - v0 (old-style offset lists) is not served. v2 adds isolation level
-//     (KIP-98); v4 current leader epoch (KIP-320, not checked); v6 is
+//     (KIP-98); v4 current leader epoch (KIP-320); v6 is
 //     flexible; v7 allows -3 (KIP-734); v8 -4 (KIP-405); v9 -5 (KIP-1005);
 //     v10 adds timeout_ms (KIP-1075), ignored: answers are synchronous; v11
 //     allows -6 (KIP-1023). Every version past v1 only adds fields or
@@ -43,6 +46,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -75,12 +79,18 @@ func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsRe
 			sp.Default()
 			sp.Partition = rp.Partition
 			code := partitionCode(ti, tcode, rp.Partition)
-			if code == 0 && !c.G.Cfg.Cluster.Leads(rt.Topic, rp.Partition) {
-				code = kerr.NotLeaderForPartition.Code
+			if code == 0 {
+				latest, leads := c.G.Cfg.Cluster.LeaderEpoch(rt.Topic, rp.Partition)
+				switch {
+				case !leads:
+					code = kerr.NotLeaderForPartition.Code
+				case req.Version >= 4:
+					code = currentEpochCode(rp.CurrentLeaderEpoch, latest)
+				}
 			}
 			if code == 0 {
 				var err error
-				sp.Offset, sp.Timestamp, err = c.offsetFor(rt.Topic, rp.Partition, rp.Timestamp)
+				sp.Offset, sp.Timestamp, err = c.offsetFor(rt.Topic, rp.Partition, rp.Timestamp, req.IsolationLevel == 1)
 				code = errCode(err, opOffsets)
 			}
 			if code != 0 {
@@ -94,8 +104,30 @@ func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsRe
 	return resp, nil
 }
 
-// offsetFor answers one partition for timestamp ts (ms or special).
-func (c *Call) offsetFor(topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+// offsetFor answers one partition for timestamp ts (ms or special);
+// committed (read_committed) answers latest with the last stable offset,
+// and a timestamp found past it with none, as Kafka does.
+func (c *Call) offsetFor(topic string, partition int32, ts int64, committed bool) (offset, timestamp int64, err error) {
+	off, t, err := c.offsetForUncommitted(topic, partition, ts)
+	if err != nil || !committed || c.G.Txn == nil || off < 0 || ts == tsEarliest || ts == tsEarliestLocal {
+		return off, t, err
+	}
+	st, err := c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, topic, partition)
+	if err != nil {
+		return -1, -1, err
+	}
+	lso := int64(c.G.Txn.Index.LastStable(txn.Partition{Topic: topic, Partition: partition}, st.Next))
+	switch {
+	case ts == tsLatest:
+		return lso, -1, nil
+	case off >= lso:
+		return -1, -1, nil
+	}
+	return off, t, nil
+}
+
+// offsetForUncommitted is offsetFor for read_uncommitted.
+func (c *Call) offsetForUncommitted(topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
 	g := c.G
 	switch ts {
 	case tsLatest, tsEarliest, tsEarliestLocal:

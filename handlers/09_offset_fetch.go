@@ -10,8 +10,11 @@
 //   - Group-level errors (v2+; v1 repeats them per partition): an invalid
 //     group id INVALID_GROUP_ID; store unavailable COORDINATOR_NOT_AVAILABLE
 //     (clients retry), deadline REQUEST_TIMED_OUT.
-//   - require_stable (v7) needs nothing: there are no pending transactional
-//     offsets. The v9 member id and epoch (KIP-848) are
+//   - require_stable (v7, KIP-447): a partition whose group has offsets
+//     held by an open transaction (TxnOffsetCommit, --transactions
+//     enabled) answers UNSTABLE_OFFSET_COMMIT with offset -1 until the
+//     transaction ends; the client retries. Without require_stable the
+//     offset committed before is answered. The v9 member id and epoch (KIP-848) are
 //     checked for a consumer-protocol group: unknown member
 //     UNKNOWN_MEMBER_ID, older epoch STALE_MEMBER_EPOCH, newer
 //     FENCED_MEMBER_EPOCH; no member id with epoch -1 always passes.
@@ -30,6 +33,8 @@ package handlers
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -38,7 +43,7 @@ func init() {
 
 func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	if req.Version < 10 {
-		return offsetFetchNamed(c, req), nil
+		return c.markUnstable(req, offsetFetchNamed(c, req)), nil
 	}
 	for i := range req.Groups {
 		for j := range req.Groups[i].Topics {
@@ -46,11 +51,44 @@ func offsetFetch(c *Call, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 			rt.Topic = c.nameByID(rt.TopicID)
 		}
 	}
-	resp := offsetFetchNamed(c, req)
+	resp := c.markUnstable(req, offsetFetchNamed(c, req))
 	for i := range resp.Groups {
 		resp.Groups[i].Topics = c.withTopicIDs(resp.Groups[i].Topics)
 	}
 	return resp, nil
+}
+
+// markUnstable answers UNSTABLE_OFFSET_COMMIT, with offset -1, for each
+// partition of resp whose group has offsets held by an open transaction
+// (TxnOffsetCommit), when the request requires stable offsets (v7+,
+// KIP-447), as Kafka does; the client retries until the transaction ends.
+func (c *Call) markUnstable(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetchResponse) *kmsg.OffsetFetchResponse {
+	tx := c.G.Txn
+	if tx == nil || !req.RequireStable {
+		return resp
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if p.ErrorCode == 0 && tx.HasPendingOffsets(req.Group, txn.Partition{Topic: t.Topic, Partition: p.Partition}) {
+				p.ErrorCode, p.Offset = kerr.UnstableOffsetCommit.Code, -1
+			}
+		}
+	}
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		for j := range g.Topics {
+			t := &g.Topics[j]
+			for k := range t.Partitions {
+				p := &t.Partitions[k]
+				if p.ErrorCode == 0 && tx.HasPendingOffsets(g.Group, txn.Partition{Topic: t.Topic, Partition: p.Partition}) {
+					p.ErrorCode, p.Offset = kerr.UnstableOffsetCommit.Code, -1
+				}
+			}
+		}
+	}
+	return resp
 }
 
 // withTopicIDs gives each topic of a v10 answer its id and drops the

@@ -6,11 +6,15 @@
 //     call). In cluster mode (docs/CLUSTER.md) the coordinator is the
 //     group's rendezvous gateway in the current view, at its address on the
 //     caller's listener (COORDINATOR_NOT_AVAILABLE if it has none).
-//   - Key type 1 (transaction) is refused with
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java client and
-//     librdkafka treat as fatal, so no transactional producer gets past
-//     initialisation (transactions are not served). Key type 2 (share
-//     group) and unknown types are INVALID_REQUEST.
+//   - Key type 1 (transaction), with --transactions enabled: this gateway
+//     coordinates every transactional id (transactions are served by one
+//     gateway; see docs/TRANSACTIONS.md), after DESCRIBE on the id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an empty id or one over
+//     txn.MaxIDLen bytes is INVALID_REQUEST. Without it key type 1 is
+//     refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java
+//     client and librdkafka treat as fatal, so no transactional producer
+//     gets past initialisation. Key type 2 (share group) and unknown types
+//     are INVALID_REQUEST.
 //   - A group id over 246 bytes is INVALID_GROUP_ID (it must fit an Iggy
 //     consumer name, docs/CONSUMER_GROUPS.md).
 //
@@ -27,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/group"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -43,8 +48,18 @@ func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindC
 	cfg := &c.G.Cfg
 	answer := func(key string) (code int16, node int32, host string, port int32) {
 		switch {
-		case req.CoordinatorType == coordinatorTxn:
+		case req.CoordinatorType == coordinatorTxn && c.G.Txn == nil:
 			code = kerr.TransactionalIDAuthorizationFailed.Code
+		case req.CoordinatorType == coordinatorTxn:
+			switch {
+			case key == "" || len(key) > txn.MaxIDLen:
+				code = kerr.InvalidRequest.Code
+			case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
+				code = kerr.TransactionalIDAuthorizationFailed.Code
+			default:
+				host, port := c.advertised()
+				return 0, cfg.NodeID, host, port
+			}
 		case req.CoordinatorType != coordinatorGroup:
 			code = kerr.InvalidRequest.Code
 		case len(key) > group.MaxGroupIDLen:

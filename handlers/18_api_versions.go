@@ -41,8 +41,6 @@
 package handlers
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -51,23 +49,21 @@ func init() {
 	register(Spec{Key: 18, MinVersion: 0, MaxVersion: 5, Inline: true, Handle: typed(apiVersions), TooNew: ApiVersionsUnsupported, BeforeLogin: true})
 }
 
-var (
-	apiKeysOnce sync.Once
-	apiKeys     []kmsg.ApiVersionsResponseApiKey
-)
-
-// advertisedKeys returns the registry as ApiVersions entries. Built once on
-// first use (the registry is complete after init); callers must not modify
-// the slice. Any goroutine.
-func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
-	apiKeysOnce.Do(func() {
-		for _, s := range Specs() {
-			k := kmsg.NewApiVersionsResponseApiKey()
-			k.ApiKey, k.MinVersion, k.MaxVersion = s.Key, s.MinVersion, s.MaxVersion
-			apiKeys = append(apiKeys, k)
+// advertisedKeys returns the registry as ApiVersions entries for a gateway
+// with cfg: every key but those its configuration does not serve
+// (Spec.Gated). NewGateway builds it once (Gateway.apiKeys); callers must
+// not modify the slice.
+func advertisedKeys(cfg *Config) []kmsg.ApiVersionsResponseApiKey {
+	var keys []kmsg.ApiVersionsResponseApiKey
+	for _, s := range Specs() {
+		if s.Gated != nil && !s.Gated(cfg) {
+			continue
 		}
-	})
-	return apiKeys
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = s.Key, s.MinVersion, s.MaxVersion
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 func apiVersions(c *Call, req *kmsg.ApiVersionsRequest, resp *kmsg.ApiVersionsResponse) (kmsg.Response, error) {
@@ -85,7 +81,7 @@ func apiVersions(c *Call, req *kmsg.ApiVersionsRequest, resp *kmsg.ApiVersionsRe
 			return resp, nil
 		}
 	}
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = c.G.apiKeys
 	c.G.features.fill(resp, req.Version)
 	return resp, nil
 }
@@ -100,7 +96,7 @@ func ApiVersionsUnsupported(c *Call) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = advertisedKeys()
+	resp.ApiKeys = c.G.apiKeys
 	return resp
 }
 

@@ -114,7 +114,7 @@ func createTopics(c *Call, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopic
 		}
 		st.NumPartitions = n
 		st.ReplicationFactor = 1
-		for _, d := range describeTopic(cfg, nil, false, false) {
+		for _, d := range describeTopic(cfg, c.cachedBrokerView(), nil, false, false) {
 			rc := kmsg.NewCreateTopicsResponseTopicConfig()
 			rc.Name, rc.Value, rc.ReadOnly, rc.Source = d.Name, d.Value, d.ReadOnly, int8(d.Source)
 			st.Configs = append(st.Configs, rc)

@@ -112,11 +112,8 @@ func (c *Call) epochEnd(topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicP
 	case !leads:
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return sp
-	case rp.CurrentLeaderEpoch != undefinedEpoch && rp.CurrentLeaderEpoch < latest:
-		sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-		return sp
-	case rp.CurrentLeaderEpoch > latest:
-		sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+	case currentEpochCode(rp.CurrentLeaderEpoch, latest) != 0:
+		sp.ErrorCode = currentEpochCode(rp.CurrentLeaderEpoch, latest)
 		return sp
 	case rp.LeaderEpoch == undefinedEpoch || rp.LeaderEpoch > latest:
 		return sp // no error: no such epoch

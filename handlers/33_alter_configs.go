@@ -12,12 +12,18 @@
 //     segment.bytes, which Iggy cannot change). validate_only
 //     checks and keeps nothing. A missing topic is
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER resources: every broker config is read-only here (set by the
-//     gateway's flags): INVALID_CONFIG naming the config; unknown names
-//     likewise; a broker id other than this one INVALID_REQUEST.
+//   - BROKER resources (broker_configs.go): this broker's id or "" (the
+//     cluster-wide defaults); the scope's dynamic configs become the ones
+//     given. Only the dynamic broker configs may be set (the replication
+//     throttles, log.message.timestamp.type); any other name is
+//     INVALID_REQUEST "Cannot update these configs dynamically: Set(x)",
+//     a bad value INVALID_REQUEST "Invalid value v for configuration x:
+//     ...", a null value, a config named twice, another broker id
+//     INVALID_REQUEST, all in Kafka's words. ALTER_CONFIGS on the cluster.
 //   - GROUP resources (group_configs.go): the group's configs become the
 //     ones given, checked as IncrementalAlterConfigs checks them.
-//   - Other resource types: INVALID_REQUEST.
+//   - Other resource types (BROKER_LOGGER included, as on Kafka):
+//     INVALID_REQUEST.
 //
 // Version notes: v1 is v0 (throttle), v2 is flexible.
 
@@ -41,17 +47,26 @@ func alterConfigs(c *Call, req *kmsg.AlterConfigsRequest, resp *kmsg.AlterConfig
 		sr := &resp.Resources[i]
 		sr.Default()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		names := make([]string, len(rr.Configs))
-		for j := range rr.Configs {
-			names[j] = rr.Configs[j].Name
-		}
-		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, names, configChange{
+		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, configChange{
 			topic: func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
 				return replacementSet(rr.Configs, func(name string) bool { return topicConfigs[name] != nil }, "Unknown topic config name: ")
 			},
 			group: func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string) {
 				defs := c.G.groupConfigDefs()
 				return replacementSet(rr.Configs, func(name string) bool { _, ok := defs[name]; return ok }, "Unknown group config name: ")
+			},
+			broker: func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+				names, nulls := make([]string, len(rr.Configs)), []string(nil)
+				for j, cfg := range rr.Configs {
+					names[j] = cfg.Name
+					if cfg.Value == nil {
+						nulls = append(nulls, cfg.Name)
+					}
+				}
+				if code, msg := checkBrokerRequest(names, nulls); code != 0 {
+					return nil, code, msg
+				}
+				return replacementSet(rr.Configs, nil, "")
 			},
 		})
 		if code != 0 {

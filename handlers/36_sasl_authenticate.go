@@ -10,9 +10,15 @@
 //     stored key) or, on the Iggy backend, by logging in to Iggy as that user
 //     (SaslConfig.Plain).
 //   - SCRAM-SHA-256/512 (RFC 5802/7677, KIP-84): two round trips; no channel
-//     binding, no tokenauth (delegation tokens). An unknown user gets a salt
-//     and iteration count derived from a server secret, so the exchange runs
-//     to the proof check exactly as for a wrong password.
+//     binding. An unknown user gets a salt and iteration count derived from
+//     a server secret, so the exchange runs to the proof check exactly as
+//     for a wrong password.
+//   - SCRAM with the extension tokenauth=true (KIP-48): the user name is a
+//     delegation token's id and the password its base64 HMAC; the principal
+//     is the token's owner, and the session ends at the token's expiry at
+//     the latest (as Kafka bounds it). An unknown or expired token, or
+//     tokens off, is a failed login like any other (Kafka gives an expired
+//     token's session no lifetime).
 //   - Every failure (unknown user, wrong password, bad proof or nonce,
 //     malformed or oversized token) is SASL_AUTHENTICATION_FAILED with one
 //     message, answered FailDelay after the attempt began (doubling per
@@ -149,12 +155,14 @@ func (s *SaslConn) scramStep(c *Call, resp *kmsg.SASLAuthenticateResponse, tok [
 		if err != nil {
 			return s.fail(c, resp, err.Error(), nil)
 		}
-		if cf.TokenAuth {
-			return s.fail(c, resp, "delegation tokens are not supported", []byte(cf.User))
-		}
 		var cred scram.Credential
 		found := false
-		if sc.Users != nil {
+		s.tokenAuth, s.tokenExpiry = cf.TokenAuth, 0
+		if cf.TokenAuth {
+			var owner string
+			cred, owner, s.tokenExpiry, found = c.G.Sec.tokenCredential(cf.User, mech)
+			s.tokenOwner = owner
+		} else if sc.Users != nil {
 			cred, found = sc.Users.Lookup(cf.User, mech)
 		}
 		if !found {
@@ -175,6 +183,14 @@ func (s *SaslConn) scramStep(c *Call, resp *kmsg.SASLAuthenticateResponse, tok [
 	if err != nil {
 		return s.fail(c, resp, err.Error(), []byte(s.scram.User()))
 	}
+	if s.tokenAuth {
+		if s.tokenExpiry < time.Now().UnixMilli() {
+			return s.fail(c, resp, "delegation token expired", []byte(s.scram.User()))
+		}
+		// Kafka's principal of a token login is User: and the owner's name.
+		_, owner := splitPrincipal(s.tokenOwner)
+		return s.succeed(c, resp, owner, out)
+	}
 	return s.succeed(c, resp, s.scram.User(), out)
 }
 
@@ -185,12 +201,23 @@ func (s *SaslConn) succeed(c *Call, resp *kmsg.SASLAuthenticateResponse, user st
 		// KIP-368: a re-authentication may not change the principal.
 		return s.fail(c, resp, "re-authentication as another principal", []byte(user))
 	}
+	token, tokenExpiry := s.tokenAuth, s.tokenExpiry
 	s.end()
 	s.principal = principal
-	if sc.SessionLifetime > 0 {
-		s.expires.Store(time.Now().Add(sc.SessionLifetime).UnixNano())
+	s.token = token
+	// Kafka's session lifetime: the configured one, cut at the expiry of
+	// the token logged in with.
+	now := time.Now()
+	life := sc.SessionLifetime
+	if token {
+		if left := time.UnixMilli(tokenExpiry).Sub(now); life <= 0 || left < life {
+			life = max(left, time.Millisecond)
+		}
+	}
+	if life > 0 {
+		s.expires.Store(now.Add(life).UnixNano())
 		if resp.Version >= 1 {
-			resp.SessionLifetimeMillis = sc.SessionLifetime.Milliseconds()
+			resp.SessionLifetimeMillis = life.Milliseconds()
 		}
 	}
 	resp.SASLAuthBytes = out
@@ -208,6 +235,7 @@ func (s *SaslConn) succeed(c *Call, resp *kmsg.SASLAuthenticateResponse, user st
 func (s *SaslConn) end() {
 	s.handshake = false
 	s.scram = nil
+	s.tokenAuth, s.tokenExpiry, s.tokenOwner = false, 0, ""
 }
 
 // fail books a failed login and parks the call until its answer is due

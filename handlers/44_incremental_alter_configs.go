@@ -10,8 +10,15 @@
 //     SUBTRACT, or one config named twice is INVALID_REQUEST, as Kafka
 //     answers. validate_only keeps nothing. A missing topic is
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER resources: read-only (INVALID_CONFIG naming the config), as
-//     in AlterConfigs.
+//   - BROKER resources (broker_configs.go): SET, DELETE of the scope's
+//     dynamic configs (this broker's id, or "" for the cluster-wide
+//     defaults), checked as AlterConfigs checks them; a DELETE of a config
+//     that is not set (a static one included) changes nothing, as on
+//     Kafka. kafka-reassign-partitions sets and clears the throttles so.
+//   - BROKER_LOGGER resources (broker_loggers.go): SET of the root
+//     logger's level, at once, not kept over a restart; Kafka's refusals
+//     (an unknown logger or level INVALID_CONFIG; DELETE of root, APPEND,
+//     SUBTRACT INVALID_REQUEST). ALTER_CONFIGS on the cluster.
 //   - GROUP resources (KIP-848 group configs, group_configs.go): SET and
 //     DELETE; the result is checked against Kafka 4.1's bounds (INVALID_CONFIG
 //     with Kafka's messages: "consumer.session.timeout.ms must be greater
@@ -47,11 +54,13 @@ func incrementalAlterConfigs(c *Call, req *kmsg.IncrementalAlterConfigsRequest, 
 		sr := &resp.Resources[i]
 		sr.Default()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		names := make([]string, len(rr.Configs))
-		for j := range rr.Configs {
-			names[j] = rr.Configs[j].Name
+		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+			if code, msg := c.alterLoggers(rr.ResourceName, req.ValidateOnly, rr.Configs); code != 0 {
+				sr.ErrorCode, sr.ErrorMessage = code, strp(msg)
+			}
+			continue
 		}
-		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, names, configChange{
+		code, msg := c.alterConfigResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, configChange{
 			topic: func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
 				return applyIncremental(cur, rr.Configs, topicConfigDef, "Unknown topic config name: ")
 			},
@@ -61,6 +70,22 @@ func incrementalAlterConfigs(c *Call, req *kmsg.IncrementalAlterConfigsRequest, 
 					d, ok := defs[name]
 					return d.typ, d.def, ok
 				}, "Unknown group config name: ")
+			},
+			broker: func(cur bridge.TopicConfigs) (bridge.TopicConfigs, int16, string) {
+				names, nulls := make([]string, len(rr.Configs)), []string(nil)
+				for j, cfg := range rr.Configs {
+					names[j] = cfg.Name
+					if cfg.Value == nil && cfg.Op != kmsg.IncrementalAlterConfigOpDelete {
+						nulls = append(nulls, cfg.Name)
+					}
+				}
+				if code, msg := checkBrokerRequest(names, nulls); code != 0 {
+					return nil, code, msg
+				}
+				// Every name is taken here; what the broker cannot change
+				// at runtime is refused in the result (a DELETE of it is
+				// then a no-op, as on Kafka).
+				return applyIncremental(cur, rr.Configs, brokerConfigDef, "")
 			},
 		})
 		if code != 0 {
@@ -77,6 +102,15 @@ func topicConfigDef(name string) (kmsg.ConfigType, string, bool) {
 		return 0, "", false
 	}
 	return d.typ, d.def, true
+}
+
+// brokerConfigDef looks a broker config up for applyIncremental: any name
+// (the result is checked by checkBrokerConfigs).
+func brokerConfigDef(name string) (kmsg.ConfigType, string, bool) {
+	if d := brokerDynamic[name]; d != nil {
+		return d.typ, d.def, true
+	}
+	return kmsg.ConfigTypeString, "", true
 }
 
 // applyIncremental applies ops to cur (which it may modify) and returns

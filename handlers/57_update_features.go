@@ -47,7 +47,7 @@ func updateFeatures(c *Call, req *kmsg.UpdateFeaturesRequest, resp *kmsg.UpdateF
 	if !c.Authorized(kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, ClusterResource) {
 		code, msg = kerr.ClusterAuthorizationFailed.Code, strp(msgClusterAuthorizationFailed)
 	} else {
-		served := servedFeatures()
+		served := servedFeatures(&c.G.Cfg)
 		for i := range req.FeatureUpdates {
 			if reason := featureUpdateRefusal(served, &req.FeatureUpdates[i], req.Version); reason != "" {
 				u := &req.FeatureUpdates[i]

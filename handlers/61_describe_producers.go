@@ -10,8 +10,10 @@
 //     idle, as with Kafka's producer.id.expiration.ms.
 //   - LastTimestamp is when this gateway last stored a batch of the
 //     producer (not the batch's max timestamp), -1 for a producer known
-//     only from the rebuild. CoordinatorEpoch and CurrentTxnStartOffset
-//     are -1: no transactions.
+//     only from the rebuild. CurrentTxnStartOffset is the first offset of
+//     the producer's open transaction on the partition, with
+//     CoordinatorEpoch 0 (the gateway's coordinator epoch); both -1 when
+//     it has none (always, without --transactions enabled).
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a transient
 //     store failure during a rebuild: REQUEST_TIMED_OUT.
 //
@@ -25,6 +27,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 func init() {
@@ -94,6 +98,11 @@ func (id *Idempotence) active(c *Call, k seqPartKey) ([]kmsg.DescribeProducersRe
 				a.LastTimestamp = p.appendedMs
 			}
 			a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, -1
+			if tx := c.G.Txn; tx != nil {
+				if first, ok := tx.Index.FirstOffset(txn.Partition{Topic: k.topic, Partition: k.partition}, pid); ok {
+					a.CoordinatorEpoch, a.CurrentTxnStartOffset = 0, int64(first)
+				}
+			}
 			out = append(out, a)
 		}
 		p.mu.Unlock()

@@ -1,15 +1,19 @@
 // DescribeTransactions: v0-0
 //
 // Behavior:
-//   - No transactions exist, so every transactional id is answered
-//     TRANSACTIONAL_ID_NOT_FOUND, with producer id and epoch -1 and no
-//     topics, as Kafka answers an id its coordinator does not know.
-//   - Clients find the transaction coordinator first (FindCoordinator key
-//     type 1), which this gateway refuses (see 10_find_coordinator.go), so
-//     mainly tools that send the request straight to a broker reach this.
+//   - With --transactions enabled, each transactional id the coordinator
+//     knows: its state (Kafka's names), timeout, when the open transaction
+//     started (-1 when none), producer id and epoch, and the partitions of
+//     the open transaction. An unknown id is TRANSACTIONAL_ID_NOT_FOUND
+//     with producer id and epoch -1 and no topics; DESCRIBE on the id is
+//     checked first (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+//   - Without it no transactions exist: every id is
+//     TRANSACTIONAL_ID_NOT_FOUND.
+//   - On a worker: an id in the middle of ending its transaction is
+//     described once that step is done.
 //
 // Version notes:
-//   - v0 only (KIP-664), as in Kafka 4.1.
+//   - v0 only (KIP-664), as in Kafka 4.4.
 
 package handlers
 
@@ -19,23 +23,43 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 65, MinVersion: 0, MaxVersion: 0, Inline: true, Handle: typed(describeTransactions)})
+	register(Spec{Key: 65, MinVersion: 0, MaxVersion: 0, Handle: typed(describeTransactions)})
 }
 
-// describeTransactions touches no store: safe on the event loop.
 func describeTransactions(c *Call, req *kmsg.DescribeTransactionsRequest, resp *kmsg.DescribeTransactionsResponse) (kmsg.Response, error) {
 	resp.TransactionStates = make([]kmsg.DescribeTransactionsResponseTransactionState, len(req.TransactionalIDs))
 	for i, id := range req.TransactionalIDs {
 		st := &resp.TransactionStates[i]
 		st.Default()
-		st.ErrorCode = kerr.TransactionalIDNotFound.Code
-		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
-			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		}
 		st.TransactionalID = id
 		st.ProducerID, st.ProducerEpoch = -1, -1
 		st.StartTimestamp = -1
 		st.Topics = []kmsg.DescribeTransactionsResponseTransactionStateTopic{}
+		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			continue
+		}
+		if c.G.Txn == nil {
+			st.ErrorCode = kerr.TransactionalIDNotFound.Code
+			continue
+		}
+		in, ok := c.G.Txn.Describe(id)
+		if !ok {
+			st.ErrorCode = kerr.TransactionalIDNotFound.Code
+			continue
+		}
+		st.State, st.TimeoutMillis, st.StartTimestamp = in.State.String(), in.TimeoutMs, in.StartMs
+		st.ProducerID, st.ProducerEpoch = in.ProducerID, in.Epoch
+		for _, p := range in.Partitions {
+			n := len(st.Topics)
+			if n == 0 || st.Topics[n-1].Topic != p.Topic {
+				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+				t.Topic = p.Topic
+				st.Topics = append(st.Topics, t)
+				n++
+			}
+			st.Topics[n-1].Partitions = append(st.Topics[n-1].Partitions, p.Partition)
+		}
 	}
 	return resp, nil
 }

@@ -5,8 +5,9 @@
 //     groups` asks it): the resources of the types asked for (none: every
 //     type), as Kafka lists them: TOPIC, every topic of the stream; BROKER,
 //     this gateway's node id; GROUP, the groups with configs set (whether
-//     or not the group exists, as Kafka); CLIENT_METRICS, none (not
-//     served). BROKER_LOGGER is left out (its configs are not served).
+//     or not the group exists, as Kafka; the name the broker configs are
+//     kept under is no group); CLIENT_METRICS, none (not served).
+//     BROKER_LOGGER is left out.
 //     Another type is UNSUPPORTED_VERSION, as Kafka answers.
 //   - v0 (ListClientMetricsResources): client metrics resources only,
 //     so always empty.
@@ -24,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/group"
 )
 
 func init() {
@@ -65,6 +68,9 @@ func listConfigResources(c *Call, req *kmsg.ListConfigResourcesRequest, resp *km
 			return fail(err)
 		}
 		for _, g := range groups {
+			if len(g) > group.MaxGroupIDLen {
+				continue // not a group: the broker configs (broker_configs.go)
+			}
 			if c.Authorized(kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, g) {
 				add(g, configResourceTypeGroup)
 			}

@@ -89,13 +89,14 @@ const maxACLOperation = 15
 // the error is the INVALID_REQUEST message.
 func validBinding(b *bridge.ACLBinding) error {
 	switch kmsg.ACLResourceType(b.ResourceType) {
-	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId:
+	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId,
+		kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser:
 	case kmsg.ACLResourceTypeCluster:
 		if b.ResourceName != ClusterResource {
 			return fmt.Errorf("the only valid name for the CLUSTER resource is %s", ClusterResource)
 		}
 	default:
-		return errors.New("resource type must be TOPIC, GROUP, CLUSTER or TRANSACTIONAL_ID")
+		return errors.New("resource type must be TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN or USER")
 	}
 	switch kmsg.ACLResourcePatternType(b.PatternType) {
 	case kmsg.ACLResourcePatternTypeLiteral:

@@ -285,9 +285,18 @@ func TestNoQuotasNoTransactions(t *testing.T) {
 			t.Errorf("describe transactions %d: %+v", i, s)
 		}
 	}
-	for _, k := range []int16{24, 25, 26, 28} {
-		if Lookup(k) != nil {
-			t.Errorf("transaction key %d registered", k)
+	// Without --transactions enabled the transaction keys are neither
+	// advertised nor answered: a request closes the connection.
+	for _, k := range []int16{24, 25, 26, 27, 28} {
+		for _, ak := range g.apiKeys {
+			if ak.ApiKey == k {
+				t.Errorf("transaction key %d advertised", k)
+			}
+		}
+		req := kmsg.RequestForKey(k)
+		req.SetVersion(Lookup(k).MinVersion)
+		if _, err := Lookup(k).Handle(newCall(g, k, req.GetVersion()), req); err == nil {
+			t.Errorf("transaction key %d answered", k)
 		}
 	}
 }

@@ -239,6 +239,13 @@ type Security struct {
 	pos        uint64
 	last       atomic.Int64 // unix nanos of the last successful read
 	refreshing atomic.Bool
+
+	// Delegation tokens (tokens.go): the settings, the purge's pacing, and
+	// tokMu serializing this gateway's token changes.
+	tok       TokenConfig
+	lastSweep atomic.Int64
+	sweeping  atomic.Bool
+	tokMu     sync.Mutex
 }
 
 type credKey struct {
@@ -258,10 +265,17 @@ type secState struct {
 	// deleted through Kafka.
 	creds   map[credKey]scram.Credential
 	dropped map[credKey]bool
+	// Live delegation tokens by id and by HMAC (tokens.go).
+	tokens       map[string]*token
+	tokensByHMAC map[string]*token
+	// quotas are the client quotas set through Kafka (quotas.go);
+	// quotaKeys the keys some entity sets.
+	quotas    quotaMap
+	quotaKeys map[string]bool
 }
 
 func newSecurity(cfg Config, store bridge.SecurityLog, log *slog.Logger) *Security {
-	s := &Security{cfg: cfg.Authz, super: map[string]bool{}, log: log}
+	s := &Security{cfg: cfg.Authz, super: map[string]bool{}, log: log, tok: cfg.Tokens.WithDefaults()}
 	if s.cfg.RefreshEvery <= 0 {
 		s.cfg.RefreshEvery = time.Second
 	}
@@ -417,6 +431,7 @@ func implies(have, want int8) bool {
 // is older than RefreshEvery (other gateways may have appended). Never
 // blocks; any goroutine.
 func (s *Security) maybeRefresh() {
+	s.maybeSweep()
 	if s.store == nil || time.Now().UnixNano()-s.last.Load() < int64(s.cfg.RefreshEvery) {
 		return
 	}
@@ -454,20 +469,32 @@ func (s *Security) refresh(ctx context.Context) error {
 		return err
 	}
 	if len(recs) > 0 {
-		s.state.Store(s.state.Load().apply(recs))
+		s.state.Store(s.state.Load().apply(recs, s.tok.Secret))
 	}
 	s.pos = next
 	s.last.Store(time.Now().UnixNano())
 	return nil
 }
 
-// apply returns st with recs applied in order (st is not changed).
-func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
+// apply returns st with recs applied in order (st is not changed);
+// secret is the delegation tokens' (none: tokens are dropped).
+func (st *secState) apply(recs []bridge.SecurityRecord, secret []byte) *secState {
 	n := &secState{
-		acls:    append([]bridge.ACLBinding(nil), st.acls...),
-		creds:   make(map[credKey]scram.Credential, len(st.creds)),
-		dropped: make(map[credKey]bool, len(st.dropped)),
+		acls:         append([]bridge.ACLBinding(nil), st.acls...),
+		creds:        make(map[credKey]scram.Credential, len(st.creds)),
+		dropped:      make(map[credKey]bool, len(st.dropped)),
+		tokens:       make(map[string]*token, len(st.tokens)),
+		tokensByHMAC: make(map[string]*token, len(st.tokensByHMAC)),
+		quotas:       st.quotas,
+		quotaKeys:    st.quotaKeys,
 	}
+	for k, v := range st.tokens {
+		n.tokens[k] = v
+	}
+	for k, v := range st.tokensByHMAC {
+		n.tokensByHMAC[k] = v
+	}
+	ownQuotas := false // n.quotas is still st's
 	for k, v := range st.creds {
 		n.creds[k] = v
 	}
@@ -498,7 +525,17 @@ func (st *secState) apply(recs []bridge.SecurityRecord) *secState {
 			k := credKey{r.Scram.Name, scram.Mechanism(r.Scram.Mechanism)}
 			delete(n.creds, k)
 			n.dropped[k] = true
+		case bridge.SecTokenSet, bridge.SecTokenRemove:
+			n.applyToken(secret, r.Token)
+		case bridge.SecQuota:
+			if !ownQuotas {
+				n.quotas, ownQuotas = n.quotas.clone(), true
+			}
+			n.quotas.set(r.Quota)
 		}
+	}
+	if ownQuotas {
+		n.quotaKeys = n.quotas.keys()
 	}
 	n.index()
 	return n
@@ -531,6 +568,17 @@ func (s *Security) write(ctx context.Context, recs [][]byte) error {
 		}
 	}
 	return s.refresh(ctx)
+}
+
+// quotas is the current set of client quotas and the keys some entity
+// sets (shared: read only). Any goroutine; never blocks.
+func (s *Security) quotas() (quotaMap, map[string]bool) {
+	if s == nil {
+		return nil, nil
+	}
+	s.maybeRefresh()
+	st := s.state.Load()
+	return st.quotas, st.quotaKeys
 }
 
 // bindings is the current ACL set (shared: read only).

@@ -6,11 +6,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/group"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 // Config is what handlers need to know about this gateway.
@@ -37,6 +40,9 @@ type Config struct {
 	Sasl *SaslConfig
 	// Authz turns Kafka ACL authorization on (authz.go); zero: off.
 	Authz AuthzConfig
+	// Tokens are the delegation tokens' settings (tokens.go); without a
+	// secret: off.
+	Tokens TokenConfig
 	// Cluster is this gateway's membership of a cluster of gateways over
 	// one Iggy (cluster.go, docs/CLUSTER.md); nil: a one-node cluster.
 	Cluster *cluster.Node
@@ -52,6 +58,13 @@ type Config struct {
 	// hold: the Kafka form of recently produced batches, which Fetch
 	// sends as they came; 0 or less: no cache.
 	TailCacheBytes int64
+	// Transactions turns the transaction coordinator on (txn.go); the
+	// zero value refuses transactions, as the gateway always did.
+	Transactions TxnConfig
+	// LogLevel is the level of the gateway's logger (Log), which
+	// IncrementalAlterConfigs of the BROKER_LOGGER resource changes
+	// (broker_loggers.go); nil: the level cannot change.
+	LogLevel *slog.LevelVar
 }
 
 // Gateway is the state shared by every call. Fields are set before the
@@ -86,9 +99,22 @@ type Gateway struct {
 	// features are the feature flags ApiVersions advertises
 	// (features.go).
 	features featureSet
+	// apiKeys is what ApiVersions lists (advertisedKeys).
+	apiKeys []kmsg.ApiVersionsResponseApiKey
+	// Txn is the transaction coordinator (txn.go); nil when transactions
+	// are refused (Config.Transactions off).
+	Txn *txn.Coordinator
+	// txnStop ends the coordinator's timeout loop (CloseTransactions).
+	txnStop context.CancelFunc
 	// policies caches what Produce must know of each topic's configs
 	// (topic_policy.go). The zero value is ready.
 	policies policyCache
+	// brokerCfg caches the dynamic broker configs Produce needs
+	// (broker_configs.go). The zero value is ready.
+	brokerCfg brokerCache
+	// quotas measures the client quotas (quotas.go). The zero value is
+	// ready.
+	quotas quotaSensors
 }
 
 // Endpoint is a host and port a listener advertises.
@@ -176,8 +202,13 @@ type Call struct {
 	// Order, set by the loop, lets the connection's next request start
 	// before this one ends (ReleaseOrder); nil outside the loop.
 	Order OrderReleaser
-	wait  *Wait
-	done  []func()
+	// RequestBytes is the request's size as Kafka counts it against the
+	// producer byte rate: the frame without its 4-byte length.
+	RequestBytes int
+	// throttleMs is the client-quota throttle of this call (quotas.go).
+	throttleMs int32
+	wait       *Wait
+	done       []func()
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time
@@ -261,7 +292,7 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		// users file.
 		cfg.Sasl.Users = sec
 	}
-	return &Gateway{
+	g := &Gateway{
 		Sec:       sec,
 		Cfg:       cfg,
 		Store:     store,
@@ -273,6 +304,11 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 
 		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
 		tail:          fetchcache.NewTail(cfg.TailCacheBytes),
-		features:      newFeatureSet(servedFeatures(), start.UnixMilli()),
+		features:      newFeatureSet(servedFeatures(&cfg), start.UnixMilli()),
+		apiKeys:       advertisedKeys(&cfg),
 	}
+	if cfg.Transactions.Enabled {
+		g.Txn = newTxnCoordinator(g)
+	}
+	return g
 }

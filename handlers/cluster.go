@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
 )
@@ -140,4 +142,19 @@ func (c *Call) isBroker(v *cluster.View, id int32) bool {
 		return id == c.G.Cfg.NodeID
 	}
 	return v.Has(id)
+}
+
+// currentEpochCode checks a request's current_leader_epoch (KIP-320)
+// against the partition's leader epoch, as a Kafka leader does before it
+// reads: -1 is not checked; an older one is FENCED_LEADER_EPOCH (the
+// client's metadata is stale), a newer one UNKNOWN_LEADER_EPOCH (this
+// leader's is). Any goroutine.
+func currentEpochCode(current, latest int32) int16 {
+	switch {
+	case current != undefinedEpoch && current < latest:
+		return kerr.FencedLeaderEpoch.Code
+	case current > latest:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
 }

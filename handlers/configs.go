@@ -7,8 +7,10 @@ package handlers
 // A topic's explicit configs are kept by the Store with the topic
 // (bridge.TopicConfigStore: the embedded catalog; on Iggy, retention as
 // the topic's own message_expiry / max_topic_size and the rest in the
-// gateway's state stream). Every config not set reports this gateway's
-// default with source DEFAULT_CONFIG.
+// gateway's state stream). Every config not set reports its broker
+// synonym's dynamic value (broker_configs.go), else this gateway's
+// default with source DEFAULT_CONFIG. Broker configs are in
+// broker_configs.go.
 
 import (
 	"errors"
@@ -184,10 +186,12 @@ func normalizePolicy(v string) (string, bool) {
 }
 
 // describeTopic lists a topic's configs: the set ones with source
-// DYNAMIC_TOPIC_CONFIG, the rest this gateway's defaults. names filters
-// (nil: all; unknown names are skipped, as Kafka does).
-func describeTopic(set bridge.TopicConfigs, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	if names == nil {
+// DYNAMIC_TOPIC_CONFIG, the rest the value of their broker synonym (a
+// dynamic broker config set for this broker or as the cluster default,
+// broker_configs.go) or this gateway's default. names filters (none:
+// all; unknown names are skipped, as Kafka does).
+func describeTopic(set bridge.TopicConfigs, broker brokerView, names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	if len(names) == 0 {
 		names = topicConfigNames
 	}
 	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
@@ -196,39 +200,26 @@ func describeTopic(set bridge.TopicConfigs, names []string, synonyms, docs bool)
 		if d == nil {
 			continue
 		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.ConfigType = name, d.typ
-		defSrc := kmsg.ConfigSourceDefaultConfig
 		defName := name
 		if d.synonym != "" {
 			defName = d.synonym
 		}
-		v, isSet := set[name]
-		if isSet {
-			c.Value, c.Source = strp(v), kmsg.ConfigSourceDynamicTopicConfig
-		} else {
-			c.Value, c.Source, c.IsDefault = strp(d.def), defSrc, true
-		}
-		c.ReadOnly = false
-		if synonyms {
-			if isSet {
-				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				s.Name, s.Value, s.Source = name, strp(v), kmsg.ConfigSourceDynamicTopicConfig
-				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
-			}
+		syns := broker.synonyms(defName, strp(d.def), kmsg.ConfigSourceDefaultConfig, true)
+		if v, isSet := set[name]; isSet {
 			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = defName, strp(d.def), defSrc
-			c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+			s.Name, s.Value, s.Source = name, strp(v), kmsg.ConfigSourceDynamicTopicConfig
+			syns = append([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{s}, syns...)
 		}
+		var doc *string
 		if docs {
-			c.Documentation = strp(d.doc)
+			doc = strp(d.doc)
 		}
-		out = append(out, c)
+		out = append(out, brokerEntry(name, d.typ, false, syns, synonyms, doc))
 	}
 	return out
 }
 
-// brokerConfig is one broker config: read-only, from the gateway's flags.
+// brokerConfig is one broker config as the gateway's flags set it.
 type brokerConfig struct {
 	name  string
 	typ   kmsg.ConfigType
@@ -236,8 +227,9 @@ type brokerConfig struct {
 	doc   string
 }
 
-// brokerConfigs are the broker configs tools read, as this gateway has
-// them. All read-only: they come from flags or are fixed by the design.
+// brokerConfigs are the broker configs tools read, as this gateway's flags
+// set them or the design fixes them. Read-only unless brokerDynamic names
+// them (broker_configs.go).
 func (g *Gateway) brokerConfigs() []brokerConfig {
 	node := strconv.Itoa(int(g.Cfg.NodeID))
 	maxFrame := "1048588"
@@ -294,75 +286,22 @@ func (g *Gateway) groupBrokerConfigs() []brokerConfig {
 	}
 }
 
-// describeBroker lists the broker's configs, filtered by names (nil: all).
-func (g *Gateway) describeBroker(names []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
-	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, b := range g.brokerConfigs() {
-		if names != nil && !slices.Contains(names, b.name) {
-			continue
-		}
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value, c.ConfigType, c.ReadOnly = b.name, strp(b.value), b.typ, true
-		c.Source = kmsg.ConfigSourceStaticBrokerConfig
-		if synonyms {
-			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = b.name, strp(b.value), kmsg.ConfigSourceStaticBrokerConfig
-			c.ConfigSynonyms = append(c.ConfigSynonyms, s)
-		}
-		if docs {
-			c.Documentation = strp(b.doc + " Read-only on this gateway.")
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// isBrokerConfig reports whether name is one of the broker's configs.
-func (g *Gateway) isBrokerConfig(name string) bool {
-	for _, b := range g.brokerConfigs() {
-		if b.name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// checkBrokerResource checks a broker resource name: this broker's id, or
-// "" (the cluster-wide defaults). code 0 when fine.
-func (g *Gateway) checkBrokerResource(name string) (int16, string) {
-	if name == "" || name == strconv.Itoa(int(g.Cfg.NodeID)) {
-		return 0, ""
-	}
-	return kerr.InvalidRequest.Code, "Unexpected broker id, expected " + strconv.Itoa(int(g.Cfg.NodeID)) + " or empty string, but received " + name
-}
-
-// brokerAlterRefusal is the answer to any change of a broker config.
-func (g *Gateway) brokerAlterRefusal(names []string) (int16, string) {
-	for _, n := range names {
-		if !g.isBrokerConfig(n) {
-			return kerr.InvalidConfig.Code, "Unknown broker config name: " + n
-		}
-	}
-	if len(names) == 0 {
-		return 0, ""
-	}
-	return kerr.InvalidConfig.Code, "broker config " + names[0] + " is read-only on this gateway (set by its flags)"
-}
-
 // configChange makes a resource's new config set from its current one:
-// topic for a TOPIC resource, group for a GROUP one (each gets a copy of
-// the current set, nil when none, and returns the new one or a refusal).
+// topic for a TOPIC resource, group for a GROUP one, broker for a BROKER
+// one (each gets a copy of the current set, nil when none, and returns
+// the new one or a refusal).
 type configChange struct {
-	topic func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string)
-	group func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string)
+	topic  func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string)
+	group  func(bridge.GroupConfigs) (bridge.GroupConfigs, int16, string)
+	broker func(bridge.TopicConfigs) (bridge.TopicConfigs, int16, string)
 }
 
 // alterConfigResource is one resource of AlterConfigs or
 // IncrementalAlterConfigs: ALTER_CONFIGS on the resource, then the change
-// for a topic or a group; a broker resource refuses any change of names
-// (its configs are the gateway's flags). The code and message to answer,
-// 0 when applied (or valid, with validateOnly).
-func (c *Call) alterConfigResource(typ kmsg.ConfigResourceType, name string, validateOnly bool, names []string, change configChange) (int16, string) {
+// for a topic, a group or the broker's dynamic configs
+// (broker_configs.go). The code and message to answer, 0 when applied (or
+// valid, with validateOnly).
+func (c *Call) alterConfigResource(typ kmsg.ConfigResourceType, name string, validateOnly bool, change configChange) (int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeTopic, name) {
@@ -378,10 +317,7 @@ func (c *Call) alterConfigResource(typ kmsg.ConfigResourceType, name string, val
 		if !c.Authorized(kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeCluster, ClusterResource) {
 			return kerr.ClusterAuthorizationFailed.Code, "not authorized to alter broker configs"
 		}
-		if code, msg := c.G.checkBrokerResource(name); code != 0 {
-			return code, msg
-		}
-		return c.G.brokerAlterRefusal(names)
+		return c.alterBrokerConfigs(name, validateOnly, change.broker)
 	}
 	return kerr.InvalidRequest.Code, "config resource type " + strconv.Itoa(int(typ)) + " is not served by this gateway"
 }

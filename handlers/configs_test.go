@@ -36,20 +36,7 @@ func describeTopicConfigs(t *testing.T, g *Gateway, v int16, topic string) (int1
 
 func incAlter(t *testing.T, g *Gateway, validate bool, topic string, ops ...any) kmsg.IncrementalAlterConfigsResponseResource {
 	t.Helper()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Version, req.ValidateOnly = 1, validate
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
-	for i := 0; i < len(ops); i += 3 {
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Op = ops[i].(string), ops[i+1].(kmsg.IncrementalAlterConfigOp)
-		if v := ops[i+2].(string); v != "<null>" {
-			c.Value = kmsg.StringPtr(v)
-		}
-		r.Configs = append(r.Configs, c)
-	}
-	req.Resources = append(req.Resources, r)
-	return do(t, g, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	return incAlterResource(t, g, kmsg.ConfigResourceTypeTopic, topic, validate, ops...)
 }
 
 func value(c kmsg.DescribeConfigsResponseResourceConfig) string {
@@ -117,7 +104,8 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	r := resp.Resources[0]
 	got := map[string]string{}
 	for _, c := range r.Configs {
-		if !c.ReadOnly || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.Documentation == nil {
+		d := brokerDynamic[c.Name]
+		if c.ReadOnly != (d == nil || d.readOnly) || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.Documentation == nil {
 			t.Errorf("%s: read-only %v source %v", c.Name, c.ReadOnly, c.Source)
 		}
 		got[c.Name] = *c.Value
@@ -142,9 +130,9 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
 		t.Errorf("other broker: %+v", r)
 	}
-	resp = do(t, g, describeReq(4, kmsg.ConfigResourceTypeBrokerLogger, "1")).(*kmsg.DescribeConfigsResponse)
+	resp = do(t, g, describeReq(4, kmsg.ConfigResourceTypeClientMetrics, "m")).(*kmsg.DescribeConfigsResponse)
 	if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
-		t.Errorf("broker logger: %+v", r)
+		t.Errorf("client metrics: %+v", r)
 	}
 }
 
@@ -201,16 +189,10 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if r := incAlter(t, g, false, "nope", "retention.ms", set, "1"); r.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("missing topic: %+v", r)
 	}
-	// Broker configs are read-only.
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "num.partitions", kmsg.StringPtr("9")
-	r.Configs = append(r.Configs, c)
-	req.Resources = append(req.Resources, r)
-	br := do(t, g, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
-	if br.ErrorCode != kerr.InvalidConfig.Code || !strings.Contains(*br.ErrorMessage, "num.partitions") {
+	// A static broker config cannot change (broker_configs_test.go has
+	// the dynamic ones).
+	br := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "1", false, "num.partitions", set, "9")
+	if br.ErrorCode != kerr.InvalidRequest.Code || *br.ErrorMessage != "Cannot update these configs dynamically: Set(num.partitions)" {
 		t.Errorf("broker alter: %+v", br)
 	}
 }
@@ -222,17 +204,7 @@ func TestAlterConfigs(t *testing.T) {
 	g := newGateway(t)
 	do(t, g, createReq(7, withConfig(ct("ac", 1, 1), "cleanup.policy", "compact", "retention.bytes", "1000")))
 	alter := func(validate bool, kv ...string) kmsg.AlterConfigsResponseResource {
-		req := kmsg.NewPtrAlterConfigsRequest()
-		req.Version, req.ValidateOnly = 2, validate
-		r := kmsg.NewAlterConfigsRequestResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "ac"
-		for i := 0; i < len(kv); i += 2 {
-			c := kmsg.NewAlterConfigsRequestResourceConfig()
-			c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
-			r.Configs = append(r.Configs, c)
-		}
-		req.Resources = append(req.Resources, r)
-		return do(t, g, req).(*kmsg.AlterConfigsResponse).Resources[0]
+		return alterResource(t, g, kmsg.ConfigResourceTypeTopic, "ac", validate, kv...)
 	}
 	if r := alter(false, "retention.ms", "1000", "segment.ms", "60000"); r.ErrorCode != 0 {
 		t.Fatalf("alter: %+v", r)

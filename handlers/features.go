@@ -17,11 +17,12 @@ import (
 //   - metadata.version, kraft.version: the KRaft metadata log's format and
 //     its quorum's; a gateway has neither, and no client acts on them
 //     (docs/SCOPE.md, "Feature flags");
-//   - transaction.version, share.version, streams.version,
-//     eligible.leader.replicas.version: transactions, share groups, streams
-//     groups and ELR replication are not served. A Java client takes the
-//     transaction protocol of KIP-890 from transaction.version, so it
-//     appears exactly when transactions are served.
+//   - share.version, streams.version, eligible.leader.replicas.version:
+//     share groups, streams groups and ELR replication are not served.
+//   - transaction.version unless transactions are on (--transactions
+//     enabled): a Java client takes the transaction protocol of KIP-890
+//     from it, so it appears exactly when transactions are served, at the
+//     level --transaction-version finalizes.
 
 // feature is one served feature flag. A finalized level of 0 is never
 // listed, as Kafka lists none (level 0 is the feature off).
@@ -33,12 +34,17 @@ type feature struct {
 
 // servedFeatures lists the features the gateway serves, sorted by name.
 // Called once per gateway (NewGateway), after the registry is complete.
-func servedFeatures() []feature {
+func servedFeatures(cfg *Config) []feature {
 	var fs []feature
 	if Lookup(68) != nil {
 		// ConsumerGroupHeartbeat serves the consumer group protocol of
 		// KIP-848 (level 1); classic groups (level 0) are always served.
 		fs = append(fs, feature{name: "group.version", minSupported: 0, maxSupported: 1, finalized: 1})
+	}
+	if t := &cfg.Transactions; t.Enabled {
+		// transaction.version 2 is KIP-890's protocol (Produce v12 adds
+		// partitions, EndTxn v5 bumps the epoch); 1 and 0 the one before.
+		fs = append(fs, feature{name: "transaction.version", minSupported: 0, maxSupported: 2, finalized: t.Version})
 	}
 	slices.SortFunc(fs, func(a, b feature) int { return strings.Compare(a.name, b.name) })
 	return fs

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/binary"
 	"math"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 // The Fetch pipeline. fetch (01_fetch.go) resolves the session and the
@@ -80,8 +82,12 @@ type fetchPart struct {
 	// led: the topic name is valid, the partition not negative and this
 	// gateway leads it (cluster mode), decided once before any read; only
 	// such a partition is read.
-	led   bool
-	state bridge.PartitionState
+	led bool
+	// epochCode: the request's current_leader_epoch (v9+) does not match
+	// the partition's (FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH, as a
+	// Kafka leader answers before it reads); the partition is not read.
+	epochCode int16
+	state     bridge.PartitionState
 	// stateCode is the error code of the state's read, 0 when state is
 	// the partition's.
 	stateCode int16
@@ -131,7 +137,7 @@ func (fr *fetchRun) inOrder(full bool) {
 					fr.read(&ft, &fp, &ident, st.Next)
 				}
 			}
-			fr.assemble(&fp, code, &sps[j])
+			fr.assemble(&ft, &fp, code, &sps[j])
 		}
 	}
 }
@@ -208,7 +214,7 @@ func (fr fetchRun) atOnce() fetchRun {
 			if code == 0 && fp.stateCode == 0 {
 				fr.checkLife(ft, fp)
 			}
-			fr.assemble(fp, code, &fr.resp.Topics[i].Partitions[j])
+			fr.assemble(ft, fp, code, &fr.resp.Topics[i].Partitions[j])
 		}
 	}
 	return fr
@@ -255,7 +261,15 @@ func (fr *fetchRun) lookup(ft *fetchTopic) {
 // looked at only once readState set it.
 func (fr *fetchRun) plan(fp *fetchPart, ft *fetchTopic, rp *kmsg.FetchRequestTopicPartition) {
 	fp.rp = rp
-	fp.led = rp.Partition >= 0 && ft.valid && fr.cluster.Leads(ft.name, rp.Partition)
+	fp.led, fp.epochCode = false, 0
+	if rp.Partition >= 0 && ft.valid {
+		latest, leads := fr.cluster.LeaderEpoch(ft.name, rp.Partition)
+		fp.led = leads
+		if leads && fr.req.Version >= 9 {
+			fp.epochCode = currentEpochCode(rp.CurrentLeaderEpoch, latest)
+			fp.led = fp.epochCode == 0
+		}
+	}
 }
 
 // place is fp's error code from its topic's lookup, its partition number
@@ -267,6 +281,8 @@ func place(ft *fetchTopic, fp *fetchPart) int16 {
 		return ft.code
 	case fp.rp.Partition < 0 || fp.rp.Partition >= ft.ti.Partitions:
 		return kerr.UnknownTopicOrPartition.Code
+	case fp.epochCode != 0:
+		return fp.epochCode
 	case !fp.led:
 		return kerr.NotLeaderForPartition.Code
 	}
@@ -404,7 +420,7 @@ func (fr *fetchRun) checkLife(ft *fetchTopic, fp *fetchPart) {
 // assemble answers fp in sp, code being place's, and keeps its records or
 // lets them go. Assembly runs in request order, so fr.total is what the
 // partitions before fp kept.
-func (fr *fetchRun) assemble(fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
+func (fr *fetchRun) assemble(ft *fetchTopic, fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicPartition) {
 	if code == 0 {
 		code = fp.stateCode
 	}
@@ -415,6 +431,9 @@ func (fr *fetchRun) assemble(fp *fetchPart, code int16, sp *kmsg.FetchResponseTo
 		}
 		sp.HighWatermark = int64(hwm)
 		sp.LastStableOffset = int64(hwm)
+		if tx := fr.c.G.Txn; tx != nil {
+			fr.stable(tx, ft, fp, hwm, sp)
+		}
 		sp.LogStartOffset = int64(fp.state.Earliest)
 		switch off := fp.rp.FetchOffset; {
 		case outOfRange(off, fp.state.Earliest, hwm):
@@ -525,3 +544,56 @@ type TailCacheStats = fetchcache.TailStats
 
 // TailCacheStats reads the tail cache's counts. Any goroutine.
 func (g *Gateway) TailCacheStats() TailCacheStats { return g.tail.Stats() }
+
+// stable answers fp's last stable offset (the first offset of its oldest
+// open transaction, else hwm) and, for a read_committed Fetch, keeps only
+// the batches below it and lists the aborted transactions overlapping
+// what is returned, as Kafka does: the consumer skips their records.
+func (fr *fetchRun) stable(tx *txn.Coordinator, ft *fetchTopic, fp *fetchPart, hwm uint64, sp *kmsg.FetchResponseTopicPartition) {
+	p := txn.Partition{Topic: ft.name, Partition: fp.rp.Partition}
+	lso := tx.Index.LastStable(p, hwm)
+	sp.LastStableOffset = int64(lso)
+	if fr.req.IsolationLevel != 1 || !fp.read || fp.n == 0 {
+		return
+	}
+	data := fp.direct
+	if data == nil {
+		data = fp.buf.B[:fp.n]
+	}
+	if n := batchesBelow(data, lso); n < fp.n {
+		fp.n = n
+		if fp.next > lso {
+			fp.next = lso
+		}
+		if n == 0 {
+			return // keep lets the records go
+		}
+		if fp.direct != nil {
+			fp.direct = fp.direct[:n]
+		}
+	}
+	aborted := tx.Index.AbortedIn(nil, p, uint64(max(fp.rp.FetchOffset, 0)), fp.next)
+	if len(aborted) > 0 {
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+		for i, a := range aborted {
+			sp.AbortedTransactions[i] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: int64(a.First)}
+		}
+	}
+}
+
+// batchesBelow is how many leading bytes of data, Kafka v2 record batches,
+// hold the batches whose last offset is below lso.
+func batchesBelow(data []byte, lso uint64) int {
+	at := 0
+	for len(data)-at >= 27 {
+		b := data[at:]
+		base := int64(binary.BigEndian.Uint64(b[0:8]))
+		size := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+		last := base + int64(int32(binary.BigEndian.Uint32(b[23:27])))
+		if size <= 12 || size > len(b) || last < 0 || uint64(last) >= lso {
+			break
+		}
+		at += size
+	}
+	return at
+}

@@ -43,7 +43,11 @@ func FuzzDecode(f *testing.F) {
 			f.Add(fuzzSeed(s.Key, v))
 		}
 	}
-	g := newGateway(f, func(c *Config) { c.MaxFetchWait = time.Millisecond })
+	g := newGateway(f, func(c *Config) {
+		c.MaxFetchWait = time.Millisecond
+		c.Transactions = TxnConfig{Enabled: true, Version: 2} // the transaction keys answer too
+		c.Tokens.Secret = []byte("fuzz-token-secret")
+	})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, v, body, ok := fuzzTarget(data)
 		if !ok {
@@ -57,6 +61,10 @@ func FuzzDecode(f *testing.F) {
 		defer cancel()
 		c := &Call{G: g, Ctx: ctx, Final: data[0]&0x80 != 0}
 		c.Header.Key, c.Header.Version = s.Key, v
+		if s.Key >= 38 && s.Key <= 41 {
+			// The token keys answer only authenticated connections.
+			c.TLSPrincipal = "CN=fuzz"
+		}
 		resp, _ := s.Handle(c, req) // a Go error closes the connection: allowed
 		if resp != nil {
 			_ = resp.AppendTo(nil)
@@ -102,8 +110,30 @@ func seedRequest(key, version int16) kmsg.Request {
 		req = leaderEpochReq(version, epochAsk{"fz", 0, 0, 0}, epochAsk{"fz", 1, -1, -1})
 	case 75:
 		req = describeTopicsReq(1, dtpCursor("fz", 0), "fz", "fz2")
+	case 48:
+		r := kmsg.NewPtrDescribeClientQuotasRequest()
+		r.Components = []kmsg.DescribeClientQuotasRequestComponent{quotaComp("user", kmsg.QuotasMatchTypeExact, kmsg.StringPtr("fz"))}
+		req = r
+	case 49:
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		r.ValidateOnly = true
+		r.Entries = []kmsg.AlterClientQuotasRequestEntry{
+			quotaEntry(map[string]float64{quotaProducerByteRate: 1024}, "user", "fz", "client-id", "<default>")}
+		req = r
 	case 8, 9, 11, 12, 13, 14, 15, 16, 42, 47:
 		req = groupSeed(key)
+	case 38:
+		req = createTokenReq("User:fz", "User:r1")
+	case 39:
+		r := kmsg.NewPtrRenewDelegationTokenRequest()
+		r.HMAC, r.RenewTimeMillis = []byte("hmac"), 1000
+		req = r
+	case 40:
+		r := kmsg.NewPtrExpireDelegationTokenRequest()
+		r.HMAC, r.ExpiryPeriodMillis = []byte("hmac"), -1
+		req = r
+	case 41:
+		req = describeTokensReq("User:fz")
 	case 18:
 		r := kmsg.NewPtrApiVersionsRequest()
 		r.ClientSoftwareName, r.ClientSoftwareVersion = "kgo", "1.0.0"

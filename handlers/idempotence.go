@@ -20,6 +20,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 // Tunables. Kafka keeps five batches per producer (the most a client keeps
@@ -463,7 +464,16 @@ func (c *Call) produceIdempotent(ti *bridge.TopicInfo, partition int32, rb *code
 	// staged behind this one's fsync (finishWrites), follows it. A sync
 	// that then fails fails the store, and a restart rebuilds the state
 	// from what is on disk.
+	var txnDone func(base uint64, ok bool)
+	if rb.IsTransactional() && g.Txn != nil {
+		// The first batch of a transaction here: readers must not answer
+		// a last stable offset past it before its offset is known.
+		txnDone = g.Txn.Index.BeginFirst(txn.Partition{Topic: ti.Name, Partition: partition}, pid)
+	}
 	base, durable, err := c.appendLed(ti.Name, partition, batch, prep, rb.NumRecords)
+	if txnDone != nil {
+		txnDone(base, err == nil)
+	}
 	if err != nil {
 		p.dirty = true
 		p.wake()

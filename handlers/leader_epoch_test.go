@@ -132,3 +132,46 @@ func TestOffsetForLeaderEpochAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// TestCurrentLeaderEpochFetchListOffsets: Fetch (v9+) and ListOffsets
+// (v4+) check the current_leader_epoch a client sends, as a Kafka leader
+// does: -1 and the leader's (0) read, a newer one is UNKNOWN_LEADER_EPOCH,
+// an older one FENCED_LEADER_EPOCH; an older request version does not
+// carry it.
+func TestCurrentLeaderEpochFetchListOffsets(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, noAutoCreate)
+	createTopic(t, g, "ce", 1)
+	produceOne(t, g, produceReq(9, "ce", 0, batch(rec{value: []byte("v")})))
+	for _, tc := range []struct {
+		epoch int32
+		want  int16
+	}{{-1, 0}, {0, 0}, {1, kerr.UnknownLeaderEpoch.Code}, {-2, kerr.FencedLeaderEpoch.Code}} {
+		f := fetchReq(12, "ce", 0, 0)
+		f.Topics[0].Partitions[0].CurrentLeaderEpoch = tc.epoch
+		fr := do(t, g, f).(*kmsg.FetchResponse)
+		if got := fr.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+			t.Errorf("Fetch with current epoch %d: code %d, want %d", tc.epoch, got, tc.want)
+		}
+		if tc.want != 0 && len(fr.Topics[0].Partitions[0].RecordBatches) != 0 {
+			t.Errorf("Fetch with current epoch %d returned records", tc.epoch)
+		}
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.Version = 4
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "ce"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, -1, tc.epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		lo.Topics = append(lo.Topics, rt)
+		lr := do(t, g, lo).(*kmsg.ListOffsetsResponse)
+		if got := lr.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+			t.Errorf("ListOffsets with current epoch %d: code %d, want %d", tc.epoch, got, tc.want)
+		}
+	}
+	f := fetchReq(8, "ce", 0, 0)
+	f.Topics[0].Partitions[0].CurrentLeaderEpoch = 5 // not on the wire before v9
+	if fr := do(t, g, f).(*kmsg.FetchResponse); fr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Errorf("Fetch v8: code %d", fr.Topics[0].Partitions[0].ErrorCode)
+	}
+}

@@ -10,6 +10,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -32,6 +33,17 @@ type Spec struct {
 	// Inline handlers are cheap and never block: the event loop runs them
 	// straight from the peeked frame. Others go to the worker pool.
 	Inline bool
+	// Queued, on an Inline key, reports from the undecoded body of a
+	// request at version that this request may block and goes to the
+	// worker pool instead (InitProducerId with a transactional id, whose
+	// answer is stored first). Same rules as NoReply: loop, peeked bytes,
+	// no keeping, blocking or allocating. nil: always inline.
+	Queued func(body []byte, version int16) bool
+	// Gated, when set, says whether a gateway with cfg serves the key (a
+	// feature behind a flag: transactions): ApiVersions lists it only
+	// then, and otherwise a request closes the connection, as one of a
+	// key the gateway does not serve.
+	Gated  func(cfg *Config) bool
 	Handle HandleFunc
 
 	// NoReply reports, from the undecoded body of a request at version
@@ -67,6 +79,10 @@ type Spec struct {
 	BareToken func(token []byte) kmsg.Request
 	BareReply func(resp kmsg.Response) []byte
 }
+
+// errUnknownKey closes a connection that sent a key the gateway's
+// configuration does not serve (Spec.Gated).
+var errUnknownKey = errors.New("handlers: key not served")
 
 var (
 	specs = map[int16]*Spec{}
@@ -104,6 +120,14 @@ func register(s Spec) {
 		panic(fmt.Sprintf("handlers: key %d: BareToken and BareReply go together, on one key", s.Key))
 	}
 	cp := s
+	if gate, inner := s.Gated, s.Handle; gate != nil {
+		cp.Handle = func(c *Call, req kmsg.Request) (kmsg.Response, error) {
+			if !gate(&c.G.Cfg) {
+				return nil, fmt.Errorf("%w: api key %d is not served by this gateway's configuration", errUnknownKey, s.Key)
+			}
+			return inner(c, req)
+		}
+	}
 	specs[s.Key] = &cp
 	if cp.BareToken != nil {
 		bareToken = &cp

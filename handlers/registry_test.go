@@ -25,13 +25,21 @@ var sharedFiles = map[string]bool{
 	// The feature flags ApiVersions advertises, where a protocol turned on
 	// adds its feature.
 	"features.go": true,
+	// The transaction coordinator's glue (Config.Transactions).
+	"txn.go": true,
 	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
 	"fetch_pipeline.go": true, "fetch_sessions.go": true,
 	// Produce's acks peek for the loop (Spec.NoReply).
 	"produce_acks.go": true,
+	// Delegation tokens: what keys 38-41 and the SCRAM token login share.
+	"tokens.go": true,
 	// What Produce checks and stamps because of a topic's configs.
 	"topic_policy.go": true,
+	// Broker configs and loggers of keys 32, 33 and 44.
+	"broker_configs.go": true, "broker_loggers.go": true,
+	// Client quotas: what is set (48, 49) and what acts (0, 1, the loop).
+	"quotas.go": true,
 }
 
 var (
@@ -185,7 +193,7 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
 		}
-		specs := Specs()
+		specs := servedSpecs(&g.Cfg)
 		if len(resp.ApiKeys) != len(specs) {
 			t.Fatalf("v%d: %d keys advertised, %d registered", v, len(resp.ApiKeys), len(specs))
 		}
@@ -194,11 +202,6 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 			if k.ApiKey != s.Key || k.MinVersion != s.MinVersion || k.MaxVersion != s.MaxVersion {
 				t.Errorf("v%d: entry %d = %d v%d-%d, registry %d v%d-%d", v, i, k.ApiKey, k.MinVersion, k.MaxVersion, s.Key, s.MinVersion, s.MaxVersion)
 			}
-		}
-	}
-	for _, k := range []int16{24, 25, 26, 28} {
-		if Lookup(k) != nil {
-			t.Errorf("transaction key %d is registered", k)
 		}
 	}
 }
@@ -335,7 +338,7 @@ func TestApiVersionsUnsupported(t *testing.T) {
 	if resp.Version != 0 || resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("version %d code %d", resp.Version, resp.ErrorCode)
 	}
-	if len(resp.ApiKeys) != len(Specs()) {
+	if len(resp.ApiKeys) != len(servedSpecs(&g.Cfg)) {
 		t.Fatalf("%d keys", len(resp.ApiKeys))
 	}
 	// A client decodes it as v0.
@@ -344,7 +347,7 @@ func TestApiVersionsUnsupported(t *testing.T) {
 	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if back.ErrorCode != kerr.UnsupportedVersion.Code || len(back.ApiKeys) != len(Specs()) {
+	if back.ErrorCode != kerr.UnsupportedVersion.Code || len(back.ApiKeys) != len(servedSpecs(&g.Cfg)) {
 		t.Fatalf("decoded: %+v", back)
 	}
 }
@@ -355,11 +358,52 @@ func TestApiVersionsUnsupported(t *testing.T) {
 func TestGoldenApiVersions(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
-	g.features = newFeatureSet(servedFeatures(), 1_700_000_000_000) // a fixed start
+	g.features = newFeatureSet(servedFeatures(&g.Cfg), 1_700_000_000_000) // a fixed start
 	for _, v := range []int16{0, 3, 4} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.0.0"
 		wireGolden(t, fmt.Sprintf("18_api_versions_v%d_resp.hex", v), do(t, g, req))
+	}
+}
+
+// servedSpecs are the registered keys a gateway with cfg serves.
+func servedSpecs(cfg *Config) []Spec {
+	var out []Spec
+	for _, s := range Specs() {
+		if s.Gated == nil || s.Gated(cfg) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestApiVersionsTransactionsGated: with transactions on, the transaction
+// keys and transaction.version are advertised; without, neither is.
+func TestApiVersionsTransactionsGated(t *testing.T) {
+	t.Parallel()
+	on := newGateway(t, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 2} })
+	off := newGateway(t)
+	for _, tc := range []struct {
+		g    *Gateway
+		want bool
+	}{{on, true}, {off, false}} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 4
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1.2.3"
+		resp := do(t, tc.g, req).(*kmsg.ApiVersionsResponse)
+		keys := 0
+		for _, k := range resp.ApiKeys {
+			if k.ApiKey >= 24 && k.ApiKey <= 28 {
+				keys++
+			}
+		}
+		tv := false
+		for _, f := range resp.FinalizedFeatures {
+			tv = tv || (f.Name == "transaction.version" && f.MaxVersionLevel == 2)
+		}
+		if (keys == 5) != tc.want || (keys == 0) == tc.want || tv != tc.want {
+			t.Errorf("transactions %v: %d transaction keys, transaction.version finalized %v", tc.want, keys, tv)
+		}
 	}
 }

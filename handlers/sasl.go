@@ -187,7 +187,15 @@ type SaslConn struct {
 	handshake bool // a SaslHandshake chose mech and no exchange finished since
 	scram     *scram.Server
 	principal string
-	start     time.Time // when the attempt now running began (its first token)
+	// token: the login was a delegation token's (SCRAM tokenauth=true);
+	// the principal is the token's owner, who may then not use the token
+	// keys (Kafka's allowTokenRequests). tokenAuth, tokenExpiry (Unix ms)
+	// and tokenOwner describe the token exchange now running.
+	token       bool
+	tokenAuth   bool
+	tokenExpiry int64
+	tokenOwner  string
+	start       time.Time // when the attempt now running began (its first token)
 	// pending is the failure answer of a parked SaslAuthenticate,
 	// released at its delay.
 	pending *saslFailure

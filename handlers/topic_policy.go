@@ -7,7 +7,10 @@ package handlers
 //     without a key is refused, per record (KIP-467 record errors), and
 //     nothing of its batch is stored. Tombstones (a key, no value) are
 //     fine.
-//   - message.timestamp.type=LogAppendTime: the batch gets the append time
+//   - message.timestamp.type=LogAppendTime (the topic's, else the dynamic
+//     broker config log.message.timestamp.type, broker_configs.go, read
+//     through brokerCache: a change through another gateway applies
+//     within two policyMaxAge): the batch gets the append time
 //     as its max timestamp and the LogAppendTime attribute, so consumers
 //     read that time for every record; the Produce answer carries it.
 //
@@ -44,7 +47,8 @@ type topicPolicy struct {
 }
 
 // policyOf reads a topic's policy from its configs (values were checked
-// when they were set; the defaults are delete and CreateTime).
+// when they were set; the defaults are delete and CreateTime, before the
+// broker's log.message.timestamp.type, which topicPolicy applies).
 func policyOf(cfg bridge.TopicConfigs) topicPolicy {
 	var p topicPolicy
 	for _, v := range strings.Split(cfg["cleanup.policy"], ",") {
@@ -106,6 +110,9 @@ func (c *Call) topicPolicy(ti *bridge.TopicInfo) (topicPolicy, error) {
 		return topicPolicy{}, err
 	}
 	p := policyOf(cfg)
+	if _, set := cfg["message.timestamp.type"]; !set {
+		p.logAppendTime = c.cachedBrokerView().brokerDefault("log.message.timestamp.type", timestampCreate) == timestampLogAppend
+	}
 	fresh := &policyEntry{id: ti.ID, p: p, read: now}
 	pc.m.Store(ti.Name, fresh)
 	if pc.gen.Load() != gen {

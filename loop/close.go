@@ -36,6 +36,7 @@ const (
 	CloseSaslLoginTimeout                         // not logged in FrameTimeout after connecting (and nothing in flight)
 	CloseTLSHandshake                             // the TLS handshake failed (plaintext on a TLS port, no or a bad client certificate, TLS < 1.2)
 	CloseTLSHandshakeTimeout                      // the TLS handshake did not finish within FrameTimeout of connecting
+	CloseConnectionRate                           // over its IP's connection_creation_rate quota, closed after the throttle time unread
 )
 
 var closeReasonNames = [...]string{
@@ -63,6 +64,7 @@ var closeReasonNames = [...]string{
 	CloseSaslLoginTimeout:      "sasl_login_timeout",
 	CloseTLSHandshake:          "tls_handshake",
 	CloseTLSHandshakeTimeout:   "tls_handshake_timeout",
+	CloseConnectionRate:        "connection_rate",
 }
 
 // String is the reason's name in logs and the close metric. Any goroutine.

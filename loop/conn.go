@@ -75,6 +75,9 @@ type connState struct {
 	reqHeld  atomic.Int64
 	// Loop only: the stall being timed (see writeBlocked).
 	stall stallState
+	// throttledUntil is the unix-nano time a client-quota throttle ends
+	// (throttle.go); 0: none. Any goroutine.
+	throttledUntil atomic.Int64
 
 	// Worker jobs of one connection run one at a time, in arrival order,
 	// as a Kafka broker handles a connection: pipelined Produce requests

@@ -29,15 +29,7 @@ const refusalLogEvery = 10 * time.Second
 // addrKey is the per-address accounting key of a peer: the IPv4 address, or
 // the /64 of an IPv6 one. Unknown peers share the zero key. Any goroutine.
 func addrKey(a net.Addr) netip.Addr {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return netip.Addr{}
-	}
-	ip, ok := netip.AddrFromSlice(ta.IP)
-	if !ok {
-		return netip.Addr{}
-	}
-	ip = ip.Unmap()
+	ip := peerIP(a)
 	if ip.Is6() {
 		if p, err := ip.Prefix(64); err == nil {
 			ip = p.Addr()

@@ -365,6 +365,9 @@ func (s *Server) onOpen(c gnet.Conn, ln *listenerState) ([]byte, gnet.Action) {
 	cs := newConnState(s, c)
 	cs.addr = key
 	cs.ln = ln
+	if d := s.g.ConnectionThrottle(peerIP(c.RemoteAddr())); d > 0 {
+		cs.refuseAfter(d)
+	}
 	if ln.sasl {
 		cs.sasl = handlers.NewSaslConn(key)
 	}

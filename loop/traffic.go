@@ -34,7 +34,12 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	cs.stalled = false
 	entry := c.InboundBuffered()
+	now := time.Now().UnixNano()
 	for {
+		if cs.throttled(now) {
+			cs.stalled = true // a client quota's throttle (throttle.go)
+			break
+		}
 		if cs.writeBlocked(c) {
 			cs.stalled = true // our doing, not the client's: no frame deadline
 			break
@@ -144,7 +149,7 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		}
 		tooNew = true
 	}
-	if !spec.Inline && !tooNew {
+	if (!spec.Inline || spec.Queued != nil && spec.Queued(body[hdr.BodyOffset:], hdr.Version)) && !tooNew {
 		if s.requestsFull(cs, total) {
 			// The connection's jobs already hold their share of request
 			// copies; wait for one to finish (it wakes us through release,
@@ -192,6 +197,10 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 			return handlerCloseReason(err), err
 		}
 	}
+	if !tooNew {
+		call.RequestThrottle(resp, time.Since(now)) // client quotas (throttle.go)
+		cs.throttle(call.ThrottleMillis())
+	}
 	var out *bytebufferpool.ByteBuffer
 	pool := replyPool(spec)
 	if resp != nil {
@@ -224,7 +233,7 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
 	j.call = handlers.Call{G: s.g, Header: hdr.Rebase(j.frame.B), Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
-		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j}
+		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j, RequestBytes: len(body)}
 	if cs.sasl != nil && cs.sasl.Raw() {
 		// A bare SASL token (sasl.go): read by the Spec that takes them,
 		// answered bare.

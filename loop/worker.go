@@ -27,6 +27,10 @@ type job struct {
 	req     kmsg.Request
 	call    handlers.Call
 	start   time.Time
+	ran     time.Duration // the handler's running time, over every run of a parked call
+	// delayReply: the reply is sent after the call's throttle time, for a
+	// client that predates KIP-219 (throttle.go).
+	delayReply bool
 	// orderReleased: the connection's next job was started already
 	// (ReleaseOrder), so ending this one must not start it again.
 	orderReleased bool
@@ -123,7 +127,9 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		j.req = req
 	}
 	j.call.ReplyRoom = j.cs.replyRoom()
+	ran := time.Now()
 	resp, err := j.spec.Handle(&j.call, j.req)
+	j.ran += time.Since(ran)
 	if err != nil {
 		j.cs.close(handlerCloseReason(err), err)
 		return nil, metrics.OutcomeClosed, nil
@@ -132,8 +138,15 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 		if w := j.call.Parked(); w != nil {
 			return nil, "", w
 		}
+	}
+	if !j.noReply {
+		// Kafka leaves acks=0 Produce out of the request quota.
+		j.call.RequestThrottle(resp, j.ran) // client quotas (throttle.go)
+	}
+	if resp == nil {
 		return nil, metrics.OutcomeNoAck, nil
 	}
+	j.delayReply = throttledBefore(resp, j.call.ThrottleMillis())
 	if j.noReply {
 		return nil, metrics.OutcomeNoAck, nil
 	}
@@ -151,7 +164,9 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	spec := j.spec
 	s.cfg.Metrics.Request(spec.Key, outcome, time.Since(j.start))
 	cs, seq, noReply, started := j.cs, j.seq, j.noReply, j.orderReleased
+	cs.throttle(j.call.ThrottleMillis())
 	cs.reqHeld.Add(-j.held)
+	delayed := j.delayReply
 	putJob(j)
 	if noReply {
 		if !started {
@@ -163,7 +178,11 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	// The reply is counted against the write cap (finish) before the
 	// connection's next job starts and reads the room left (unless the
 	// handler started it early).
-	cs.finish(seq, out, replyPool(spec))
+	if delayed {
+		delayReply(cs, seq, out, replyPool(spec), cs.throttleLeft())
+	} else {
+		cs.finish(seq, out, replyPool(spec))
+	}
 	if !started {
 		cs.runNext()
 	}

@@ -29,6 +29,8 @@ type Store struct {
 	starts logStarts // DeleteRecords' log start offsets (admin.go)
 
 	ahead readAhead // polls made ahead of Fetch (readahead.go)
+
+	txn txnStates // the transaction state's fold (txnstate.go)
 }
 
 type pollKey struct {

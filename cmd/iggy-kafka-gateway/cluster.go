@@ -24,6 +24,9 @@ func (c *config) resolveCluster() error {
 	if c.Store.Kind != "iggy" {
 		return fmt.Errorf("--cluster-etcd-endpoints needs --backend iggy: the embedded store belongs to one gateway")
 	}
+	if c.Handlers.Transactions.Enabled {
+		return fmt.Errorf("--transactions enabled is served by one gateway, not with --cluster-etcd-endpoints (docs/TRANSACTIONS.md)")
+	}
 	if c.Handlers.InstanceID == 0 {
 		return fmt.Errorf("--cluster-etcd-endpoints needs --instance-id 1..65535, unique per gateway: it is the gateway's node id")
 	}

@@ -49,9 +49,11 @@ type config struct {
 	// iggyPasswordFile and iggyTokenFile hold Store.Iggy's secrets;
 	// readSecretFiles loads them.
 	iggyPasswordFile, iggyTokenFile string
+	// tokenSecretFile holds Handlers.Tokens.Secret (tokens.go).
+	tokenSecretFile string
 	// secretsSet records which secrets were given (by flag or variable),
 	// to refuse a secret given twice (value and file).
-	secretsSet struct{ password, token bool }
+	secretsSet struct{ password, token, tokenSecret bool }
 	// SecretFlagsOnCmdline names the secret flags given on the command
 	// line (not in the environment), space-separated, for the startup
 	// warning.
@@ -195,6 +197,18 @@ func optionsFor(c *config) []option {
 		{flag: "tail-cache-mb", def: "256",
 			usage: "memory in MiB for the Kafka form of recently produced batches, which Fetch sends as they came instead of reading and mapping the store (0: off)",
 			set:   intIn(0, 1<<20, mebibytes(&c.Handlers.TailCacheBytes))},
+		{flag: "transactions", def: "refuse",
+			usage: "Kafka transactions (exactly-once): refuse (as the Rust gateway: transactional producers fail at initTransactions) or enabled (the gateway is their coordinator; docs/TRANSACTIONS.md)",
+			set:   oneOf([]string{"refuse", "enabled"}, func(v string) { c.Handlers.Transactions.Enabled = v == "enabled" })},
+		{flag: "transaction-version", def: "2",
+			usage: "with --transactions enabled, the transaction.version finalized: 2 (KIP-890: Java 4.x clients add partitions implicitly and bump the epoch per transaction) or 1 (the protocol before it)",
+			set:   intIn(1, 2, to(&c.Handlers.Transactions.Version))},
+		{flag: "transaction-max-timeout-ms", def: "900000",
+			usage: "largest transaction.timeout.ms a producer may ask for (Kafka's transaction.max.timeout.ms); larger is INVALID_TRANSACTION_TIMEOUT",
+			set:   millisIn(1, to(&c.Handlers.Transactions.MaxTimeout))},
+		{flag: "transaction-max-ids", def: "100000",
+			usage: "transactional ids kept at once (memory bound); a new id past it is answered COORDINATOR_LOAD_IN_PROGRESS until idle ones expire (7 days)",
+			set:   intIn(1, 1<<30, to(&c.Handlers.Transactions.MaxIDs))},
 		{flag: "backend", def: "embedded",
 			usage: "store: embedded (in-process, under --data-dir) or iggy (a real Iggy server at --iggy-addr)",
 			set:   oneOf([]string{"embedded", "iggy"}, to(&c.Store.Kind))},
@@ -261,7 +275,7 @@ func optionsFor(c *config) []option {
 			set:   oneOf([]string{"text", "json"}, to(&c.LogFormat))},
 	}
 	// Each subject's file holds its own options.
-	for _, more := range []func(*config) []option{saslOptions, authzOptions, listenerOptions, clusterOptions, groupOptions} {
+	for _, more := range []func(*config) []option{saslOptions, authzOptions, listenerOptions, clusterOptions, groupOptions, tokenOptions} {
 		opts = append(opts, more(c)...)
 	}
 	for i := range opts {
@@ -514,7 +528,7 @@ func (c *config) singleListener(flag string, set func(string) error) func(string
 }
 
 // intIn parses an integer in lo..hi and stores it as the field's type.
-func intIn[T ~int | ~int32 | ~int64 | ~uint16](lo, hi int, store func(T)) func(string) error {
+func intIn[T ~int | ~int16 | ~int32 | ~int64 | ~uint16](lo, hi int, store func(T)) func(string) error {
 	return func(v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {

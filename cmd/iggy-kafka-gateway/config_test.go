@@ -46,10 +46,12 @@ func TestDefaults(t *testing.T) {
 				AutoCreatePerSec:     10,
 				FetchSessionSlots:    1000,
 				TailCacheBytes:       256 << 20,
+				Transactions:         handlers.TxnConfig{Version: 2, MaxTimeout: 15 * time.Minute, MaxIDs: 100000},
 				Groups: group.Config{InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: 6 * time.Second, MaxSessionTimeout: 30 * time.Minute,
 					MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
 					ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,
 					ConsumerMaxHeartbeatInterval: 15 * time.Second, ConsumerAssignors: []string{"uniform", "range"}},
+				Tokens: handlers.TokenConfig{MaxLifetime: 7 * 24 * time.Hour, ExpiryTime: 24 * time.Hour, CheckInterval: time.Hour},
 			},
 			Loop: loop.Config{
 				MaxConnections:        1024,

@@ -29,8 +29,15 @@ func main() {
 }
 
 // newLogger is the gateway's logger, as --log-level and --log-format say.
+// Its level is cfg.Handlers.LogLevel when set (what BROKER_LOGGER changes
+// at runtime).
 func newLogger(cfg config, w io.Writer) *slog.Logger {
-	o := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var level slog.Leveler = cfg.LogLevel
+	if cfg.Handlers.LogLevel != nil {
+		cfg.Handlers.LogLevel.Set(cfg.LogLevel)
+		level = cfg.Handlers.LogLevel
+	}
+	o := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, o))
 	}
@@ -76,6 +83,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iggy-kafka-gateway: %v\n", err)
 		return 2
 	}
+	cfg.Handlers.LogLevel = new(slog.LevelVar)
 	log := newLogger(cfg, stderr)
 	if cfg.SecretFlagsOnCmdline != "" {
 		log.Warn("a secret was given on the command line, where every local user can read it (ps, /proc); use its IGGY_KAFKA_* variable or its -file flag",

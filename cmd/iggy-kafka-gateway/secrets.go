@@ -20,8 +20,9 @@ const redacted = "<redacted>"
 // or token at 255 bytes.
 const maxSecretFile = 4096
 
-// readSecretFiles loads --iggy-password-file and --iggy-token-file, and
-// refuses a secret given both as a value and as a file.
+// readSecretFiles loads --iggy-password-file, --iggy-token-file and
+// --delegation-token-secret-key-file, and refuses a secret given both as
+// a value and as a file.
 func (c *config) readSecretFiles() error {
 	load := func(path, flagName, valueFlag string, valueGiven bool, dst *string) error {
 		if path == "" {
@@ -41,7 +42,17 @@ func (c *config) readSecretFiles() error {
 	if err := load(c.iggyPasswordFile, "iggy-password-file", "iggy-password", c.secretsSet.password, &c.Store.Iggy.Password); err != nil {
 		return err
 	}
-	return load(c.iggyTokenFile, "iggy-token-file", "iggy-token", c.secretsSet.token, &c.Store.Iggy.Token)
+	if err := load(c.iggyTokenFile, "iggy-token-file", "iggy-token", c.secretsSet.token, &c.Store.Iggy.Token); err != nil {
+		return err
+	}
+	var tokenSecret string
+	if err := load(c.tokenSecretFile, "delegation-token-secret-key-file", "delegation-token-secret-key", c.secretsSet.tokenSecret, &tokenSecret); err != nil {
+		return err
+	}
+	if tokenSecret != "" {
+		c.Handlers.Tokens.Secret = []byte(tokenSecret)
+	}
+	return nil
 }
 
 // readSecretFile returns the file's content without a trailing newline.

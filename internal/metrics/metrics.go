@@ -356,6 +356,42 @@ func (m *Metrics) TailCache(read func() TailCacheCounts) {
 	)
 }
 
+// QuotaCounts is what the client-quota collectors read at scrape time
+// (handlers.Gateway.QuotaStats).
+type QuotaCounts struct {
+	ProduceThrottled, ProduceThrottleMs int64
+	FetchThrottled, FetchThrottleMs     int64
+	RequestThrottled, RequestThrottleMs int64
+	ConnectionsThrottled                int64
+}
+
+// Quotas exposes client-quota throttling (KIP-13/KIP-219: responses that
+// carried a throttle time, and that time in total; connections closed
+// for their IP's connection rate), read by read at each scrape. Call it
+// once, after the gateway is built; a no-op on a nil *Metrics. Any
+// goroutine.
+func (m *Metrics) Quotas(read func() QuotaCounts) {
+	if m == nil {
+		return
+	}
+	registerScraped(m.impl.reg, read,
+		counterOf("iggy_kafka_quota_produce_throttled_total", "Produce responses throttled by a producer_byte_rate quota.",
+			func(c QuotaCounts) int64 { return c.ProduceThrottled }),
+		counterOf("iggy_kafka_quota_produce_throttle_ms_total", "Throttle time given to producers by producer_byte_rate quotas, in ms.",
+			func(c QuotaCounts) int64 { return c.ProduceThrottleMs }),
+		counterOf("iggy_kafka_quota_fetch_throttled_total", "Fetch responses throttled (answered empty) by a consumer_byte_rate quota.",
+			func(c QuotaCounts) int64 { return c.FetchThrottled }),
+		counterOf("iggy_kafka_quota_fetch_throttle_ms_total", "Throttle time given to consumers by consumer_byte_rate quotas, in ms.",
+			func(c QuotaCounts) int64 { return c.FetchThrottleMs }),
+		counterOf("iggy_kafka_quota_request_throttled_total", "Responses throttled by a request_percentage quota.",
+			func(c QuotaCounts) int64 { return c.RequestThrottled }),
+		counterOf("iggy_kafka_quota_request_throttle_ms_total", "Throttle time given by request_percentage quotas, in ms.",
+			func(c QuotaCounts) int64 { return c.RequestThrottleMs }),
+		counterOf("iggy_kafka_quota_connections_throttled_total", "Connections closed, unread, for their IP's connection_creation_rate quota.",
+			func(c QuotaCounts) int64 { return c.ConnectionsThrottled }),
+	)
+}
+
 // scraped is one collector whose value is read, at each scrape, from a
 // snapshot C of counts kept elsewhere (FetchSessions, TailCache).
 type scraped[C any] struct {

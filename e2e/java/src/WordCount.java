@@ -1,7 +1,10 @@
 // WordCount is a Kafka Streams application run against the gateway by
 // e2e/streams_connect_test.go in source-file mode:
 //
-//	java -cp 'e2e/java/target/lib/*' e2e/java/src/WordCount.java BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR
+//	java -cp 'e2e/java/target/lib/*' e2e/java/src/WordCount.java BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR [GUARANTEE]
+//
+// GUARANTEE is processing.guarantee: at_least_once (the default) or
+// exactly_once_v2 (transactions).
 //
 // Lines from INPUT are split into lowercase words, re-keyed by word (a
 // repartition topic, which Streams purges with DeleteRecords), counted in a
@@ -34,7 +37,7 @@ public class WordCount {
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args.length > 5 ? args[5] : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         // -1: the broker's default replication factor (the gateway has one).
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "-1");

@@ -1,0 +1,84 @@
+package embedded
+
+// The transaction coordinator's state (bridge.TxnStateStore), one key per
+// entry:
+//
+//	'x' key -> value
+//
+// Written with pebble.Sync whatever the sync policy: a transaction's
+// commit is acknowledged to the producer once its state is stored, and a
+// crash must not forget it.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+const prefixTxnState = 'x'
+
+func txnStateKey(key string) []byte {
+	k := make([]byte, 0, 1+len(key))
+	k = append(k, prefixTxnState)
+	return append(k, key...)
+}
+
+// PutTxnStates implements bridge.TxnStateStore: one synced batch. Any
+// goroutine.
+func (s *Store) PutTxnStates(ctx context.Context, entries []bridge.TxnStateEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enterWrite(); err != nil {
+		return err
+	}
+	defer s.exitWrite()
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, e := range entries {
+		var err error
+		if e.Value == nil {
+			err = b.Delete(txnStateKey(e.Key), nil)
+		} else {
+			err = b.Set(txnStateKey(e.Key), e.Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// TxnStates implements bridge.TxnStateStore. Any goroutine.
+func (s *Store) TxnStates(ctx context.Context, fn func(key string, value []byte)) error {
+	if err := s.enterRead(); err != nil {
+		return err
+	}
+	defer s.ops.RUnlock()
+	lo := []byte{prefixTxnState}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
+		}
+		fn(string(it.Key()[1:]), v)
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
+	}
+	return nil
+}

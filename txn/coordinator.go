@@ -1,0 +1,709 @@
+package txn
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/iggy-kafka/gateway/bridge"
+)
+
+// Env is what the coordinator needs from the gateway around it. Any
+// goroutine; every call is bounded by its context.
+type Env interface {
+	// NewProducerID hands out a producer id no one else holds; ok false
+	// while none can be (the answer is then COORDINATOR_LOAD_IN_PROGRESS).
+	NewProducerID() (int64, bool)
+	// HighWatermark is p's next offset; the error is an unknown topic or
+	// partition, or the store's.
+	HighWatermark(ctx context.Context, p Partition) (uint64, error)
+	// WriteMarker appends a commit or abort marker of pid at epoch to p
+	// and returns its offset, once durable.
+	WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, commit bool) (uint64, error)
+	// FindMarker looks for a marker of pid at epoch on p at offset from or
+	// later (a restart finishing a transaction whose markers were partly
+	// written).
+	FindMarker(ctx context.Context, p Partition, from uint64, pid int64, epoch int16) (uint64, bool, error)
+	// CommitOffsets applies a committed transaction's offsets to group.
+	CommitOffsets(ctx context.Context, group string, offs []Offset) error
+}
+
+// Options configure a Coordinator.
+type Options struct {
+	Store bridge.TxnStateStore
+	Env   Env
+	// MaxTimeout caps transaction.timeout.ms (Kafka's
+	// transaction.max.timeout.ms); a larger one is INVALID_TRANSACTION_TIMEOUT.
+	MaxTimeout time.Duration
+	// MaxIDs bounds how many transactional ids are kept; a new one past it
+	// is refused with COORDINATOR_LOAD_IN_PROGRESS until idle ones
+	// expire (IDExpiry).
+	MaxIDs int
+	// IDExpiry forgets an id idle that long in a complete state (Kafka's
+	// transactional.id.expiration.ms, 7 days).
+	IDExpiry time.Duration
+	Log      *slog.Logger
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+}
+
+// ErrPartitionGone is what Env.WriteMarker answers for a partition that no
+// longer exists (its topic was deleted): there is nothing left to mark,
+// and the transaction ends without it.
+var ErrPartitionGone = errors.New("txn: the partition no longer exists")
+
+// MaxIDLen bounds a transactional id.
+const MaxIDLen = 1024
+
+// Coordinator is the transaction coordinator: each transactional id's
+// producer id, epoch, state and partitions, kept in the store, and the
+// partitions' view of them (Index). Any goroutine.
+type Coordinator struct {
+	o     Options
+	Index Index
+
+	mu  sync.Mutex
+	ids map[string]*txnEntry
+}
+
+// New makes a coordinator; Load must run before it serves.
+func New(o Options) *Coordinator {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.MaxIDs <= 0 {
+		o.MaxIDs = 100000
+	}
+	if o.IDExpiry <= 0 {
+		o.IDExpiry = 7 * 24 * time.Hour
+	}
+	return &Coordinator{o: o, ids: map[string]*txnEntry{}}
+}
+
+func (co *Coordinator) nowMs() int64 { return co.o.Now().UnixMilli() }
+
+// Load reads the stored state, then finishes what a crash interrupted:
+// a transaction past PrepareCommit or PrepareAbort gets its markers
+// (where they are not written yet) and completes; an Ongoing one holds
+// its partitions' last stable offsets from where it was added until it
+// ends or times out.
+func (co *Coordinator) Load(ctx context.Context) error {
+	entries := map[string]*txnEntry{}
+	offsets := map[string]map[string][]Offset{}
+	type ab struct {
+		p Partition
+		a Aborted
+	}
+	var aborted []ab
+	bad := 0
+	err := co.o.Store.TxnStates(ctx, func(key string, v []byte) {
+		switch {
+		case len(key) > len(keyTxn) && key[:len(keyTxn)] == keyTxn:
+			id := key[len(keyTxn):]
+			e, err := decodeEntry(id, v)
+			if err != nil {
+				bad++
+				return
+			}
+			entries[id] = e
+		case len(key) > len(keyOffsets) && key[:len(keyOffsets)] == keyOffsets:
+			offs, err := decodeOffsets(v)
+			if err != nil {
+				bad++
+				return
+			}
+			offsets[key[len(keyOffsets):]] = offs
+		case len(key) > len(keyAborted) && key[:len(keyAborted)] == keyAborted:
+			p, a, err := parseAborted(key, v)
+			if err != nil {
+				bad++
+				return
+			}
+			aborted = append(aborted, ab{p, a})
+		default:
+			bad++
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("txn: loading the transaction state: %w", err)
+	}
+	if bad > 0 {
+		co.o.Log.Warn("txn: skipped unreadable transaction state records", "count", bad)
+	}
+	for _, x := range aborted {
+		co.Index.AddAborted(x.p, x.a)
+	}
+	co.mu.Lock()
+	for id, e := range entries {
+		if offs := offsets[id]; offs != nil {
+			e.offsets = offs
+		}
+		co.ids[id] = e
+	}
+	co.mu.Unlock()
+	for _, e := range entries {
+		switch e.state {
+		case Ongoing, PrepareCommit, PrepareAbort:
+			for p, bound := range e.parts {
+				co.Index.Open(p, e.pid, bound)
+			}
+		}
+	}
+	for _, e := range entries {
+		if e.state != PrepareCommit && e.state != PrepareAbort {
+			continue
+		}
+		e.mu.Lock()
+		err := co.complete(ctx, e, e.state == PrepareCommit, true)
+		e.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("txn: finishing transaction %q: %w", e.id, err)
+		}
+	}
+	return nil
+}
+
+// entry returns id's entry, locked, or nil when there is none (create
+// false). With create, a missing id gets a fresh Empty entry, unless MaxIDs
+// are kept (full). The caller unlocks.
+func (co *Coordinator) entry(id string, create bool) (e *txnEntry, full bool) {
+	for {
+		co.mu.Lock()
+		e = co.ids[id]
+		if e == nil {
+			if !create {
+				co.mu.Unlock()
+				return nil, false
+			}
+			if len(co.ids) >= co.o.MaxIDs {
+				co.mu.Unlock()
+				return nil, true
+			}
+			e = &txnEntry{id: id, pid: -1, epoch: -1, lastPid: -1, lastEpoch: -1, state: Empty, startMs: -1,
+				parts: map[Partition]uint64{}, groups: map[string]struct{}{}, offsets: map[string][]Offset{}}
+			co.ids[id] = e
+		}
+		co.mu.Unlock()
+		e.mu.Lock()
+		if !e.gone {
+			return e, false
+		}
+		e.mu.Unlock()
+	}
+}
+
+// save stores e (and its pending offsets when offs), durably.
+func (co *Coordinator) save(ctx context.Context, e *txnEntry, offs bool) error {
+	ents := []bridge.TxnStateEntry{{Key: keyTxn + e.id, Value: e.encode()}}
+	if offs {
+		var v []byte
+		if len(e.offsets) > 0 {
+			v = encodeOffsets(e.offsets)
+		}
+		ents = append(ents, bridge.TxnStateEntry{Key: keyOffsets + e.id, Value: v})
+	}
+	return co.o.Store.PutTxnStates(ctx, ents)
+}
+
+// errCode is the Kafka code for a failed store call.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// InitResult is InitProducerId's answer.
+type InitResult struct {
+	Code       int16
+	ProducerID int64
+	Epoch      int16
+}
+
+// InitProducerID answers InitProducerId for transactional id id: a
+// fresh producer id at epoch 0 for a new id, else the id's producer id at
+// the next epoch, after aborting a transaction the previous instance left
+// open (it is fenced: its epoch is now old). With reqPid >= 0 (KIP-360)
+// the caller proves it is the current instance, or the one just before a
+// bump it retries.
+func (co *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, reqPid int64, reqEpoch int16, version int16) InitResult {
+	fail := func(code int16) InitResult { return InitResult{Code: code, ProducerID: -1, Epoch: -1} }
+	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > co.o.MaxTimeout {
+		return fail(kerr.InvalidTransactionTimeout.Code)
+	}
+	e, full := co.entry(id, true)
+	if full {
+		return fail(kerr.CoordinatorLoadInProgress.Code)
+	}
+	defer e.mu.Unlock()
+	if reqPid >= 0 && e.pid >= 0 {
+		switch {
+		case reqPid == e.lastPid && reqEpoch == e.lastEpoch && e.state != Ongoing:
+			// A retry of the bump that made the current epoch.
+			return InitResult{ProducerID: e.pid, Epoch: e.epoch}
+		case reqPid != e.pid || reqEpoch != e.epoch:
+			if version >= 4 {
+				return fail(kerr.ProducerFenced.Code)
+			}
+			return fail(kerr.InvalidProducerEpoch.Code)
+		}
+	}
+	if e.state == Ongoing {
+		// The previous instance's transaction: fence it by the bump, and
+		// abort it under the new epoch.
+		if code := co.bump(e); code != 0 {
+			return fail(code)
+		}
+		if err := co.finish(ctx, e, false); err != nil {
+			return fail(errCode(err))
+		}
+	}
+	if e.pid < 0 {
+		pid, ok := co.o.Env.NewProducerID()
+		if !ok {
+			return fail(kerr.CoordinatorLoadInProgress.Code)
+		}
+		e.pid, e.epoch = pid, 0
+	} else if code := co.bump(e); code != 0 {
+		return fail(code)
+	}
+	e.timeoutMs = timeoutMs
+	e.state, e.startMs, e.updateMs = Empty, -1, co.nowMs()
+	clear(e.parts)
+	clear(e.groups)
+	if err := co.save(ctx, e, len(e.offsets) > 0); err != nil {
+		return fail(errCode(err))
+	}
+	clear(e.offsets)
+	return InitResult{ProducerID: e.pid, Epoch: e.epoch}
+}
+
+// bump moves e to its next epoch, or to a fresh producer id at epoch 0
+// when the epoch is spent, keeping the previous pair.
+func (co *Coordinator) bump(e *txnEntry) int16 {
+	e.lastPid, e.lastEpoch = e.pid, e.epoch
+	if e.epoch >= math.MaxInt16-1 {
+		pid, ok := co.o.Env.NewProducerID()
+		if !ok {
+			return kerr.CoordinatorLoadInProgress.Code
+		}
+		e.pid, e.epoch = pid, 0
+		return 0
+	}
+	e.epoch++
+	return 0
+}
+
+// check is the producer check every step after InitProducerId makes:
+// the id is known, pid is its producer and epoch its current epoch.
+// fencedOld: the version predates PRODUCER_FENCED, answer
+// INVALID_PRODUCER_EPOCH instead.
+func check(e *txnEntry, pid int64, epoch int16, fencedOld bool) int16 {
+	switch {
+	case e == nil:
+		return kerr.InvalidProducerIDMapping.Code
+	case e.pid != pid:
+		return kerr.InvalidProducerIDMapping.Code
+	case epoch < e.epoch:
+		if fencedOld {
+			return kerr.InvalidProducerEpoch.Code
+		}
+		return kerr.ProducerFenced.Code
+	case epoch > e.epoch:
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return 0
+}
+
+// AddPartitions answers AddPartitionsToTxn for one transaction: codes is
+// called with each partition's code. Partitions already in the
+// transaction cost nothing; new ones are added with their high watermark
+// and the state stored before the answer. verifyOnly (v4+, from brokers)
+// only says whether each partition is in the ongoing transaction.
+func (co *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition, verifyOnly, fencedOld bool) (int16, map[Partition]int16) {
+	e, _ := co.entry(id, false)
+	if e == nil {
+		return kerr.InvalidProducerIDMapping.Code, nil
+	}
+	defer e.mu.Unlock()
+	if code := check(e, pid, epoch, fencedOld); code != 0 {
+		return code, nil
+	}
+	out := make(map[Partition]int16, len(parts))
+	if verifyOnly {
+		for _, p := range parts {
+			if _, ok := e.parts[p]; !ok || e.state != Ongoing {
+				out[p] = kerr.InvalidTxnState.Code
+			} else {
+				out[p] = 0
+			}
+		}
+		return 0, out
+	}
+	if e.state == PrepareCommit || e.state == PrepareAbort {
+		return kerr.ConcurrentTransactions.Code, nil
+	}
+	code := co.addLocked(ctx, e, parts, out)
+	return code, out
+}
+
+// addLocked adds parts to e's transaction, making it Ongoing, and stores
+// it. A partition whose high watermark cannot be read fails the request:
+// its code is set, the others are OPERATION_NOT_ATTEMPTED. Under e.mu.
+func (co *Coordinator) addLocked(ctx context.Context, e *txnEntry, parts []Partition, out map[Partition]int16) int16 {
+	var fresh []Partition
+	bounds := make([]uint64, 0, len(parts))
+	failed := false
+	for _, p := range parts {
+		if _, ok := e.parts[p]; ok {
+			out[p] = 0
+			continue
+		}
+		hwm, err := co.o.Env.HighWatermark(ctx, p)
+		if err != nil {
+			out[p] = partitionCode(err)
+			failed = true
+			continue
+		}
+		out[p] = 0
+		fresh = append(fresh, p)
+		bounds = append(bounds, hwm)
+	}
+	if failed {
+		for p, c := range out {
+			if c == 0 {
+				out[p] = kerr.OperationNotAttempted.Code
+			}
+		}
+		return 0
+	}
+	if len(fresh) == 0 && e.state == Ongoing {
+		return 0
+	}
+	e.begin(co.nowMs())
+	for i, p := range fresh {
+		e.parts[p] = bounds[i]
+	}
+	if err := co.save(ctx, e, false); err != nil {
+		for _, p := range fresh {
+			delete(e.parts, p)
+			out[p] = errCode(err)
+		}
+		return 0
+	}
+	return 0
+}
+
+// partitionCode is the code of a partition whose high watermark could not
+// be read.
+func partitionCode(err error) int16 {
+	if ke, ok := err.(*kerr.Error); ok {
+		return ke.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}
+
+// producerEntry is id's entry, locked, when pid at epoch is its producer
+// and no end is being written (the checks AddOffsetsToTxn and
+// TxnOffsetCommit make), else nil and the code to answer.
+func (co *Coordinator) producerEntry(id string, pid int64, epoch int16, fencedOld bool) (*txnEntry, int16) {
+	e, _ := co.entry(id, false)
+	if e == nil {
+		return nil, kerr.InvalidProducerIDMapping.Code
+	}
+	code := check(e, pid, epoch, fencedOld)
+	if code == 0 && (e.state == PrepareCommit || e.state == PrepareAbort) {
+		code = kerr.ConcurrentTransactions.Code
+	}
+	if code != 0 {
+		e.mu.Unlock()
+		return nil, code
+	}
+	return e, 0
+}
+
+// begin makes e's transaction Ongoing from now, unless it is. Under e.mu.
+func (e *txnEntry) begin(now int64) {
+	if e.state != Ongoing {
+		e.state, e.startMs = Ongoing, now
+		clear(e.parts)
+		clear(e.groups)
+	}
+	e.updateMs = now
+}
+
+// AddGroup answers AddOffsetsToTxn: the group joins the transaction.
+func (co *Coordinator) AddGroup(ctx context.Context, id string, pid int64, epoch int16, group string, fencedOld bool) int16 {
+	e, code := co.producerEntry(id, pid, epoch, fencedOld)
+	if e == nil {
+		return code
+	}
+	defer e.mu.Unlock()
+	return co.addGroupLocked(ctx, e, group)
+}
+
+func (co *Coordinator) addGroupLocked(ctx context.Context, e *txnEntry, group string) int16 {
+	if _, ok := e.groups[group]; ok && e.state == Ongoing {
+		return 0
+	}
+	e.begin(co.nowMs())
+	e.groups[group] = struct{}{}
+	if err := co.save(ctx, e, false); err != nil {
+		delete(e.groups, group)
+		return errCode(err)
+	}
+	return 0
+}
+
+// CommitOffsets answers TxnOffsetCommit: the offsets are kept, durably,
+// and applied to group only when the transaction commits. implicit (v5,
+// transaction.version 2) adds the group to the transaction when it is not
+// in it; otherwise a group not added is INVALID_TXN_STATE, as Kafka's
+// verification answers.
+func (co *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offs []Offset, implicit, fencedOld bool) int16 {
+	e, code := co.producerEntry(id, pid, epoch, fencedOld)
+	if e == nil {
+		return code
+	}
+	defer e.mu.Unlock()
+	if _, ok := e.groups[group]; !ok || e.state != Ongoing {
+		if !implicit {
+			return kerr.InvalidTxnState.Code
+		}
+		if code := co.addGroupLocked(ctx, e, group); code != 0 {
+			return code
+		}
+	}
+	prev := e.offsets[group]
+	merged := mergeOffsets(prev, offs)
+	e.offsets[group] = merged
+	if err := co.save(ctx, e, true); err != nil {
+		e.offsets[group] = prev
+		return errCode(err)
+	}
+	return 0
+}
+
+// mergeOffsets is prev with offs laid over it (a later commit of a
+// partition wins).
+func mergeOffsets(prev, offs []Offset) []Offset {
+	out := append([]Offset(nil), prev...)
+	for _, o := range offs {
+		replaced := false
+		for i := range out {
+			if out[i].Partition == o.Partition {
+				out[i], replaced = o, true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// HasPendingOffsets reports whether a transaction holds offsets of group
+// on p not yet committed (OffsetFetch require_stable answers
+// UNSTABLE_OFFSET_COMMIT then).
+func (co *Coordinator) HasPendingOffsets(group string, p Partition) bool {
+	co.mu.Lock()
+	es := make([]*txnEntry, 0, len(co.ids))
+	for _, e := range co.ids {
+		es = append(es, e)
+	}
+	co.mu.Unlock()
+	for _, e := range es {
+		e.mu.Lock()
+		for _, o := range e.offsets[group] {
+			if o.Partition == p {
+				e.mu.Unlock()
+				return true
+			}
+		}
+		e.mu.Unlock()
+	}
+	return false
+}
+
+// EndResult is EndTxn's answer; ProducerID and Epoch are set for v5
+// (the bumped pair a transaction.version 2 producer goes on with).
+type EndResult struct {
+	Code       int16
+	ProducerID int64
+	Epoch      int16
+}
+
+// End answers EndTxn: markers to every partition, the offsets applied or
+// dropped, then the complete state stored. v2 (EndTxn v5) bumps the
+// epoch at the end and answers the new one; a retry of a v2 end is
+// recognised by the previous epoch.
+func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16, commit, v2, fencedOld bool) EndResult {
+	fail := func(code int16) EndResult { return EndResult{Code: code, ProducerID: -1, Epoch: -1} }
+	e, _ := co.entry(id, false)
+	if e == nil {
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	}
+	defer e.mu.Unlock()
+	if v2 && pid == e.lastPid && epoch == e.lastEpoch &&
+		((commit && e.state == CompleteCommit) || (!commit && e.state == CompleteAbort)) {
+		return EndResult{ProducerID: e.pid, Epoch: e.epoch} // a retry
+	}
+	if code := check(e, pid, epoch, fencedOld); code != 0 {
+		return fail(code)
+	}
+	switch e.state {
+	case Ongoing:
+	case CompleteCommit, CompleteAbort:
+		if !v2 && (e.state == CompleteCommit) == commit {
+			return EndResult{ProducerID: e.pid, Epoch: e.epoch} // a retry
+		}
+		if v2 && !commit {
+			break // v2 may abort an empty transaction
+		}
+		return fail(kerr.InvalidTxnState.Code)
+	case Empty:
+		if v2 && !commit {
+			break
+		}
+		return fail(kerr.InvalidTxnState.Code)
+	case PrepareCommit, PrepareAbort:
+		return fail(kerr.ConcurrentTransactions.Code)
+	default:
+		return fail(kerr.InvalidTxnState.Code)
+	}
+	e.v2 = v2
+	if e.state == Ongoing {
+		if err := co.finish(ctx, e, commit); err != nil {
+			return fail(errCode(err))
+		}
+	}
+	if v2 {
+		if code := co.bump(e); code != 0 {
+			return fail(code)
+		}
+		if err := co.save(ctx, e, false); err != nil {
+			return fail(errCode(err))
+		}
+	}
+	return EndResult{ProducerID: e.pid, Epoch: e.epoch}
+}
+
+// finish ends e's ongoing transaction: Prepare state stored, then
+// complete. Under e.mu.
+func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit bool) error {
+	e.state = PrepareAbort
+	if commit {
+		e.state = PrepareCommit
+	}
+	e.updateMs = co.nowMs()
+	if err := co.save(ctx, e, false); err != nil {
+		e.state = Ongoing
+		return err
+	}
+	return co.complete(ctx, e, commit, false)
+}
+
+// complete writes e's markers (after a restart, only where they are not
+// there yet), applies or drops its offsets, and stores the complete
+// state. An error leaves e in its Prepare state: a later End retried by
+// the client, or the next start, finishes it. Under e.mu.
+func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recovering bool) error {
+	for _, p := range e.sortedParts() {
+		bound := e.parts[p]
+		if recovering {
+			if _, found, err := co.o.Env.FindMarker(ctx, p, bound, e.pid, e.epoch); err != nil {
+				return err
+			} else if found {
+				co.Index.Close(p, e.pid, 0, false)
+				continue
+			}
+		}
+		if err := co.WriteMarker(ctx, p, e.pid, e.epoch, commit); err != nil {
+			return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
+		}
+	}
+	if commit {
+		for _, g := range e.sortedGroups() {
+			if offs := e.offsets[g]; len(offs) > 0 {
+				if err := co.o.Env.CommitOffsets(ctx, g, offs); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	hadOffsets := len(e.offsets) > 0
+	e.state = CompleteAbort
+	if commit {
+		e.state = CompleteCommit
+	}
+	e.updateMs = co.nowMs()
+	clear(e.offsets)
+	if err := co.save(ctx, e, hadOffsets); err != nil {
+		return err
+	}
+	clear(e.parts)
+	clear(e.groups)
+	e.startMs = -1
+	return nil
+}
+
+// CheckWrite is the check a transactional Produce makes for each
+// partition: the batch's producer and epoch are the transaction's, and the
+// partition is in its ongoing transaction; with implicit (Produce v12+,
+// transaction.version 2) a partition not in it yet is added.
+func (co *Coordinator) CheckWrite(ctx context.Context, id string, pid int64, epoch int16, p Partition, implicit bool) int16 {
+	e, _ := co.entry(id, false)
+	if e == nil {
+		return kerr.InvalidProducerIDMapping.Code
+	}
+	defer e.mu.Unlock()
+	if code := check(e, pid, epoch, true); code != 0 {
+		return code
+	}
+	if _, ok := e.parts[p]; ok && e.state == Ongoing {
+		return 0
+	}
+	if !implicit || e.state == PrepareCommit || e.state == PrepareAbort {
+		return kerr.InvalidTxnState.Code
+	}
+	out := map[Partition]int16{}
+	co.addLocked(ctx, e, []Partition{p}, out)
+	return out[p]
+}
+
+// WriteMarker answers one partition of a WriteTxnMarkers (an operator's
+// `kafka-transactions abort` of a hanging transaction, or a broker): the
+// marker is written and the partition's view of pid's transaction ends,
+// whether or not this coordinator holds it.
+func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, commit bool) error {
+	off, err := co.o.Env.WriteMarker(ctx, p, pid, epoch, commit)
+	if errors.Is(err, ErrPartitionGone) {
+		co.Index.Close(p, pid, 0, false)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !commit {
+		if first, ok := co.Index.FirstOffset(p, pid); ok {
+			a := Aborted{ProducerID: pid, First: first, Last: off}
+			v := binary.BigEndian.AppendUint64(nil, off)
+			if err := co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: abortedKey(p, a), Value: v}}); err != nil {
+				return err
+			}
+		}
+	}
+	co.Index.Close(p, pid, off, !commit)
+	return nil
+}

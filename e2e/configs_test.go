@@ -110,7 +110,7 @@ func TestConfigKadm(t *testing.T) {
 		t.Errorf("auto.create.topics.enable not reported true from the static broker config: %+v", br.Configs)
 	}
 	bar, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: &day}}, 1)
-	if err != nil || !errors.Is(bar[0].Err, kerr.InvalidRequest) || bar[0].ErrMessage != "Cannot update these configs dynamically: Set(log.retention.ms)" {
+	if err != nil || !errors.Is(bar[0].Err, kerr.InvalidRequest) || bar[0].ErrMessage != "Cannot update these configs dynamically: [log.retention.ms]" {
 		t.Errorf("broker alter: %v %+v", err, bar)
 	}
 }

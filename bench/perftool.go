@@ -101,7 +101,7 @@ type perfRun struct {
 	records    int
 	recordSize int
 	// clientProps is a client properties file (the gateway-tls target's
-	// SSL settings), passed as --producer.config / --consumer.config.
+	// SSL settings), passed as --command-config.
 	clientProps   string
 	producerProps []string // extra KEY=VALUE producer settings, after acks=all
 	maxDuration   time.Duration
@@ -135,12 +135,12 @@ func (p *perfTools) run(ctx context.Context, maxDuration time.Duration, class st
 }
 
 // runTool runs class with args and then r's client properties file after
-// propsFlag. The Result holds what every run has (the workload, the
+// --command-config. The Result holds what every run has (the workload, the
 // records asked for, the JVM's CPU); the caller adds what the tool's
 // summary says, then settles it.
-func (p *perfTools) runTool(ctx context.Context, r perfRun, workload, class, propsFlag string, args []string) (toolOutput, *Result) {
+func (p *perfTools) runTool(ctx context.Context, r perfRun, workload, class string, args []string) (toolOutput, *Result) {
 	if r.clientProps != "" {
-		args = append(args, propsFlag, r.clientProps)
+		args = append(args, "--command-config", r.clientProps)
 	}
 	out := p.run(ctx, r.maxDuration, class, args...)
 	return out, &Result{Workload: workload, RecordSize: r.recordSize, Records: int64(r.records), ClientCPU: out.cpu.Seconds()}
@@ -159,8 +159,8 @@ func settle(res *Result, out toolOutput, perr error, allCounted bool, verb strin
 func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
 	args := append([]string{"--topic", r.topic, "--num-records", strconv.Itoa(r.records),
 		"--record-size", strconv.Itoa(r.recordSize), "--throughput", "-1",
-		"--producer-props", "bootstrap.servers=" + r.broker, "acks=all"}, r.producerProps...)
-	out, res := p.runTool(ctx, r, "perf-produce", "org.apache.kafka.tools.ProducerPerformance", "--producer.config", args)
+		"--bootstrap-server", r.broker, "--command-property", "acks=all"}, r.producerProps...)
+	out, res := p.runTool(ctx, r, "perf-produce", "org.apache.kafka.tools.ProducerPerformance", args)
 	s, perr := parseProducerPerf(out.stdout)
 	if s != nil {
 		res.ToolLine, res.Counted = s.line, s.records
@@ -182,9 +182,9 @@ func (p *perfTools) produce(ctx context.Context, r perfRun) *Result {
 // the earliest offset until r.records records arrived (or ten seconds
 // pass without one, the tool's default).
 func (p *perfTools) consume(ctx context.Context, r perfRun) *Result {
-	args := []string{"--bootstrap-server", r.broker, "--topic", r.topic, "--messages", strconv.Itoa(r.records),
+	args := []string{"--bootstrap-server", r.broker, "--topic", r.topic, "--num-records", strconv.Itoa(r.records),
 		"--group", "perf-" + r.topic}
-	out, res := p.runTool(ctx, r, "perf-consume", "org.apache.kafka.tools.ConsumerPerformance", "--consumer.config", args)
+	out, res := p.runTool(ctx, r, "perf-consume", "org.apache.kafka.tools.ConsumerPerformance", args)
 	s, perr := parseConsumerPerf(out.stdout)
 	if s != nil {
 		res.ToolLine, res.Counted = s.line, s.records
@@ -263,10 +263,11 @@ type producerSummary struct {
 	latency   *Latency
 }
 
-// producerTotalRE matches the total ProducerPerformance 4.1 prints on
-// exit (the lines it prints every five seconds lack the percentiles):
+// producerTotalRE matches the total ProducerPerformance 4.4 prints on
+// exit (the lines it prints every five seconds lack the percentiles; 4.1
+// printed the rate to one decimal):
 //
-//	300000 records sent, 186915.9 records/sec (17.83 MB/sec), 234.16 ms avg latency, 361.00 ms max latency, 291 ms 50th, 317 ms 95th, 320 ms 99th, 331 ms 99.9th.
+//	300000 records sent, 162249.864792 records/sec (15.47 MB/sec), 312.29 ms avg latency, 474.00 ms max latency, 405 ms 50th, 450 ms 95th, 458 ms 99th, 474 ms 99.9th.
 var producerTotalRE = regexp.MustCompile(`(?m)^(\d+) records sent, (\S+) records/sec \((\S+) MB/sec\), (\S+) ms avg latency, ` +
 	`(\S+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th\.\s*$`)
 
@@ -316,10 +317,10 @@ const consumerHeader = "start.time, end.time, data.consumed.in.MB, MB.sec, data.
 // comma-separated values after its header:
 //
 //	start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
-//	2026-12-04 13:09:54:518, 2026-12-04 13:09:55:897, 28.6156, 20.7510, 300056, 217589.5577, 623, 756, 37.8513, 396899.4709
+//	2026-12-05 06:04:03:475, 2026-12-05 06:04:06:846, 28.7030, 8.5147, 300095, 89022.5452, 887, 2484, 11.5552, 120811.1916
 //
-// A "WARNING: Exiting before consuming the expected number of messages"
-// line may stand between the two.
+// A "WARNING: Exiting before consuming the expected number of records"
+// line (4.1: "of messages") may stand between the two.
 func parseConsumerPerf(out string) (*consumerSummary, error) {
 	lines := strings.Split(out, "\n")
 	header := -1
@@ -334,7 +335,7 @@ func parseConsumerPerf(out string) (*consumerSummary, error) {
 	s := &consumerSummary{}
 	for _, l := range lines[header+1:] {
 		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "WARNING: Exiting before consuming the expected number of messages") {
+		if strings.HasPrefix(l, "WARNING: Exiting before consuming the expected number of ") {
 			s.timedOut = true
 			continue
 		}

@@ -13,8 +13,9 @@ import (
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
-// The samples in testdata/ are the standard output of kafka-tools 4.1.1
-// run against kfake on this machine (testdata/README.md says how).
+// The samples in testdata/ are the standard output of kafka-tools 4.4.0
+// run against kfake on this machine, and of 4.1.1 where its output differs
+// (testdata/README.md says how).
 
 func readSample(t *testing.T, name string) string {
 	t.Helper()
@@ -34,15 +35,18 @@ func TestParseProducerPerf(t *testing.T) {
 		mib       float64
 		lat       *Latency
 	}{
+		{"producer-perf-4.4.0-100B.txt", 300000, 162249.864792, 15.47,
+			&Latency{Count: 300000, Mean: 312.29, Max: 474, P50: 405, P95: 450, P99: 458, P999: 474}},
+		{"producer-perf-4.4.0-1KiB.txt", 100000, 27412.280702, 26.77,
+			&Latency{Count: 100000, Mean: 683.98, Max: 924, P50: 736, P95: 899, P99: 915, P999: 923}},
+		// A run longer than five seconds: a window line, then the total.
+		{"producer-perf-4.4.0-throttled.txt", 130000, 19134.530468, 1.82,
+			&Latency{Count: 130000, Mean: 5.84, Max: 390, P50: 4, P95: 22, P99: 36, P999: 40}},
+		// No record acknowledged: NaN mean, no latency.
+		{"producer-perf-4.4.0-failed.txt", 0, 0, 0, nil},
+		// 4.1 printed the rate to one decimal.
 		{"producer-perf-4.1.1-100B.txt", 300000, 186915.9, 17.83,
 			&Latency{Count: 300000, Mean: 234.16, Max: 361, P50: 291, P95: 317, P99: 320, P999: 331}},
-		{"producer-perf-4.1.1-1KiB.txt", 100000, 23310.0, 22.76,
-			&Latency{Count: 100000, Mean: 803.82, Max: 1279, P50: 762, P95: 1192, P99: 1263, P999: 1277}},
-		// A run longer than five seconds: a window line, then the total.
-		{"producer-perf-4.1.1-throttled.txt", 130000, 19735.8, 1.88,
-			&Latency{Count: 130000, Mean: 5.39, Max: 448, P50: 4, P95: 24, P99: 30, P999: 31}},
-		// No record acknowledged: NaN mean, no latency.
-		{"producer-perf-4.1.1-failed.txt", 0, 0, 0, nil},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			s, err := parseProducerPerf(readSample(t, c.file))
@@ -63,34 +67,40 @@ func TestParseProducerPerf(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseProducerPerf(readSample(t, "consumer-perf-4.1.1.txt")); err == nil {
+	if _, err := parseProducerPerf(readSample(t, "consumer-perf-4.4.0.txt")); err == nil {
 		t.Error("a consumer's output parsed as a producer's")
 	}
 }
 
 func TestParseConsumerPerf(t *testing.T) {
 	t.Parallel()
-	s, err := parseConsumerPerf(readSample(t, "consumer-perf-4.1.1.txt"))
+	s, err := parseConsumerPerf(readSample(t, "consumer-perf-4.4.0.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := consumerSummary{mib: 28.6156, records: 300056, recPerSec: 217589.5577, rebalanceMs: 623, fetchMs: 756,
-		fetchMiBPerSec: 37.8513, fetchRecPerSec: 396899.4709}
+	want := consumerSummary{mib: 28.7030, records: 300095, recPerSec: 89022.5452, rebalanceMs: 887, fetchMs: 2484,
+		fetchMiBPerSec: 11.5552, fetchRecPerSec: 120811.1916}
 	want.line = s.line
 	if *s != want {
 		t.Errorf("got %+v\nwant %+v", *s, want)
 	}
-	if !strings.HasPrefix(s.line, "2026-12-04 13:09:54:518, ") {
+	if !strings.HasPrefix(s.line, "2026-12-05 06:04:03:475, ") {
 		t.Errorf("line %q", s.line)
 	}
-	s, err = parseConsumerPerf(readSample(t, "consumer-perf-4.1.1-timeout.txt"))
-	if err != nil {
-		t.Fatal(err)
+	// Stopped short by --timeout: 4.4 warns of "records", 4.1 of "messages".
+	for _, c := range []struct {
+		file    string
+		fetchMs int64
+	}{{"consumer-perf-4.4.0-timeout.txt", 3640}, {"consumer-perf-4.1.1-timeout.txt", 2103}} {
+		s, err = parseConsumerPerf(readSample(t, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.timedOut || s.records != 250000 || s.fetchMs != c.fetchMs {
+			t.Errorf("%s: %+v", c.file, *s)
+		}
 	}
-	if !s.timedOut || s.records != 250000 || s.fetchMs != 2103 {
-		t.Errorf("timeout sample: %+v", *s)
-	}
-	for _, bad := range []string{"", readSample(t, "producer-perf-4.1.1-100B.txt"), consumerHeader + "\n"} {
+	for _, bad := range []string{"", readSample(t, "producer-perf-4.4.0-100B.txt"), consumerHeader + "\n"} {
 		if _, err := parseConsumerPerf(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -114,7 +124,7 @@ func TestConsumedBytes(t *testing.T) {
 // reason given.
 func TestToolError(t *testing.T) {
 	t.Parallel()
-	out := toolOutput{stdout: readSample(t, "producer-perf-4.1.1-failed.txt"), stderr: readSample(t, "producer-perf-4.1.1-failed.stderr.txt")}
+	out := toolOutput{stdout: readSample(t, "producer-perf-4.4.0-failed.txt"), stderr: readSample(t, "producer-perf-4.4.0-failed.stderr.txt")}
 	s, perr := parseProducerPerf(out.stdout)
 	why := toolError(out, perr, s.records == 3, "acknowledged", s.records, 3)
 	if !strings.HasPrefix(why, "0 of 3 records acknowledged; org.apache.kafka.common.errors.TimeoutException: Topic no-such-topic") {
@@ -133,7 +143,7 @@ func TestToolError(t *testing.T) {
 // stays out of the JSON.
 func TestPerfResultJSON(t *testing.T) {
 	t.Parallel()
-	s, _ := parseProducerPerf(readSample(t, "producer-perf-4.1.1-failed.txt"))
+	s, _ := parseProducerPerf(readSample(t, "producer-perf-4.4.0-failed.txt"))
 	r := &Result{Counted: s.records, RecPerSec: s.recPerSec, Latency: s.latency}
 	if _, err := json.Marshal(r); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,6 @@ const (
 	aclAdminPass = "admin-secret"
 	aclAlicePass = "alice-acl-secret"
 	aclToolClass = "org.apache.kafka.tools.AclCommand"
-	configsClass = "kafka.admin.ConfigCommand"
 )
 
 // withACLs turns SASL on (admin and alice in a users file) and the ACL
@@ -174,7 +173,6 @@ func TestACLToolsAndEnforcement(t *testing.T) {
 func TestSCRAMKafkaConfigs(t *testing.T) {
 	t.Parallel()
 	needJava(t)
-	needCoreJar(t)
 	gw := startGateway(t, withACLs(t))
 	adminProps := javaSaslProps(t, "admin", aclAdminPass)
 	configs := func(args ...string) string {

@@ -19,10 +19,9 @@ import (
 func TestBrokerConfigsKafkaTools(t *testing.T) {
 	t.Parallel()
 	needJava(t)
-	needCoreJar(t) // kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar
 	dir := t.TempDir()
 	gw := spawnGateway(t, dir)
-	const configs = "kafka.admin.ConfigCommand"
+	const configs = configsClass
 	tool := func(addr string, args ...string) (string, error) {
 		t.Helper()
 		out, errOut, err := javaRun(t, 90*time.Second, "", configs, append([]string{"--bootstrap-server", addr}, args...)...)
@@ -79,7 +78,7 @@ func TestBrokerConfigsKafkaTools(t *testing.T) {
 
 	// Refused as a Kafka broker refuses them, naming the config.
 	for _, c := range []struct{ config, want string }{
-		{"num.partitions=5", "Cannot update these configs dynamically: Set(num.partitions)"},
+		{"num.partitions=5", "Cannot update these configs dynamically: [num.partitions]"},
 		{"leader.replication.throttled.rate=-1", "Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"},
 	} {
 		if out, err := tool(gw.Addr, append([]string{"--alter", "--add-config", c.config}, broker...)...); err == nil || !strings.Contains(out, c.want) {

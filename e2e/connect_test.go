@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -179,17 +180,54 @@ func appendLines(t testing.TB, path string, from, to int) {
 	}
 }
 
+// lineFileConnectors compiles e2e/java/connect/LineFile.java (a file
+// source and sink connector, see there why not connect-file's) against the
+// fetched jars and returns the classes directory, with the ServiceLoader
+// entries by which the worker finds them.
+func lineFileConnectors(t testing.TB) string {
+	t.Helper()
+	_, cp := needJava(t)
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		missing(t, "javac", "install a JDK 17+: apt-get install openjdk-17-jdk-headless")
+	}
+	dir := t.TempDir()
+	src := javaSource(t, "java/connect/LineFile.java")
+	if out, err := exec.Command(javac, "-nowarn", "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac LineFile.java: %v\n%s", err, out)
+	}
+	services := filepath.Join(dir, "META-INF", "services")
+	if err := os.MkdirAll(services, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for iface, impl := range map[string]string{
+		"org.apache.kafka.connect.source.SourceConnector": lineFileSource,
+		"org.apache.kafka.connect.sink.SinkConnector":     lineFileSink,
+	} {
+		if err := os.WriteFile(filepath.Join(services, iface), []byte(impl+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The connector classes of e2e/java/connect/LineFile.java.
+const (
+	lineFileSource = "iggykafka.e2e.LineFile$Source"
+	lineFileSink   = "iggykafka.e2e.LineFile$Sink"
+)
+
 // A Kafka Connect distributed worker (ConnectDistributed from
 // connect-runtime) on the gateway: it creates its compacted config, offset
-// and status topics, runs a FileStreamSource (file -> topic) and a
-// FileStreamSink (topic -> file) posted through its REST API, and after a
+// and status topics, runs a file source (file -> topic) and a file sink
+// (topic -> file) posted through its REST API, and after a
 // SIGKILL and a restart it resumes both from the offsets it committed
 // through the gateway: no line lost, repeats only as at-least-once
 // replays.
 func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	t.Parallel()
-	needJar(t, "connect-file-*.jar")
 	needJar(t, "connect-runtime-*.jar")
+	connectors := []string{lineFileConnectors(t)}
 	gw := startGateway(t)
 	cl := newClient(t, gw.Addr)
 	const topic = "connect-lines"
@@ -200,7 +238,7 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 
 	props, rest := connectWorker(t, gw.Addr, "connect-e2e")
 	const class = "org.apache.kafka.connect.cli.ConnectDistributed"
-	w := javaStart(t, "connect worker", class, props)
+	w := javaStartCP(t, "connect worker", connectors, class, props)
 	if err := await.Poll(3*time.Minute, time.Second, func() error {
 		code, b, err := restCall("GET", rest+"/connectors", nil)
 		if err == nil && code != 200 {
@@ -223,13 +261,13 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 		}
 	}
 	post("file-source", map[string]string{
-		"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+		"connector.class": lineFileSource,
 		"tasks.max":       "1",
 		"file":            srcFile,
 		"topic":           topic,
 	})
 	post("file-sink", map[string]string{
-		"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+		"connector.class": lineFileSink,
 		"tasks.max":       "1",
 		"file":            sinkFile,
 		"topics":          topic,
@@ -310,7 +348,7 @@ func TestConnectFilePipelineSurvivesWorkerKill(t *testing.T) {
 	w.kill()
 
 	appendLines(t, srcFile, 200, 300)
-	w = javaStart(t, "connect worker (restarted)", class, props)
+	w = javaStartCP(t, "connect worker (restarted)", connectors, class, props)
 	for _, name := range []string{"file-source", "file-sink"} {
 		if err := await.Poll(3*time.Minute, time.Second, func() error { return connectorRunning(rest, name) }); err != nil {
 			t.Fatalf("still not so after %v: %v", 3*time.Minute, err)

@@ -116,8 +116,8 @@ func TestFetchSessionsRealClients(t *testing.T) {
 		"--bootstrap-server", gw.Addr, "--include", "fs-.*", "--from-beginning",
 		"--max-messages", strconv.Itoa(len(want)), "--timeout-ms", "60000",
 		// Small polls and fetches: many incremental fetches, not one big one.
-		"--consumer-property", "max.poll.records=20",
-		"--consumer-property", "max.partition.fetch.bytes=200")
+		"--command-property", "max.poll.records=20",
+		"--command-property", "max.partition.fetch.bytes=200")
 	if err != nil {
 		t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
 	}

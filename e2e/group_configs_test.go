@@ -17,12 +17,10 @@ import (
 func TestGroupConfigsKafkaTools(t *testing.T) {
 	t.Parallel()
 	needJava(t)
-	needCoreJar(t)
 	gw := startGateway(t)
-	const configs = "kafka.admin.ConfigCommand"
 	tool := func(args ...string) (string, error) {
 		t.Helper()
-		out, errOut, err := javaRun(t, 90*time.Second, "", configs, append([]string{"--bootstrap-server", gw.Addr}, args...)...)
+		out, errOut, err := javaRun(t, 90*time.Second, "", configsClass, append([]string{"--bootstrap-server", gw.Addr}, args...)...)
 		return out + errOut, err
 	}
 	must := func(args ...string) string {

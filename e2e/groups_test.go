@@ -123,7 +123,7 @@ func TestGroupsJavaConsumerCommitResume(t *testing.T) {
 			"--max-messages", strconv.Itoa(n), "--timeout-ms", "30000",
 			// One record per poll: the position (what is committed on
 			// close) is then exactly what was printed.
-			"--consumer-property", "max.poll.records=1"}, extra...)
+			"--command-property", "max.poll.records=1"}, extra...)
 		out, errOut, err := javaRun(t, 120*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", args...)
 		if err != nil {
 			t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)

@@ -48,14 +48,9 @@ func needJar(t testing.TB, glob string) {
 	}
 }
 
-// needCoreJar skips t (fails it under IGGY_KAFKA_E2E_REQUIRED=1) unless
-// Kafka's core jar, which holds kafka-configs, was fetched.
-func needCoreJar(t testing.TB) {
-	t.Helper()
-	if jars, _ := filepath.Glob(filepath.Join(javaLib, "kafka_2.13-*.jar")); len(jars) == 0 {
-		missing(t, "the Kafka core jar (kafka_2.13, for kafka-configs)", "run e2e/java/fetch.sh again (needs Maven)")
-	}
-}
+// configsClass is kafka-configs' main class, in kafka-tools in Kafka 4.4
+// (Kafka 4.1 had it in the core jar as kafka.admin.ConfigCommand).
+const configsClass = "org.apache.kafka.tools.ConfigCommand"
 
 // javaSource is the absolute path of a Java source file the tests run in
 // source-file mode (path is relative to e2e/).
@@ -94,18 +89,19 @@ func kafkaTool(t testing.TB, addr, class string, args ...string) (stdout, stderr
 func javaProduceOne(t testing.TB, addr, topic, props string) (stderr string, err error) {
 	t.Helper()
 	_, errOut, err := javaRun(t, 90*time.Second, "java-v\n", "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", topic, "--producer.config", props,
-		"--producer-property", "max.block.ms=15000", "--producer-property", "delivery.timeout.ms=20000",
-		"--producer-property", "request.timeout.ms=10000")
+		"--bootstrap-server", addr, "--topic", topic, "--command-config", props,
+		"--command-property", "max.block.ms=15000", "--command-property", "delivery.timeout.ms=20000",
+		"--command-property", "request.timeout.ms=10000")
 	return errOut, err
 }
 
 // jvmArgs are the java path and the JVM's arguments up to class, on the
 // fetched classpath: start fast and stay small, for the tools and for a
 // Streams app or Connect worker alike.
-func jvmArgs(t testing.TB, class string) (java string, args []string) {
+func jvmArgs(t testing.TB, class string, extraCP ...string) (java string, args []string) {
 	t.Helper()
 	java, cp := needJava(t)
+	cp = strings.Join(append([]string{cp}, extraCP...), string(filepath.ListSeparator))
 	return java, []string{
 		"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
@@ -129,7 +125,13 @@ type javaProc struct {
 // test failed.
 func javaStart(t testing.TB, name, class string, args ...string) *javaProc {
 	t.Helper()
-	java, jvm := jvmArgs(t, class)
+	return javaStartCP(t, name, nil, class, args...)
+}
+
+// javaStartCP is javaStart with extraCP after the fetched classpath.
+func javaStartCP(t testing.TB, name string, extraCP []string, class string, args ...string) *javaProc {
+	t.Helper()
+	java, jvm := jvmArgs(t, class, extraCP...)
 	cmd := exec.Command(java, append(jvm, args...)...)
 	cmd.Env = childEnv()
 	p := &javaProc{cmd: cmd, out: &syncbuf.Buffer{}, err: &syncbuf.Buffer{}, done: make(chan struct{})}
@@ -338,13 +340,13 @@ func javaConsoleRoundTrip(t *testing.T, addr, topic, label, props string) {
 		want = append(want, v)
 	}
 	_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", topic, "--producer.config", file)
+		"--bootstrap-server", addr, "--topic", topic, "--command-config", file)
 	if err != nil || strings.Contains(errOut, "ERROR") {
 		t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
 	}
 	out, errOut, err := javaRun(t, 90*time.Second, "", "org.apache.kafka.tools.consumer.ConsoleConsumer",
 		"--bootstrap-server", addr, "--topic", topic, "--from-beginning", "--max-messages", fmt.Sprint(n),
-		"--timeout-ms", "30000", "--consumer.config", file)
+		"--timeout-ms", "30000", "--command-config", file)
 	if err != nil {
 		t.Fatalf("ConsoleConsumer: %v\nstderr: %s", err, errOut)
 	}

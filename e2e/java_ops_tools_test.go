@@ -90,7 +90,7 @@ func TestJavaToolsReassignPartitions(t *testing.T) {
 	}
 	throttles := func() string {
 		t.Helper()
-		out, _ := kafkaTool(t, gw.Addr, "kafka.admin.ConfigCommand", "--describe", "--entity-type", "brokers", "--entity-name", "1")
+		out, _ := kafkaTool(t, gw.Addr, configsClass, "--describe", "--entity-type", "brokers", "--entity-name", "1")
 		return out
 	}
 	if out := throttles(); !strings.Contains(out, "leader.replication.throttled.rate=1000") || !strings.Contains(out, "follower.replication.throttled.rate=1000") {

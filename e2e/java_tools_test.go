@@ -34,7 +34,7 @@ func TestJavaConsoleRoundTrip(t *testing.T) {
 	}
 	_, errOut, err := javaRun(t, 90*time.Second, in.String(), "org.apache.kafka.tools.ConsoleProducer",
 		"--bootstrap-server", gw.Addr, "--topic", "java-orders",
-		"--property", "parse.key=true", "--property", "key.separator=:")
+		"--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
 	if err != nil {
 		t.Fatalf("ConsoleProducer: %v\nstderr: %s", err, errOut)
 	}
@@ -45,7 +45,7 @@ func TestJavaConsoleRoundTrip(t *testing.T) {
 	args := []string{
 		"--bootstrap-server", gw.Addr, "--topic", "java-orders",
 		"--from-beginning", "--max-messages", fmt.Sprint(n), "--timeout-ms", "30000",
-		"--property", "print.key=true",
+		"--formatter-property", "print.key=true",
 	}
 	// Without a group coordinator the console consumer must read by
 	// assignment; with one, it runs as a group member like a user's would.
@@ -161,7 +161,7 @@ func TestJavaToolsLogDirsDescribeProducersTransactions(t *testing.T) {
 // (e2e/java/src/DescribeCheck.java) and the tools built on them,
 // kafka-topics --describe and kafka-cluster cluster-id / list-endpoints:
 // Kafka 4.x clients ask DescribeCluster (60) and DescribeTopicPartitions
-// (75), and the answers print as a Kafka 4.1.1 broker's do (the ELR lists
+// (75), and the answers print as a Kafka 4.4.0 broker's do (the ELR lists
 // empty rather than N/A, which is what the Metadata fallback gives).
 func TestJavaToolsDescribeClusterAndTopics(t *testing.T) {
 	t.Parallel()

@@ -48,11 +48,10 @@ func (h *throttleHook) seen() (int, time.Duration) {
 func TestClientQuotasKafkaConfigsThrottleRestart(t *testing.T) {
 	t.Parallel()
 	needJava(t)
-	needCoreJar(t) // kafka-configs (kafka.admin.ConfigCommand) is in Kafka's core jar
 	dir := t.TempDir()
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	gw := spawnGateway(t, dir, "--metrics-addr="+metricsAddr)
-	const configs = "kafka.admin.ConfigCommand"
+	const configs = configsClass
 	kafkaTool(t, gw.Addr, configs, "--alter", "--entity-type", "clients", "--entity-name", "quota-app",
 		"--add-config", "producer_byte_rate=8192,consumer_byte_rate=8192")
 	kafkaTool(t, gw.Addr, configs, "--alter", "--entity-type", "clients", "--entity-name", "quota-java",

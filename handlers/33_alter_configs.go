@@ -16,7 +16,7 @@
 //     cluster-wide defaults); the scope's dynamic configs become the ones
 //     given. Only the dynamic broker configs may be set (the replication
 //     throttles, log.message.timestamp.type); any other name is
-//     INVALID_REQUEST "Cannot update these configs dynamically: Set(x)",
+//     INVALID_REQUEST "Cannot update these configs dynamically: [x]",
 //     a bad value INVALID_REQUEST "Invalid value v for configuration x:
 //     ...", a null value, a config named twice, another broker id
 //     INVALID_REQUEST, all in Kafka's words. ALTER_CONFIGS on the cluster.

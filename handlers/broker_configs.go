@@ -254,7 +254,8 @@ func checkBrokerConfigs(next bridge.TopicConfigs) (int16, string) {
 		}
 	}
 	if len(fixed) > 0 {
-		return kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(" + strings.Join(fixed, ", ") + ")"
+		// Kafka 4.4 prints a Java set, "[a, b]" (4.1 a Scala one, "Set(a, b)").
+		return kerr.InvalidRequest.Code, "Cannot update these configs dynamically: [" + strings.Join(fixed, ", ") + "]"
 	}
 	for _, n := range names {
 		if why := brokerDynamic[n].check(next[n]); why != "" {

@@ -213,9 +213,9 @@ func TestBrokerConfigsRefused(t *testing.T) {
 	g := newGateway(t)
 	const rate = "follower.replication.throttled.rate"
 	for _, tc := range []refusal{
-		{"1", []any{"num.partitions", cfgSet, "9"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(num.partitions)"},
-		{"1", []any{rate, cfgSet, "5", "made.up", cfgSet, "1", "log.dirs", cfgSet, "/x"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(log.dirs, made.up)"},
-		{"", []any{"message.max.bytes", cfgSet, "100"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(message.max.bytes)"},
+		{"1", []any{"num.partitions", cfgSet, "9"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: [num.partitions]"},
+		{"1", []any{rate, cfgSet, "5", "made.up", cfgSet, "1", "log.dirs", cfgSet, "/x"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: [log.dirs, made.up]"},
+		{"", []any{"message.max.bytes", cfgSet, "100"}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: [message.max.bytes]"},
 		{"1", []any{rate, cfgSet, "-5"}, kerr.InvalidRequest.Code, "Invalid value -5 for configuration " + rate + ": Value must be at least 0"},
 		{"1", []any{rate, cfgSet, "fast"}, kerr.InvalidRequest.Code, "Invalid value fast for configuration " + rate + ": Not a number of type LONG"},
 		{"", []any{"log.message.timestamp.type", cfgSet, "AppendTime"}, kerr.InvalidRequest.Code,
@@ -266,7 +266,7 @@ func TestBrokerConfigsAlterConfigs(t *testing.T) {
 		*r.ErrorMessage != "Null value not supported for : follower.replication.throttled.rate" {
 		t.Errorf("null: %+v", r)
 	}
-	if r := alter(false, "num.io.threads", "4"); r.ErrorCode != kerr.InvalidRequest.Code || *r.ErrorMessage != "Cannot update these configs dynamically: Set(num.io.threads)" {
+	if r := alter(false, "num.io.threads", "4"); r.ErrorCode != kerr.InvalidRequest.Code || *r.ErrorMessage != "Cannot update these configs dynamically: [num.io.threads]" {
 		t.Errorf("non-dynamic: %+v", r)
 	}
 }

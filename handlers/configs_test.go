@@ -192,7 +192,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	// A static broker config cannot change (broker_configs_test.go has
 	// the dynamic ones).
 	br := incAlterResource(t, g, kmsg.ConfigResourceTypeBroker, "1", false, "num.partitions", set, "9")
-	if br.ErrorCode != kerr.InvalidRequest.Code || *br.ErrorMessage != "Cannot update these configs dynamically: Set(num.partitions)" {
+	if br.ErrorCode != kerr.InvalidRequest.Code || *br.ErrorMessage != "Cannot update these configs dynamically: [num.partitions]" {
 		t.Errorf("broker alter: %+v", br)
 	}
 }

@@ -187,7 +187,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
 	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib; bench/kafka/fetch.sh fills it)")
 	java := fs.String("java", "java", "java binary for the kafka target and the perf workloads")
-	toolsLib := fs.String("kafka-tools-lib", "", "kafka-tools 4.1.1 and its dependencies for the perf workloads "+
+	toolsLib := fs.String("kafka-tools-lib", "", "kafka-tools 4.4.0 (4.2 or later: the perf workloads use its option names) and its dependencies for the perf workloads "+
 		"(default e2e/java/target/lib, which e2e/java/fetch.sh fills; without them the perf workloads are skipped with a message)")
 	var perfProps multiFlag
 	fs.Var(&perfProps, "perf-producer-prop", "KEY=VALUE producer setting of the perf-produce workloads, after their acks=all, repeatable (e.g. --perf-producer-prop=batch.size=1048576)")

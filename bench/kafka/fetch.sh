@@ -7,5 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v mvn >/dev/null || { echo "fetch.sh: mvn not found (apt-get install maven)" >&2; exit 1; }
+# A fresh directory: jars of a version the pom no longer names would
+# stay on the classpath beside the new ones.
+rm -rf target/lib
 mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib -DincludeScope=runtime
 echo "Kafka broker jars in $(pwd)/target/lib ($(ls target/lib | wc -l) files)"

@@ -1,11 +1,11 @@
-// DescribeConfigs: v0-4
+// DescribeConfigs: v1-4
 //
 // Behavior:
 //   - TOPIC resources: every topic config the gateway knows (configs.go),
 //     sorted by name. Configs the topic sets (at CreateTopics or with
 //     AlterConfigs / IncrementalAlterConfigs) have source
 //     DYNAMIC_TOPIC_CONFIG; the others this gateway's default with source
-//     DEFAULT_CONFIG (v0: is_default), or the broker synonym's dynamic
+//     DEFAULT_CONFIG, or the broker synonym's dynamic
 //     value (message.timestamp.type from log.message.timestamp.type set as
 //     a dynamic broker config, with its source). The defaults are the
 //     gateway's, not
@@ -44,8 +44,10 @@
 //     says what the config does on this gateway (cleanup.policy=compact:
 //     nothing is ever deleted from the topic).
 //
-// Version notes: v1 adds synonyms and source, v2 is v1 (throttle), v3
-// adds config type and documentation (KIP-569), v4 is flexible.
+// Version notes: v0 is not served (Kafka 4 removed it, KIP-896; a v0
+// request closes the connection); v1 adds synonyms and source, v2 is v1
+// (throttle), v3 adds config type and documentation (KIP-569), v4 is
+// flexible.
 
 package handlers
 
@@ -57,7 +59,7 @@ import (
 )
 
 func init() {
-	register(Spec{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: typed(describeConfigs)})
+	register(Spec{Key: 32, MinVersion: 1, MaxVersion: 4, Handle: typed(describeConfigs)})
 }
 
 func describeConfigs(c *Call, req *kmsg.DescribeConfigsRequest, resp *kmsg.DescribeConfigsResponse) (kmsg.Response, error) {

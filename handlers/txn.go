@@ -82,7 +82,26 @@ func (g *Gateway) CloseTransactions() {
 // txnEnv is what the coordinator needs of the gateway. Any goroutine.
 type txnEnv struct{ g *Gateway }
 
-func (e txnEnv) NewProducerID() (int64, bool) { return e.g.Producers.Allocate(e.g.Store, e.g.Log) }
+// NewProducerID waits, up to txnIDWait, for a durably reserved id: the
+// coordinator runs on a worker, so it may (the idempotent path on the
+// event loop may not, and answers COORDINATOR_LOAD_IN_PROGRESS at once).
+func (e txnEnv) NewProducerID() (int64, bool) {
+	deadline := time.Now().Add(txnIDWait)
+	for {
+		if id, ok := e.g.Producers.Allocate(e.g.Store, e.g.Log); ok || time.Now().After(deadline) {
+			return id, ok
+		}
+		select {
+		case <-e.g.Producers.Ready():
+			time.Sleep(5 * time.Millisecond) // a block is being reserved
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// txnIDWait bounds how long a transactional InitProducerId waits for a
+// reserved producer id before it answers COORDINATOR_LOAD_IN_PROGRESS.
+const txnIDWait = 2 * time.Second
 
 func (e txnEnv) HighWatermark(ctx context.Context, p txn.Partition) (uint64, error) {
 	g := e.g

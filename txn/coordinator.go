@@ -163,6 +163,8 @@ func (co *Coordinator) Load(ctx context.Context) error {
 		if e.state != PrepareCommit && e.state != PrepareAbort {
 			continue
 		}
+		co.o.Log.Info("txn: finishing a transaction the last run left prepared", "transactional_id", e.id,
+			"state", e.state.String(), "partitions", len(e.parts))
 		e.mu.Lock()
 		err := co.complete(ctx, e, e.state == PrepareCommit, true)
 		e.mu.Unlock()

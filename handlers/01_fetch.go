@@ -10,7 +10,9 @@
 //     session and answers only those with records, an error, or a changed
 //     HWM or log start; partitions that returned records move to the back
 //     so the budget rotates. Wrong epoch: INVALID_FETCH_SESSION_EPOCH;
-//     unknown id: FETCH_SESSION_ID_NOT_FOUND (top level, no partitions).
+//     unknown id: FETCH_SESSION_ID_NOT_FOUND; topic ids used (v13+) where
+//     the session's request used names or back: FETCH_SESSION_TOPIC_ID_ERROR
+//     (top level, no partitions).
 //     Epoch -1 closes the session named and is answered sessionless. Any
 //     connection may use any session, as on Kafka. Rack, replica id/state
 //     and the log-start and high-watermark fields of followers are ignored.

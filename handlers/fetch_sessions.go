@@ -67,6 +67,10 @@ type fetchSession struct {
 	lastUsed time.Time
 	parts    []sessPart           // fetch order: partitions with data move to the end
 	index    map[PartitionKey]int // position in parts
+	// topicIDs: made by a v13+ request, which names topics by id; its
+	// incremental requests must too (and the others must not), as Kafka
+	// checks (FETCH_SESSION_TOPIC_ID_ERROR).
+	topicIDs bool
 }
 
 // add appends partition k of the topic with id, as the client asks for it
@@ -160,6 +164,13 @@ func (fs *fetchSessions) planFetch(req *kmsg.FetchRequest) *fetchPlan {
 	}
 	if s.epoch != req.SessionEpoch {
 		return &fetchPlan{errCode: kerr.InvalidFetchSessionEpoch.Code}
+	}
+	if s.topicIDs != (req.Version >= 13) {
+		// The Java consumer switches to ids once its metadata knows them:
+		// answered from a session of names, it would find no partition it
+		// asked for, and ask again at once, forever. The error makes it
+		// start a new session.
+		return &fetchPlan{errCode: kerr.FetchSessionTopicIDError.Code}
 	}
 	// Added or changed partitions first, then the forgotten ones, in
 	// Kafka's order.
@@ -335,7 +346,7 @@ func (fs *fetchSessions) create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 		fs.refused.Add(1)
 		return
 	}
-	s := &fetchSession{epoch: 1, created: now, lastUsed: now,
+	s := &fetchSession{epoch: 1, created: now, lastUsed: now, topicIDs: req.Version >= 13,
 		parts: make([]sessPart, 0, n), index: make(map[PartitionKey]int, n)}
 	for i := range req.Topics {
 		rt := &req.Topics[i]

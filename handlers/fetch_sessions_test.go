@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +130,40 @@ func TestFetchSessionLifecycle(t *testing.T) {
 
 // A partition with records moves to the back of the session, so with a
 // budget for one partition the next fetch reads the other one first.
+// TestFetchSessionTopicIDsChange: a session made by a request naming
+// topics by name (v12) is not continued by one naming them by id (v13+),
+// nor the other way round: FETCH_SESSION_TOPIC_ID_ERROR, as Kafka answers.
+// The Java consumer makes that switch when its
+// metadata learns the topic ids (after a gateway restart): answered from
+// the old session it found none of its partitions in the replies and
+// fetched again at once, forever.
+func TestFetchSessionTopicIDsChange(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	createTopic(t, g, "ids", 1)
+	produceOne(t, g, produceReq(9, "ids", 0, valueBatch(2)))
+	resp := do(t, g, sessFetch("ids", []int64{0}, 0, 0)).(*kmsg.FetchResponse)
+	if resp.SessionID == 0 || resp.ErrorCode != 0 {
+		t.Fatalf("full v12: id %d err %d", resp.SessionID, resp.ErrorCode)
+	}
+	inc := sessFetch("ids", []int64{2}, resp.SessionID, 1)
+	inc.Version = 13
+	ti, err := g.Store.Topic(context.Background(), g.Cfg.Stream, "ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc.Topics[0].TopicID = g.topicNames.idOf(ti)
+	if r := do(t, g, inc).(*kmsg.FetchResponse); r.ErrorCode != kerr.FetchSessionTopicIDError.Code {
+		t.Fatalf("incremental v13 on a v12 session: err %d, want FETCH_SESSION_TOPIC_ID_ERROR", r.ErrorCode)
+	}
+	// The client starts over with a full request at v13.
+	full := sessFetch("ids", []int64{0}, resp.SessionID, 0)
+	full.Version, full.Topics[0].TopicID = 13, inc.Topics[0].TopicID
+	if r := do(t, g, full).(*kmsg.FetchResponse); r.ErrorCode != 0 || r.SessionID == 0 || len(replyParts(r)) != 1 {
+		t.Fatalf("full v13 after it: id %d err %d parts %v", r.SessionID, r.ErrorCode, replyParts(r))
+	}
+}
+
 func TestFetchSessionRoundRobin(t *testing.T) {
 	g := newGateway(t)
 	createTopic(t, g, "r", 2)

@@ -172,28 +172,48 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 	return base, nil
 }
 
+// FindMarker reads p from from to its end, a Poll's worth at a time.
 func (e txnEnv) FindMarker(ctx context.Context, p txn.Partition, from uint64, pid int64, epoch int16) (uint64, bool, error) {
 	g := e.g
-	var at uint64
-	found := false
-	var scanErr error
-	err := g.Store.Poll(ctx, g.Cfg.Stream, p.Topic, p.Partition, from, 1<<20, func(b []byte) bool {
-		scanErr = bridge.ScanProducerRecords(b, func(off uint64, ps bridge.ProducerSeq, control, _ bool) bool {
-			if off >= from && control && ps.ProducerID == pid && ps.Epoch == epoch {
-				at, found = off, true
-				return false
-			}
-			return true
-		})
-		return !found && scanErr == nil
-	})
+	st, err := g.Store.Partition(ctx, g.Cfg.Stream, p.Topic, p.Partition)
 	if errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
 		return 0, true, nil // nothing left to mark
 	}
-	if err == nil {
-		err = scanErr
+	if err != nil {
+		return 0, false, err
 	}
-	return at, found, err
+	var at uint64
+	found := false
+	var scanErr error
+	for next := from; !found && next < st.Next; {
+		polled := next
+		err := g.Store.Poll(ctx, g.Cfg.Stream, p.Topic, p.Partition, polled, 1<<20, func(b []byte) bool {
+			if v, err := bridge.ParseIggyBatch(b); err == nil {
+				next = max(next, v.BaseOffset+uint64(v.Count))
+			}
+			scanErr = bridge.ScanProducerRecords(b, func(off uint64, ps bridge.ProducerSeq, control, _ bool) bool {
+				if off >= from && control && ps.ProducerID == pid && ps.Epoch == epoch {
+					at, found = off, true
+					return false
+				}
+				return true
+			})
+			return !found && scanErr == nil
+		})
+		if err == nil {
+			err = scanErr
+		}
+		if errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
+			return 0, true, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if next == polled {
+			break // nothing more stored
+		}
+	}
+	return at, found, nil
 }
 
 func (e txnEnv) CommitOffsets(ctx context.Context, group string, offs []txn.Offset) error {

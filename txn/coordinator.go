@@ -163,6 +163,8 @@ func (co *Coordinator) Load(ctx context.Context) error {
 		if e.state != PrepareCommit && e.state != PrepareAbort {
 			continue
 		}
+		co.o.Log.Info("txn: finishing a transaction the last run left prepared", "transactional_id", e.id,
+			"state", e.state.String(), "partitions", len(e.parts))
 		e.mu.Lock()
 		err := co.complete(ctx, e, e.state == PrepareCommit, true)
 		e.mu.Unlock()
@@ -649,10 +651,14 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 	for _, p := range e.sortedParts() {
 		bound := e.parts[p]
 		if recovering {
-			if _, found, err := co.o.Env.FindMarker(ctx, p, bound, e.pid, e.epoch); err != nil {
+			if at, found, err := co.o.Env.FindMarker(ctx, p, bound, e.pid, e.epoch); err != nil {
 				return err
 			} else if found {
-				co.Index.Close(p, e.pid, 0, false)
+				// Written before the crash; what followed it may not be
+				// (an abort's entry in the aborted list).
+				if err := co.marked(ctx, p, e.pid, at, commit); err != nil {
+					return err
+				}
 				continue
 			}
 		}
@@ -722,7 +728,15 @@ func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, 
 	if err != nil {
 		return err
 	}
-	if !commit {
+	return co.marked(ctx, p, pid, off, commit)
+}
+
+// marked ends pid's transaction on p at its marker, at offset off: an
+// aborted one is stored in the aborted list (unless it is there), then
+// the partition's view of it is closed.
+func (co *Coordinator) marked(ctx context.Context, p Partition, pid int64, off uint64, commit bool) error {
+	abort := !commit && !co.Index.hasAborted(p, pid, off)
+	if abort {
 		if first, ok := co.Index.FirstOffset(p, pid); ok {
 			a := Aborted{ProducerID: pid, First: first, Last: off}
 			v := binary.BigEndian.AppendUint64(nil, off)
@@ -731,6 +745,6 @@ func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, 
 			}
 		}
 	}
-	co.Index.Close(p, pid, off, !commit)
+	co.Index.Close(p, pid, off, abort)
 	return nil
 }

@@ -65,6 +65,8 @@ type fakeEnv struct {
 	offsets map[string][]Offset
 	pids    int64
 	failing bool // WriteMarker fails (the store down)
+	// afterMarker runs after each marker is written.
+	afterMarker func()
 }
 
 func newEnv() *fakeEnv { return &fakeEnv{next: map[Partition]uint64{}, offsets: map[string][]Offset{}} }
@@ -103,6 +105,9 @@ func (f *fakeEnv) WriteMarker(_ context.Context, p Partition, pid int64, epoch i
 	at := f.next[p]
 	f.next[p]++
 	f.markers = append(f.markers, marker{p, pid, epoch, commit, at})
+	if f.afterMarker != nil {
+		f.afterMarker()
+	}
 	return at, nil
 }
 
@@ -373,6 +378,82 @@ func TestRecovery(t *testing.T) {
 	}
 	if ab := co3.Index.AbortedIn(nil, pa, 0, 100); len(ab) != 1 || ab[0].ProducerID != b.ProducerID || ab[0].First != 10 {
 		t.Fatalf("aborted after restart: %+v", ab)
+	}
+}
+
+// TestRecoveryAnswersRetriedEndV2: a transaction.version 2 commit whose
+// markers a crash interrupted is finished by the next start at the bumped
+// epoch; the producer's retry of EndTxn (with the epoch it began with) is
+// then answered as the retry it is, with the new epoch, as Kafka answers
+// it, not INVALID_TXN_STATE.
+func TestRecoveryAnswersRetriedEndV2(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, &now)
+	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
+	if code := co.CheckWrite(ctx, "t", r.ProducerID, r.Epoch, pa, true); code != 0 {
+		t.Fatal(code)
+	}
+	env.failing = true // the crash: Prepare stored, no marker
+	if e := co.End(ctx, "t", r.ProducerID, r.Epoch, true, true, false); e.Code == 0 {
+		t.Fatalf("end with the markers failing: %+v", e)
+	}
+	env.failing = false
+	co2 := newCo(store, env, &now)
+	if err := co2.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(env.markers) != 1 || !env.markers[0].commit || env.markers[0].epoch != r.Epoch+1 {
+		t.Fatalf("markers after the restart: %+v, want one commit at epoch %d", env.markers, r.Epoch+1)
+	}
+	e := co2.End(ctx, "t", r.ProducerID, r.Epoch, true, true, false)
+	if e.Code != 0 || e.ProducerID != r.ProducerID || e.Epoch != r.Epoch+1 {
+		t.Fatalf("end retried after the restart: %+v, want epoch %d", e, r.Epoch+1)
+	}
+	// The producer goes on at the new epoch.
+	if code := co2.CheckWrite(ctx, "t", e.ProducerID, e.Epoch, pa, true); code != 0 {
+		t.Fatalf("next transaction: %d", code)
+	}
+}
+
+// TestRecoveryKeepsAbortedMarkedBeforeCrash: an abort whose marker was
+// written but whose aborted-list entry was not (the crash fell between
+// them) is in the aborted list after the restart, and stored: a
+// read_committed reader is told to skip its records.
+func TestRecoveryKeepsAbortedMarkedBeforeCrash(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, &now)
+	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
+	env.append(pa, 3)
+	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, r.Epoch, []Partition{pa}, false, false); code != 0 {
+		t.Fatal(code)
+	}
+	done := co.Index.BeginFirst(pa, r.ProducerID)
+	done(env.append(pa, 5), true)
+	env.afterMarker = func() { store.fail = true }
+	if e := co.End(ctx, "t", r.ProducerID, r.Epoch, false, false, false); e.Code == 0 {
+		t.Fatalf("abort with the store failing after the marker: %+v", e)
+	}
+	env.afterMarker = nil
+	store.fail = false
+	for range 2 { // the restart, then one more
+		co = newCo(store, env, &now)
+		if err := co.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(env.markers) != 1 {
+			t.Fatalf("markers: %+v, want the one written", env.markers)
+		}
+		ab := co.Index.AbortedIn(nil, pa, 0, 100)
+		if len(ab) != 1 || ab[0].ProducerID != r.ProducerID || ab[0].First != 3 || ab[0].Last != 8 {
+			t.Fatalf("aborted list after the restart: %+v, want pid %d from 3 to 8", ab, r.ProducerID)
+		}
+		if lso := co.Index.LastStable(pa, 9); lso != 9 {
+			t.Fatalf("last stable offset %d, want 9", lso)
+		}
 	}
 }
 

@@ -140,6 +140,24 @@ func (ps *partState) addAborted(a Aborted) {
 	ps.aborted[i] = a
 }
 
+// hasAborted reports whether p's aborted list has pid's transaction
+// ended by the marker at last.
+func (ix *Index) hasAborted(p Partition, pid int64, last uint64) bool {
+	ps := ix.part(p, false)
+	if ps == nil {
+		return false
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	i := sort.Search(len(ps.aborted), func(i int) bool { return ps.aborted[i].Last >= last })
+	for ; i < len(ps.aborted) && ps.aborted[i].Last == last; i++ {
+		if ps.aborted[i].ProducerID == pid {
+			return true
+		}
+	}
+	return false
+}
+
 // LastStable is p's last stable offset given its high watermark: the
 // first offset of its oldest open transaction, else hwm. It waits for a
 // first append in progress (BeginFirst), whose records hwm may include.

@@ -112,9 +112,30 @@ func TestJavaToolsReassignPartitions(t *testing.T) {
 		t.Fatalf("--cancel:\n%s\nstderr: %s", out, tail(errOut, 20))
 	}
 
+	// With log dirs: the one dir (DescribeLogDirs') is where the replica
+	// is already (AlterReplicaLogDirs answers so); another dir is refused
+	// by the broker (LOG_DIR_NOT_FOUND).
+	withDir := func(dir string) string {
+		f := filepath.Join(t.TempDir(), "reassign-dirs.json")
+		js := `{"version":1,"partitions":[{"topic":"java-reassign","partition":0,"replicas":[1],"log_dirs":["` + dir + `"]}]}`
+		if err := os.WriteFile(f, []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	out, errOut = kafkaTool(t, gw.Addr, reassignClass, "--execute", "--reassignment-json-file", withDir("iggy:"+gw.Stream))
+	if !strings.Contains(out, "Successfully started moving log directory to iggy:"+gw.Stream+" for replica java-reassign-0 with broker 1") {
+		t.Fatalf("--execute into the gateway's log dir:\n%s\nstderr: %s", out, tail(errOut, 20))
+	}
+	out, errOut, err := javaRun(t, 90*time.Second, "", reassignClass, "--bootstrap-server", gw.Addr,
+		"--execute", "--reassignment-json-file", withDir("/var/kafka-logs"))
+	if err == nil || !strings.Contains(out+errOut, "LogDirNotFoundException") {
+		t.Fatalf("--execute into another log dir: %v\n%s\nstderr: %s", err, out, tail(errOut, 20))
+	}
+
 	// Another broker: there is none (the tool checks the brokers
 	// Metadata lists before it asks).
-	out, errOut, err := javaRun(t, 90*time.Second, "", reassignClass, "--bootstrap-server", gw.Addr,
+	out, errOut, err = javaRun(t, 90*time.Second, "", reassignClass, "--bootstrap-server", gw.Addr,
 		"--execute", "--reassignment-json-file", reassignmentFile(t, "java-reassign", "2"))
 	if err == nil || !strings.Contains(out+errOut, "Unknown broker id 2") {
 		t.Fatalf("--execute to broker 2: %v\n%s\nstderr: %s", err, out, tail(errOut, 20))

@@ -67,13 +67,18 @@ func (c *Call) markUnstable(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetch
 	if tx == nil || !req.RequireStable {
 		return resp
 	}
+	// unstable marks one partition's answer; v1-7 and v8+ answer in
+	// different types with the same fields.
+	unstable := func(group, topic string, partition int32, code *int16, offset *int64) {
+		if *code == 0 && tx.HasPendingOffsets(group, txn.Partition{Topic: topic, Partition: partition}) {
+			*code, *offset = kerr.UnstableOffsetCommit.Code, -1
+		}
+	}
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			if p.ErrorCode == 0 && tx.HasPendingOffsets(req.Group, txn.Partition{Topic: t.Topic, Partition: p.Partition}) {
-				p.ErrorCode, p.Offset = kerr.UnstableOffsetCommit.Code, -1
-			}
+			unstable(req.Group, t.Topic, p.Partition, &p.ErrorCode, &p.Offset)
 		}
 	}
 	for i := range resp.Groups {
@@ -82,9 +87,7 @@ func (c *Call) markUnstable(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetch
 			t := &g.Topics[j]
 			for k := range t.Partitions {
 				p := &t.Partitions[k]
-				if p.ErrorCode == 0 && tx.HasPendingOffsets(g.Group, txn.Partition{Topic: t.Topic, Partition: p.Partition}) {
-					p.ErrorCode, p.Offset = kerr.UnstableOffsetCommit.Code, -1
-				}
+				unstable(g.Group, t.Topic, p.Partition, &p.ErrorCode, &p.Offset)
 			}
 		}
 	}

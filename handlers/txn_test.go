@@ -21,6 +21,20 @@ func txnBatch(pid int64, epoch int16, seq int32, value string) []byte {
 	return bb.Finish(buf)
 }
 
+// txnInit answers InitProducerId for transactional id id at version v.
+func txnInit(t *testing.T, g *Gateway, id string, v int16) (int64, int16) {
+	t.Helper()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version = v
+	init.TransactionalID = strp(id)
+	init.TransactionTimeoutMillis = 60000
+	ir := do(t, g, init).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %d", ir.ErrorCode)
+	}
+	return ir.ProducerID, ir.ProducerEpoch
+}
+
 // TestTxnMarkerBetweenCheckAndAppend: a transactional batch whose
 // transaction ends (its marker written) after the coordinator's check and
 // before its append is refused with INVALID_TXN_STATE and opens nothing:
@@ -30,15 +44,7 @@ func TestTxnMarkerBetweenCheckAndAppend(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, noAutoCreate, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 1} })
 	createTopic(t, g, "tr", 1)
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.Version = 4
-	init.TransactionalID = strp("race")
-	init.TransactionTimeoutMillis = 60000
-	ir := do(t, g, init).(*kmsg.InitProducerIDResponse)
-	if ir.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %d", ir.ErrorCode)
-	}
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := txnInit(t, g, "race", 4)
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.Version = 3
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch = "race", pid, epoch
@@ -84,12 +90,7 @@ func TestTxnV2NextTransactionAfterBumpedMarker(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, noAutoCreate, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 2} })
 	createTopic(t, g, "tv2", 1)
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.Version = 5
-	init.TransactionalID = strp("v2")
-	init.TransactionTimeoutMillis = 60000
-	ir := do(t, g, init).(*kmsg.InitProducerIDResponse)
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := txnInit(t, g, "v2", 5)
 	send := func(epoch int16, seq int32, v string) int16 {
 		req := produceReq(12, "tv2", 0, txnBatch(pid, epoch, seq, v))
 		req.TransactionID = strp("v2")
@@ -116,5 +117,52 @@ func TestTxnV2NextTransactionAfterBumpedMarker(t *testing.T) {
 	}
 	if r2 := end(r.ProducerEpoch); r2.ErrorCode != 0 {
 		t.Fatalf("second EndTxn: %+v", r2)
+	}
+}
+
+// TestTxnOffsetsRequireStable: offsets a transaction holds are not
+// visible to OffsetFetch until it commits; with require_stable the
+// partition answers UNSTABLE_OFFSET_COMMIT meanwhile (KIP-447).
+func TestTxnOffsetsRequireStable(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, noAutoCreate, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 2} })
+	createTopic(t, g, "in", 1)
+	pid, epoch := txnInit(t, g, "offs", 5)
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.Version = 5 // adds the group implicitly (transaction.version 2)
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = "offs", "g", pid, epoch
+	commit.Generation, commit.MemberID = -1, ""
+	ct := kmsg.NewTxnOffsetCommitRequestTopic()
+	ct.Topic = "in"
+	cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 7
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if r := do(t, g, commit).(*kmsg.TxnOffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("TxnOffsetCommit: %+v", r)
+	}
+	fetch := func(stable bool) kmsg.OffsetFetchResponseTopicPartition {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 7
+		req.Group, req.RequireStable = "g", stable
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "in", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		return do(t, g, req).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+	}
+	if p := fetch(true); p.ErrorCode != kerr.UnstableOffsetCommit.Code || p.Offset != -1 {
+		t.Fatalf("require_stable while the transaction is open: %+v", p)
+	}
+	if p := fetch(false); p.ErrorCode != 0 || p.Offset != -1 {
+		t.Fatalf("without require_stable while the transaction is open: %+v", p)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version = 5
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "offs", pid, epoch, true
+	if r := do(t, g, end).(*kmsg.EndTxnResponse); r.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %+v", r)
+	}
+	if p := fetch(true); p.ErrorCode != 0 || p.Offset != 7 {
+		t.Fatalf("after the commit: %+v", p)
 	}
 }

@@ -464,10 +464,7 @@ func TestStoreFailureKeepsPrepare(t *testing.T) {
 	now := time.Unix(1000, 0)
 	store, env := &memStore{}, newEnv()
 	co := newCo(store, env, &now)
-	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
-	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, 0, []Partition{pa}, false, false); code != 0 {
-		t.Fatal(code)
-	}
+	r := openTxn(t, co, "t", 60000, pa)
 	store.fail = true
 	if e := co.End(ctx, "t", r.ProducerID, 0, true, false, false); e.Code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("end with the store down: %+v", e)
@@ -567,10 +564,7 @@ func TestDeletedPartitionEnds(t *testing.T) {
 	now := time.Unix(1000, 0)
 	env := goneEnv{newEnv()}
 	co := New(Options{Store: &memStore{}, Env: env, MaxTimeout: time.Minute, Now: func() time.Time { return now }})
-	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
-	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, 0, []Partition{pa}, false, false); code != 0 {
-		t.Fatal(code)
-	}
+	r := openTxn(t, co, "t", 60000, pa)
 	co.Index.BeginFirst(pa, r.ProducerID)(3, true)
 	if e := co.End(ctx, "t", r.ProducerID, 0, true, false, false); e.Code != 0 {
 		t.Fatalf("commit: %+v", e)
@@ -589,10 +583,7 @@ func TestV2MarkersCarryTheBump(t *testing.T) {
 	now := time.Unix(1000, 0)
 	env := newEnv()
 	co := newCo(&memStore{}, env, &now)
-	r := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
-	if code, _ := co.AddPartitions(ctx, "t", r.ProducerID, 0, []Partition{pa}, false, false); code != 0 {
-		t.Fatal(code)
-	}
+	r := openTxn(t, co, "t", 60000, pa)
 	e := co.End(ctx, "t", r.ProducerID, 0, true, true, false)
 	if e.Code != 0 || e.Epoch != 1 || len(env.markers) != 1 || env.markers[0].epoch != 1 {
 		t.Fatalf("v2 end: %+v, markers %+v", e, env.markers)
@@ -611,4 +602,17 @@ func TestV2MarkersCarryTheBump(t *testing.T) {
 	if in, _ := co.Describe("t"); in.State != CompleteAbort || in.Epoch != 2 {
 		t.Fatalf("after the retry: %+v", in)
 	}
+}
+
+// openTxn inits id with timeout ms and adds parts to its transaction.
+func openTxn(t *testing.T, co *Coordinator, id string, timeoutMs int32, parts ...Partition) InitResult {
+	t.Helper()
+	r := co.InitProducerID(context.Background(), id, timeoutMs, -1, -1, 5)
+	if r.Code != 0 {
+		t.Fatalf("InitProducerId: %+v", r)
+	}
+	if code, out := co.AddPartitions(context.Background(), id, r.ProducerID, r.Epoch, parts, false, false); code != 0 {
+		t.Fatalf("AddPartitions: %d %v", code, out)
+	}
+	return r
 }

@@ -151,13 +151,21 @@ func (s *Store) TxnStates(ctx context.Context, fn func(key string, value []byte)
 // the other generations.
 func (s *Store) loadTxnStates(ctx context.Context) error {
 	t := &s.txn
-	t.gate.Lock()
-	defer t.gate.Unlock()
 	t.mu.Lock()
 	loaded := t.loaded
 	t.mu.Unlock()
 	if loaded {
+		// Every put asks: the gate is not taken alone once loaded, so puts
+		// in flight never wait for each other here.
 		return nil
+	}
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	t.mu.Lock()
+	loaded = t.loaded
+	t.mu.Unlock()
+	if loaded {
+		return nil // another caller loaded it meanwhile
 	}
 	topics, err := s.Topics(ctx, s.c.opts.StateStream)
 	if err != nil && !errors.Is(err, ErrStreamNotFound) && !errors.Is(err, bridge.ErrTopicNotFound) {

@@ -35,15 +35,7 @@ func TestStreamsWordCountRestoresFromChangelog(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for w, n := range want {
-			if got[w] != fmt.Sprint(n) {
-				return fmt.Errorf("count of %q: %q, want %d (all: %v)", w, got[w], n, got)
-			}
-		}
-		if len(got) != len(want) {
-			return fmt.Errorf("words counted: %v, want %v", got, want)
-		}
-		return nil
+		return countsEqual(got, want)
 	}
 
 	produceLines(0, 200)
@@ -122,4 +114,18 @@ func produceWordLines(t *testing.T, cl *kgo.Client, topic string, from, to int, 
 		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: []byte(strings.Join(ws, " "))})
 	}
 	produceAll(t, cl, recs)
+}
+
+// countsEqual compares the word counts read from the output (word ->
+// decimal count) with the counts of the lines produced.
+func countsEqual(got map[string]string, want map[string]int) error {
+	for w, n := range want {
+		if got[w] != fmt.Sprint(n) {
+			return fmt.Errorf("count of %q: %q, want %d (all: %v)", w, got[w], n, got)
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("words counted: %v, want %v", got, want)
+	}
+	return nil
 }

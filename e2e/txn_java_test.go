@@ -137,16 +137,7 @@ func TestStreamsWordCountExactlyOnce(t *testing.T) {
 	want := map[string]int{}
 	produceLines := func(from, to int) { produceWordLines(t, cl, in, from, to, want) }
 	countsMatch := func() error {
-		got := committedLatest(t, gw.Addr, out)
-		for w, n := range want {
-			if got[w] != fmt.Sprint(n) {
-				return fmt.Errorf("count of %q: %q, want %d (all: %v)", w, got[w], n, got)
-			}
-		}
-		if len(got) != len(want) {
-			return fmt.Errorf("words counted: %v, want %v", got, want)
-		}
-		return nil
+		return countsEqual(committedLatest(t, gw.Addr, out), want)
 	}
 	produceLines(0, 200)
 	wc := javaStart(t, "WordCount EOS", src, gw.Addr, app, in, out, t.TempDir(), "exactly_once_v2")

@@ -23,6 +23,10 @@ type TxnStateStore interface {
 	TxnStates(ctx context.Context, fn func(key string, value []byte)) error
 }
 
+// ShareStateKeyPrefix starts the keys the share-group coordinator (package
+// share) keeps in the same store; the transaction coordinator skips them.
+const ShareStateKeyPrefix = "share/"
+
 // TxnStateEntry is one key's new value; nil deletes the key.
 type TxnStateEntry struct {
 	Key   string

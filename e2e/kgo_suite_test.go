@@ -44,11 +44,6 @@ var kgoExpectedFail = map[string]string{
 
 // kgoExpectedSkip are the tests that skip themselves against this gateway.
 var kgoExpectedSkip = map[string]string{
-	"TestShareGroup":                     "share groups (ShareFetch v2, Kafka 4.2) are not served",
-	"TestShareGroupETL":                  "share groups are not served",
-	"TestShareGroupAckOnClose":           "share groups are not served",
-	"TestShareGroupOffsetsAdmin":         "share groups are not served",
-	"TestConsumeRegexShareSkipsInternal": "share groups are not served",
 	// It needs a broker without Produce v2; the gateway advertises Produce
 	// from v0 (KAFKA-18659: librdkafka needs it) and refuses v0-2 per
 	// partition.

@@ -176,6 +176,10 @@ func (r *Running) start(ctx context.Context, cfg Config) error {
 		log.Error("loading the transaction state", "err", err)
 		return err
 	}
+	if err := g.StartShareGroups(ctx); err != nil {
+		log.Error("loading the share-group state", "err", err)
+		return err
+	}
 	gwRef.Store(g)
 	if v := r.node.View(); v != nil {
 		// Views applied before the gateway existed had nothing to drop.
@@ -238,6 +242,7 @@ func (r *Running) abort() {
 	if r.Handlers != nil {
 		r.Handlers.Groups.Close()
 		r.Handlers.CloseTransactions()
+		r.Handlers.CloseShareGroups()
 	}
 	r.closeStore(5 * time.Second)
 	r.node.Close()
@@ -274,6 +279,7 @@ func (r *Running) Shutdown(ctx context.Context) error {
 		// timer may fire against the store closed next.
 		r.Handlers.Groups.Close()
 		r.Handlers.CloseTransactions()
+		r.Handlers.CloseShareGroups()
 		errs = append(errs, r.closeStore(max(r.drain-time.Since(began), 500*time.Millisecond)))
 		r.node.Close()
 		r.stopAdmin()

@@ -186,3 +186,13 @@ func (co *Coordinator) forget(name string) (code int16, known bool) {
 	delete(co.groups, name)
 	return 0, true
 }
+
+// Holds reports whether id is a classic or consumer group this
+// coordinator keeps in memory (share groups, package share, share the id
+// space and refuse such an id). Any goroutine.
+func (co *Coordinator) Holds(id string) bool {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	_, ok := co.groups[id]
+	return ok
+}

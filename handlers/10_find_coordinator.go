@@ -13,8 +13,10 @@
 //     txn.MaxIDLen bytes is INVALID_REQUEST. Without it key type 1 is
 //     refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which the Java
 //     client and librdkafka treat as fatal, so no transactional producer
-//     gets past initialisation. Key type 2 (share group) and unknown types
-//     are INVALID_REQUEST.
+//     gets past initialisation. Key type 2 (share, "group:topicId:partition")
+//     is this gateway while share groups are served, INVALID_REQUEST for a
+//     malformed key; without share groups, and for unknown types,
+//     INVALID_REQUEST.
 //   - A group id over 246 bytes is INVALID_GROUP_ID (it must fit an Iggy
 //     consumer name, docs/CONSUMER_GROUPS.md).
 //
@@ -27,6 +29,9 @@
 package handlers
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -42,7 +47,22 @@ func init() {
 const (
 	coordinatorGroup = 0
 	coordinatorTxn   = 1
+	coordinatorShare = 2
 )
+
+// validShareKey reports whether key is a share coordinator key,
+// "group:topicId:partition" (Kafka's SharePartitionKey).
+func validShareKey(key string) bool {
+	i := strings.LastIndexByte(key, ':')
+	if i <= 0 {
+		return false
+	}
+	if _, err := strconv.ParseInt(key[i+1:], 10, 32); err != nil {
+		return false
+	}
+	j := strings.LastIndexByte(key[:i], ':')
+	return j > 0 && j < i-1
+}
 
 func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindCoordinatorResponse) (kmsg.Response, error) {
 	cfg := &c.G.Cfg
@@ -60,6 +80,15 @@ func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindC
 				host, port := c.advertised()
 				return 0, cfg.NodeID, host, port
 			}
+		case req.CoordinatorType == coordinatorShare && c.G.Share != nil:
+			// "group:topicId:partition" names a share partition's
+			// state; this gateway keeps every one.
+			if !validShareKey(key) {
+				code = kerr.InvalidRequest.Code
+				break
+			}
+			host, port := c.advertised()
+			return 0, cfg.NodeID, host, port
 		case req.CoordinatorType != coordinatorGroup:
 			code = kerr.InvalidRequest.Code
 		case len(key) > group.MaxGroupIDLen:

@@ -7,6 +7,8 @@
 //     NON_EMPTY_GROUP; a group neither in memory nor holding offsets
 //     GROUP_ID_NOT_FOUND; an invalid id INVALID_GROUP_ID; a store failure
 //     COORDINATOR_NOT_AVAILABLE (or REQUEST_TIMED_OUT).
+//   - A share group (package share) is deleted with its share-partition
+//     state, NON_EMPTY_GROUP while it has members.
 //
 // Version notes:
 //   - v2 flexible. v3 adds an error message per group: the error's own
@@ -25,6 +27,14 @@ func init() {
 
 func deleteGroups(c *Call, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	resp := deleteAuthorizedGroups(c, req)
+	if sh := c.G.Share; sh != nil {
+		// A share group is unknown to the group coordinator.
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == kerr.GroupIDNotFound.Code && sh.Exists(g.Group) {
+				g.ErrorCode = sh.Delete(c.Ctx, g.Group)
+			}
+		}
+	}
 	if req.Version >= 3 {
 		for i := range resp.Groups {
 			if e, ok := kerr.ErrorForCode(resp.Groups[i].ErrorCode).(*kerr.Error); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/group"
 	"github.com/iggy-kafka/gateway/internal/fetchcache"
+	"github.com/iggy-kafka/gateway/share"
 	"github.com/iggy-kafka/gateway/txn"
 )
 
@@ -61,6 +62,8 @@ type Config struct {
 	// Transactions turns the transaction coordinator on (txn.go); the
 	// zero value refuses transactions, as the gateway always did.
 	Transactions TxnConfig
+	// Shares bounds share groups or turns them off (share.go).
+	Shares ShareConfig
 	// LogLevel is the level of the gateway's logger (Log), which
 	// IncrementalAlterConfigs of the BROKER_LOGGER resource changes
 	// (broker_loggers.go); nil: the level cannot change.
@@ -104,6 +107,9 @@ type Gateway struct {
 	// Txn is the transaction coordinator (txn.go); nil when transactions
 	// are refused (Config.Transactions off).
 	Txn *txn.Coordinator
+	// Share is the share-group coordinator (share.go); nil when share
+	// groups are not served.
+	Share *share.Coordinator
 	// txnStop ends the coordinator's timeout loop (CloseTransactions).
 	txnStop context.CancelFunc
 	// afterTxnCheck, when set (tests), runs between a transactional
@@ -225,6 +231,9 @@ type Call struct {
 	// fetchPlan is a Fetch's session resolution, kept across re-runs of a
 	// parked call (fetch_sessions.go).
 	fetchPlan *fetchPlan
+	// shareRun is a ShareFetch's session and acknowledgements, resolved
+	// once and kept across re-runs of a parked call (78_share_fetch.go).
+	shareRun *shareRun
 }
 
 // Defer registers fn to run after the response was encoded (or dropped),
@@ -312,6 +321,9 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 	}
 	if cfg.Transactions.Enabled {
 		g.Txn = newTxnCoordinator(g)
+	}
+	if shareServed(&cfg) {
+		g.Share = newShareCoordinator(g)
 	}
 	return g
 }

@@ -17,8 +17,10 @@ import (
 //   - metadata.version, kraft.version: the KRaft metadata log's format and
 //     its quorum's; a gateway has neither, and no client acts on them
 //     (docs/SCOPE.md, "Feature flags");
-//   - share.version, streams.version, eligible.leader.replicas.version:
-//     share groups, streams groups and ELR replication are not served.
+//   - streams.version, eligible.leader.replicas.version: streams groups
+//     and ELR replication are not served;
+//   - share.version when share groups are off (--share-groups disabled,
+//     or cluster mode).
 //   - transaction.version unless transactions are on (--transactions
 //     enabled): a Java client takes the transaction protocol of KIP-890
 //     from it, so it appears exactly when transactions are served, at the
@@ -40,6 +42,11 @@ func servedFeatures(cfg *Config) []feature {
 		// ConsumerGroupHeartbeat serves the consumer group protocol of
 		// KIP-848 (level 1); classic groups (level 0) are always served.
 		fs = append(fs, feature{name: "group.version", minSupported: 0, maxSupported: 1, finalized: 1})
+	}
+	if shareServed(cfg) {
+		// share.version 1 is KIP-932's share groups; 2 (Kafka 4.2) adds
+		// ShareFetch v2's acquire modes and renew acknowledgements.
+		fs = append(fs, feature{name: "share.version", minSupported: 0, maxSupported: 2, finalized: 2})
 	}
 	if t := &cfg.Transactions; t.Enabled {
 		// transaction.version 2 is KIP-890's protocol (Produce v12 adds

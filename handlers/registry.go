@@ -53,7 +53,7 @@ type Spec struct {
 	// runs on the loop over peeked bytes: it must not keep them, block or
 	// allocate. nil: every request is answered.
 	NoReply func(body []byte, version int16) bool
-	// LargeReply says replies can run to MiB (Fetch): they are encoded
+	// LargeReply says replies can run to MiB (Fetch, ShareFetch): they are encoded
 	// into the pool of large buffers, since bytebufferpool drops buffers
 	// above the size class it calibrated on small replies.
 	LargeReply bool

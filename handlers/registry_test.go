@@ -27,6 +27,8 @@ var sharedFiles = map[string]bool{
 	"features.go": true,
 	// The transaction coordinator's glue (Config.Transactions).
 	"txn.go": true,
+	// The share coordinator's glue (Config.Shares).
+	"share.go": true,
 	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
 	"fetch_pipeline.go": true, "fetch_sessions.go": true,
@@ -109,7 +111,7 @@ func TestSpecTellsTheLoop(t *testing.T) {
 			wantKeys []int16
 		}{
 			{"NoReply", s.NoReply != nil, []int16{key(kmsg.Produce)}},
-			{"LargeReply", s.LargeReply, []int16{key(kmsg.Fetch)}},
+			{"LargeReply", s.LargeReply, []int16{key(kmsg.Fetch), key(kmsg.ShareFetch)}},
 			{"TooNew", s.TooNew != nil, []int16{key(kmsg.ApiVersions)}},
 			{"BeforeLogin", s.BeforeLogin, []int16{key(kmsg.ApiVersions)}},
 			{"LoginStep", s.LoginStep, []int16{key(kmsg.SASLHandshake), key(kmsg.SASLAuthenticate)}},
@@ -207,8 +209,8 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 }
 
 // ApiVersions advertises exactly the features served: group.version 1
-// (KIP-848 groups), nothing of transactions, share or streams groups, nor
-// metadata.version. As Kafka 4.x: a v3 request gets no supported feature
+// (KIP-848 groups), share.version 2 (share groups, on by default),
+// nothing of transactions or streams groups, nor metadata.version. As Kafka 4.x: a v3 request gets no supported feature
 // whose minimum is 0 (KIP-1022), a v4 one gets them all; finalized
 // features carry an epoch >= 0 from v3 on; v0-2 have no such fields.
 func TestApiVersionsFeatures(t *testing.T) {
@@ -218,6 +220,10 @@ func TestApiVersionsFeatures(t *testing.T) {
 	groupVersion.Name, groupVersion.MinVersionLevel, groupVersion.MaxVersionLevel = "group.version", 1, 1
 	groupRange := kmsg.NewApiVersionsResponseSupportedFeature()
 	groupRange.Name, groupRange.MinVersion, groupRange.MaxVersion = "group.version", 0, 1
+	shareVersion := kmsg.NewApiVersionsResponseFinalizedFeature()
+	shareVersion.Name, shareVersion.MinVersionLevel, shareVersion.MaxVersionLevel = "share.version", 2, 2
+	shareRange := kmsg.NewApiVersionsResponseSupportedFeature()
+	shareRange.Name, shareRange.MinVersion, shareRange.MaxVersion = "share.version", 0, 2
 	for _, tc := range []struct {
 		v         int16
 		supported []kmsg.ApiVersionsResponseSupportedFeature
@@ -225,8 +231,8 @@ func TestApiVersionsFeatures(t *testing.T) {
 	}{
 		{0, nil, nil},
 		{2, nil, nil},
-		{3, nil, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion}},
-		{4, []kmsg.ApiVersionsResponseSupportedFeature{groupRange}, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion}},
+		{3, nil, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion, shareVersion}},
+		{4, []kmsg.ApiVersionsResponseSupportedFeature{groupRange, shareRange}, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion, shareVersion}},
 	} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = tc.v

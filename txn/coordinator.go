@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,6 +131,8 @@ func (co *Coordinator) Load(ctx context.Context) error {
 				return
 			}
 			aborted = append(aborted, ab{p, a})
+		case strings.HasPrefix(key, bridge.ShareStateKeyPrefix):
+			// The share-group coordinator's state (package share).
 		default:
 			bad++
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/iggy-kafka/gateway/group"
 	"github.com/iggy-kafka/gateway/handlers"
 	"github.com/iggy-kafka/gateway/loop"
+	"github.com/iggy-kafka/gateway/share"
 )
 
 func TestDefaults(t *testing.T) {
@@ -47,6 +48,7 @@ func TestDefaults(t *testing.T) {
 				FetchSessionSlots:    1000,
 				TailCacheBytes:       256 << 20,
 				Transactions:         handlers.TxnConfig{Version: 2, MaxTimeout: 15 * time.Minute, MaxIDs: 100000},
+				Shares:               handlers.ShareConfig{Limits: share.Config{MaxMembers: 200, MaxSessions: 2000, MaxInFlight: 2000, MaxGroups: 10000}},
 				Groups: group.Config{InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: 6 * time.Second, MaxSessionTimeout: 30 * time.Minute,
 					MaxGroupSize: 1000, ConsumerSessionTimeout: 45 * time.Second, ConsumerMinSessionTimeout: 45 * time.Second,
 					ConsumerMaxSessionTimeout: time.Minute, ConsumerHeartbeatInterval: 5 * time.Second, ConsumerMinHeartbeatInterval: 5 * time.Second,

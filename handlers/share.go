@@ -1,0 +1,164 @@
+package handlers
+
+// Share groups (KIP-932, docs/SHARE_GROUPS.md): the glue between the share
+// coordinator (package share) and the gateway: its options, the topic
+// lookups of its heartbeats, where a share partition starts, and the
+// reads of ShareFetch (78_share_fetch.go) through the Fetch pipeline.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/share"
+)
+
+// ShareConfig turns share groups off (they are on by default) and bounds
+// them.
+type ShareConfig struct {
+	Disabled bool
+	// Limits are Kafka's group.share.* broker bounds; the zero value is
+	// share.DefaultConfig.
+	Limits share.Config
+}
+
+// shareServed gates the share-group keys (Spec.Gated): on unless turned
+// off, and not in cluster mode, where a share group's state would need a
+// coordinator per group that survives a gateway's failure (not built).
+func shareServed(cfg *Config) bool { return !cfg.Shares.Disabled && cfg.Cluster == nil }
+
+// newShareCoordinator makes g's share coordinator; StartShareGroups loads
+// it.
+func newShareCoordinator(g *Gateway) *share.Coordinator {
+	lim := g.Cfg.Shares.Limits
+	if lim.MaxInFlight <= 0 {
+		lim = share.DefaultConfig()
+	}
+	return share.New(share.Options{
+		Config: lim,
+		Store:  g.Store,
+		Configs: func(ctx context.Context, group string) (bridge.GroupConfigs, error) {
+			return g.Store.GroupConfigs(ctx, g.Cfg.Stream, group)
+		},
+		Available: func(topic string, partition int32) {
+			g.Watch.Signal(PartitionKey{Topic: topic, Partition: partition})
+		},
+		Log: g.Log,
+	})
+}
+
+// StartShareGroups loads the share partitions' state and starts the
+// coordinator's expiry sweeps. Before the gateway serves; a no-op without
+// share groups.
+func (g *Gateway) StartShareGroups(ctx context.Context) error {
+	if g.Share == nil {
+		return nil
+	}
+	return g.Share.Load(ctx)
+}
+
+// CloseShareGroups stops the sweeps. Any goroutine; idempotent.
+func (g *Gateway) CloseShareGroups() {
+	if g.Share != nil {
+		g.Share.Close()
+	}
+}
+
+// shareTopics resolves the subscribed topic names of a share-group
+// heartbeat to their ids and partition counts; missing topics are left
+// out (assigned once they exist). A worker.
+func (c *Call) shareTopics(ctx context.Context, names []string) (map[string]share.TopicMeta, error) {
+	out := make(map[string]share.TopicMeta, len(names))
+	for _, n := range names {
+		if !validTopicName(n) {
+			continue
+		}
+		ti, err := c.G.Store.Topic(ctx, c.G.Cfg.Stream, n)
+		if errors.Is(err, bridge.ErrTopicNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[n] = share.TopicMeta{ID: c.G.topicNames.idOf(ti), Partitions: ti.Partitions}
+	}
+	return out, nil
+}
+
+// shareStart is where a share partition new to its group starts, by the
+// group's share.auto.offset.reset: latest (the high watermark), earliest
+// (the log start) or by_duration:<ISO 8601 duration> (the first record at
+// or after now minus the duration, else the high watermark). A worker.
+func (c *Call) shareStart(ctx context.Context, reset string, topic string, partition int32) (int64, error) {
+	g := c.G
+	st, err := g.Store.Partition(ctx, g.Cfg.Stream, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case reset == "earliest":
+		return int64(st.Earliest), nil
+	case strings.HasPrefix(reset, "by_duration:"):
+		d, ok := parseISODuration(strings.TrimPrefix(reset, "by_duration:"))
+		if !ok {
+			return int64(st.Next), nil
+		}
+		ts := time.Now().Add(-d).UnixMicro()
+		off, found, err := g.Store.OffsetForTimestamp(ctx, g.Cfg.Stream, topic, partition, uint64(max(ts, 0)))
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			return int64(st.Next), nil
+		}
+		return int64(off), nil
+	}
+	return int64(st.Next), nil
+}
+
+// parseISODuration reads the ISO 8601 durations Kafka's
+// share.auto.offset.reset takes (java.time.Duration.parse: PnDTnHnMn.nS).
+func parseISODuration(s string) (time.Duration, bool) {
+	s = strings.ToUpper(s)
+	rest, ok := strings.CutPrefix(s, "P")
+	if !ok || rest == "" {
+		return 0, false
+	}
+	var d time.Duration
+	inTime := false
+	num := ""
+	for _, r := range rest {
+		switch {
+		case r >= '0' && r <= '9' || r == '.':
+			num += string(r)
+		case r == 'T' && !inTime && num == "":
+			inTime = true
+		default:
+			if num == "" {
+				return 0, false
+			}
+			var unit time.Duration
+			switch {
+			case r == 'D' && !inTime:
+				unit = 24 * time.Hour
+			case r == 'H' && inTime:
+				unit = time.Hour
+			case r == 'M' && inTime:
+				unit = time.Minute
+			case r == 'S' && inTime:
+				unit = time.Second
+			default:
+				return 0, false
+			}
+			v, err := time.ParseDuration(num + "s")
+			if err != nil {
+				return 0, false
+			}
+			d += time.Duration(float64(unit) * v.Seconds())
+			num = ""
+		}
+	}
+	return d, num == ""
+}

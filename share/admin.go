@@ -1,0 +1,198 @@
+package share
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// State is a share group's state as ListGroups and the describes name it.
+func (g *Group) State() string {
+	if len(g.members) == 0 {
+		return "Empty"
+	}
+	return "Stable"
+}
+
+// Listed is one share group as ListGroups shows it.
+type Listed struct {
+	ID, State string
+}
+
+// List returns the share groups, sorted by id.
+func (co *Coordinator) List() []Listed {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	out := make([]Listed, 0, len(co.groups))
+	for id, g := range co.groups {
+		out = append(out, Listed{id, g.State()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Describe answers ShareGroupDescribe for one group id.
+func (co *Coordinator) Describe(id string) kmsg.ShareGroupDescribeResponseGroup {
+	out := kmsg.NewShareGroupDescribeResponseGroup()
+	out.GroupID = id
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	g := co.groups[id]
+	if g == nil {
+		out.ErrorCode = kerr.GroupIDNotFound.Code
+		msg := "Group " + id + " not found."
+		out.ErrorMessage = &msg
+		return out
+	}
+	out.GroupState = g.State()
+	out.GroupEpoch = g.epoch
+	out.AssignmentEpoch = g.assignEpoch
+	out.Assignor = "simple"
+	ids := make([]string, 0, len(g.members))
+	for mid := range g.members {
+		ids = append(ids, mid)
+	}
+	sort.Strings(ids)
+	for _, mid := range ids {
+		m := g.members[mid]
+		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
+		dm.MemberID = m.id
+		if m.rack != "" {
+			r := m.rack
+			dm.RackID = &r
+		}
+		dm.MemberEpoch = m.epoch
+		dm.ClientID = m.clientID
+		dm.ClientHost = m.host
+		dm.SubscribedTopicNames = append([]string(nil), m.topics...)
+		topics := make([]string, 0, len(m.assigned))
+		for t := range m.assigned {
+			topics = append(topics, t)
+		}
+		sort.Strings(topics)
+		for _, t := range topics {
+			tp := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+			tp.TopicID = g.meta[t].ID
+			tp.Topic = t
+			tp.Partitions = append([]int32(nil), m.assigned[t]...)
+			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, tp)
+		}
+		out.Members = append(out.Members, dm)
+	}
+	return out
+}
+
+// PartitionOffsets is a share partition as DescribeShareGroupOffsets
+// shows it: the start offset and how many in-flight records are done
+// (acknowledged or archived), for the lag.
+type PartitionOffsets struct {
+	TopicID [16]byte
+	Start   int64
+	Done    int64
+}
+
+// Offsets returns the share partitions of group (nil when it is not a
+// share group here).
+func (co *Coordinator) Offsets(group string) map[TP]PartitionOffsets {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	g := co.groups[group]
+	if g == nil {
+		return nil
+	}
+	out := make(map[TP]PartitionOffsets, len(g.parts))
+	for tp, p := range g.parts {
+		c := p.Count()
+		out[tp] = PartitionOffsets{TopicID: p.TopicID, Start: p.start, Done: int64(c.Acked + c.Archived)}
+	}
+	return out
+}
+
+// AlterOffsets sets the start offset of share partitions of an empty (or
+// new) group: nothing in flight, the next fetch reads from there. It
+// returns a group-level code (NON_EMPTY_GROUP while members are in it).
+func (co *Coordinator) AlterOffsets(ctx context.Context, group string, to map[TP]int64, ids map[string][16]byte) int16 {
+	co.mu.Lock()
+	g := co.groups[group]
+	if g != nil && len(g.members) > 0 {
+		co.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
+	}
+	if g == nil && len(co.groups) >= co.o.Config.MaxGroups {
+		co.mu.Unlock()
+		return kerr.GroupMaxSizeReached.Code
+	}
+	g = co.group(group)
+	for tp, off := range to {
+		p := g.parts[tp]
+		if p == nil || p.TopicID != ids[tp.Topic] {
+			p = newPartition(ids[tp.Topic], off)
+			g.parts[tp] = p
+		}
+		p.Reset(off)
+	}
+	co.mu.Unlock()
+	for tp := range to {
+		if err := co.persist(ctx, group, tp); err != nil {
+			return storeCode(err)
+		}
+	}
+	return 0
+}
+
+// DeleteOffsets forgets the share partitions of group's topics (an empty
+// group only: NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND when it is
+// not a share group). The next fetch starts them over by
+// share.auto.offset.reset.
+func (co *Coordinator) DeleteOffsets(ctx context.Context, group string, topics []string) int16 {
+	co.mu.Lock()
+	g := co.groups[group]
+	switch {
+	case g == nil:
+		co.mu.Unlock()
+		return kerr.GroupIDNotFound.Code
+	case len(g.members) > 0:
+		co.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
+	}
+	var gone []TP
+	for tp := range g.parts {
+		for _, t := range topics {
+			if tp.Topic == t {
+				gone = append(gone, tp)
+				delete(g.parts, tp)
+			}
+		}
+	}
+	co.mu.Unlock()
+	return storeCode(co.forget(ctx, group, gone))
+}
+
+// Delete deletes an empty share group and its state: GROUP_ID_NOT_FOUND
+// when it is not a share group here, NON_EMPTY_GROUP while it has members.
+func (co *Coordinator) Delete(ctx context.Context, group string) int16 {
+	co.mu.Lock()
+	g := co.groups[group]
+	switch {
+	case g == nil:
+		co.mu.Unlock()
+		return kerr.GroupIDNotFound.Code
+	case len(g.members) > 0:
+		co.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
+	}
+	tps := make([]TP, 0, len(g.parts))
+	for tp := range g.parts {
+		tps = append(tps, tp)
+	}
+	delete(co.groups, group)
+	for k := range co.sessions {
+		if k.group == group {
+			delete(co.sessions, k)
+		}
+	}
+	co.mu.Unlock()
+	return storeCode(co.forget(ctx, group, tps))
+}

@@ -40,6 +40,8 @@ var kgoExpectedFail = map[string]string{
 	// ordinary topic (docs/SCOPE.md, Metadata), so the tests' setup fails.
 	"TestConsumeRegex":           "no internal topic: Metadata does not list __consumer_offsets",
 	"Test848RegexBrokerResolves": "no internal topic: Metadata does not list __consumer_offsets",
+	// The same setup, for a share group's regex subscription.
+	"TestConsumeRegexShareSkipsInternal": "no internal topic: Metadata does not list __consumer_offsets",
 }
 
 // kgoExpectedSkip are the tests that skip themselves against this gateway.

@@ -10,6 +10,7 @@
 //   - A consumer-protocol (KIP-848) group is Dead, with GROUP_ID_NOT_FOUND
 //     "Group G is not a classic group." at v6, as on Kafka 4
 //     (ConsumerGroupDescribe describes it).
+//   - A share group likewise (ShareGroupDescribe describes it).
 //   - Any other group is Dead; v6 adds GROUP_ID_NOT_FOUND (KIP-1043), v0-5
 //     answer it without an error as Kafka does.
 //   - Authorized operations are never computed (INT32_MIN, "not
@@ -35,6 +36,18 @@ func describeGroups(c *Call, req *kmsg.DescribeGroupsRequest) (kmsg.Response, er
 	resp := c.G.coordinator().Describe(c.Ctx, req)
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
+		if sh := c.G.Share; sh != nil && sh.Exists(g.Group) {
+			// ShareGroupDescribe describes it, as on Kafka 4.
+			name := g.Group
+			*g = kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.State = name, "Dead"
+			g.Members = []kmsg.DescribeGroupsResponseGroupMember{}
+			if req.Version >= 6 {
+				g.ErrorCode = kerr.GroupIDNotFound.Code
+				g.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic group.")
+			}
+			continue
+		}
 		if !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
 			name := g.Group
 			*g = kmsg.NewDescribeGroupsResponseGroup()

@@ -304,6 +304,10 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		// users file.
 		cfg.Sasl.Users = sec
 	}
+	var shares *share.Coordinator
+	if shareServed(&cfg) {
+		shares = newShareCoordinator(cfg, store, watch, log)
+	}
 	g := &Gateway{
 		Sec:       sec,
 		Cfg:       cfg,
@@ -311,7 +315,7 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		Format:    store.Capabilities().Format,
 		Producers: ids,
 		Watch:     watch,
-		Groups:    newCoordinator(cfg, store, watch, log),
+		Groups:    newCoordinator(cfg, store, watch, log, shares),
 		Log:       log,
 
 		fetchSessions: newFetchSessions(cfg.FetchSessionSlots),
@@ -322,8 +326,6 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 	if cfg.Transactions.Enabled {
 		g.Txn = newTxnCoordinator(g)
 	}
-	if shareServed(&cfg) {
-		g.Share = newShareCoordinator(g)
-	}
+	g.Share = shares
 	return g
 }

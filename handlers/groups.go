@@ -7,6 +7,7 @@ package handlers
 // it answers.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -15,14 +16,25 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/group"
+	"github.com/iggy-kafka/gateway/share"
 )
 
 // newCoordinator builds the coordinator of a gateway: over its store and
-// stream, waking parked calls through w.
-func newCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Logger) *group.Coordinator {
+// stream, waking parked calls through w. An id a share group holds (shares,
+// nil without share groups) is GROUP_ID_NOT_FOUND to every classic and
+// consumer group operation, as Kafka answers a group of another type.
+func newCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Logger, shares *share.Coordinator) *group.Coordinator {
 	o := group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log, TopicID: topicID}
-	if cfg.Cluster != nil {
+	switch {
+	case cfg.Cluster != nil:
 		o.Placement = cfg.Cluster.GroupCode
+	case shares != nil:
+		o.Placement = func(id string) int16 {
+			if shares.Exists(id) {
+				return kerr.GroupIDNotFound.Code
+			}
+			return 0
+		}
 	}
 	return group.New(o)
 }
@@ -89,6 +101,6 @@ func (g *Gateway) coordinator() *group.Coordinator {
 	if v, ok := unwired.Load(g); ok {
 		return v.(*group.Coordinator)
 	}
-	v, _ := unwired.LoadOrStore(g, newCoordinator(g.Cfg, g.Store, g.Watch, g.Log))
+	v, _ := unwired.LoadOrStore(g, newCoordinator(g.Cfg, g.Store, g.Watch, g.Log, g.Share))
 	return v.(*group.Coordinator)
 }

@@ -34,7 +34,7 @@ func groupGateway(tb testing.TB, mods ...func(*group.Config)) *Gateway {
 // rewireGroups gives g a fresh coordinator over its current Store (after a
 // test swapped it), closed at cleanup.
 func rewireGroups(tb testing.TB, g *Gateway) {
-	g.Groups = newCoordinator(g.Cfg, g.Store, g.Watch, g.Log)
+	g.Groups = newCoordinator(g.Cfg, g.Store, g.Watch, g.Log, nil)
 	tb.Cleanup(g.Groups.Close)
 }
 

@@ -8,6 +8,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -29,23 +30,24 @@ type ShareConfig struct {
 // coordinator per group that survives a gateway's failure (not built).
 func shareServed(cfg *Config) bool { return !cfg.Shares.Disabled && cfg.Cluster == nil }
 
-// newShareCoordinator makes g's share coordinator; StartShareGroups loads
+// newShareCoordinator makes a gateway's share coordinator over its store
+// and stream, waking parked ShareFetches through w; StartShareGroups loads
 // it.
-func newShareCoordinator(g *Gateway) *share.Coordinator {
-	lim := g.Cfg.Shares.Limits
+func newShareCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Logger) *share.Coordinator {
+	lim := cfg.Shares.Limits
 	if lim.MaxInFlight <= 0 {
 		lim = share.DefaultConfig()
 	}
 	return share.New(share.Options{
 		Config: lim,
-		Store:  g.Store,
+		Store:  store,
 		Configs: func(ctx context.Context, group string) (bridge.GroupConfigs, error) {
-			return g.Store.GroupConfigs(ctx, g.Cfg.Stream, group)
+			return store.GroupConfigs(ctx, cfg.Stream, group)
 		},
 		Available: func(topic string, partition int32) {
-			g.Watch.Signal(PartitionKey{Topic: topic, Partition: partition})
+			w.Signal(PartitionKey{Topic: topic, Partition: partition})
 		},
-		Log: g.Log,
+		Log: log,
 	})
 }
 

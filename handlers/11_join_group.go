@@ -7,6 +7,7 @@
 //     the barrier closes: every member rejoined, the rebalance timeout
 //     passed (members that did not rejoin are removed), or the initial
 //     rebalance delay of an empty group ended.
+//   - A share group's id is INCONSISTENT_GROUP_PROTOCOL, as on Kafka 4.
 //   - KIP-394 from v4: a member with no member id gets MEMBER_ID_REQUIRED and
 //     a fresh id, and joins with it; the id expires after its session
 //     timeout if it never does. Before v4 the member is added at once.
@@ -55,6 +56,13 @@ func joinGroup(c *Call, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		resp.Generation = -1
+		return resp, nil
+	}
+	if sh := c.G.Share; sh != nil && sh.Exists(req.Group) {
+		// A share group's id: Kafka 4 answers a classic join so.
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		resp.Generation = -1
 		return resp, nil
 	}

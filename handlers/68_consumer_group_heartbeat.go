@@ -34,6 +34,8 @@
 //     GROUP_AUTHORIZATION_FAILED; subscribed topic names the principal may
 //     not DESCRIBE make the heartbeat TOPIC_AUTHORIZATION_FAILED naming
 //     them (as Kafka 4.x), before the coordinator sees it.
+//   - A share group's id is GROUP_ID_NOT_FOUND "Group G is not a consumer
+//     group.", as on Kafka 4.
 //   - A join to a live classic group migrates it online (Kafka's
 //     BIDIRECTIONAL policy, group/mixed.go): its members go on as classic
 //     members of the consumer group. One that cannot be migrated (another
@@ -60,6 +62,12 @@ func init() {
 func consumerGroupHeartbeat(c *Call, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 	if refused := c.consumerHeartbeatRefusal(req); refused != nil {
 		return refused, nil
+	}
+	if sh := c.G.Share; sh != nil && sh.Exists(req.Group) {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a consumer group.")
+		return resp, nil
 	}
 	return c.G.coordinator().ConsumerHeartbeat(c.Ctx, req, string(c.Header.ClientID), c.ClientHost), nil
 }

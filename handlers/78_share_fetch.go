@@ -93,7 +93,7 @@ func shareFetch(c *Call, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp, nil
 		}
-		sr := share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Fetch: true, RenewOK: renewOnly}
+		sr := share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, Fetch: true, RenewOK: renewOnly, Conn: c.ConnID}
 		run := &shareRun{}
 		for i := range req.Topics {
 			rt := &req.Topics[i]

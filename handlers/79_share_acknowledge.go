@@ -39,7 +39,7 @@ func shareAcknowledge(c *Call, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response
 	}
 	set := g.Share.Settings(c.Ctx, group)
 	resp.AcquisitionLockTimeoutMillis = int32(set.LockMs)
-	sr := share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, RenewOK: req.Version >= 2 && req.IsRenewAck}
+	sr := share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, RenewOK: req.Version >= 2 && req.IsRenewAck, Conn: c.ConnID}
 	type named struct {
 		id   [16]byte
 		name string

@@ -5,8 +5,8 @@
 //     it consumes (all of them when Topics is null), or -1 for a partition
 //     the group has not started; v1 adds the lag: the records from the
 //     start offset to the high watermark not yet acknowledged or archived.
-//     A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION per
-//     partition; a group the principal may not DESCRIBE
+//     A topic that does not exist, or a group that is not a share group
+//     here, answers start offset -1 without an error, as Kafka does; a group the principal may not DESCRIBE
 //     GROUP_AUTHORIZATION_FAILED; topics it may not DESCRIBE are left out
 //     of an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named.
 //   - LeaderEpoch is 0 (the gateway's partitions have one leader epoch).
@@ -17,11 +17,13 @@
 package handlers
 
 import (
+	"errors"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/share"
 )
 
@@ -74,6 +76,9 @@ func (c *Call) shareOffsetsTopic(version int16, rt kmsg.DescribeShareGroupOffset
 		code = kerr.TopicAuthorizationFailed.Code
 	default:
 		ti, err := c.G.Store.Topic(c.Ctx, c.G.Cfg.Stream, rt.Topic)
+		if errors.Is(err, bridge.ErrTopicNotFound) {
+			break // Kafka: start offset -1, no error
+		}
 		if err != nil {
 			code = errCode(err, opMeta)
 			break

@@ -4,9 +4,10 @@
 //   - Forgets a share group's share partitions of the topics named
 //     (kafka-share-groups --delete-offsets): the next ShareFetch starts
 //     them over by share.auto.offset.reset. Only while the group has no
-//     members (NON_EMPTY_GROUP at the top); a group that is not a share
-//     group here GROUP_ID_NOT_FOUND; a topic that does not exist
-//     UNKNOWN_TOPIC_OR_PARTITION per topic. ACLs: DELETE on the group
+//     members (NON_EMPTY_GROUP at the top); a classic or consumer group's
+//     id GROUP_ID_NOT_FOUND; a topic that does not exist, or one the group
+//     has no state for, UNKNOWN_TOPIC_OR_PARTITION per topic ("There is no
+//     offset information to delete."); an id no group has: nothing to do. ACLs: DELETE on the group
 //     (GROUP_AUTHORIZATION_FAILED), READ on each topic
 //     (TOPIC_AUTHORIZATION_FAILED).
 
@@ -44,10 +45,26 @@ func deleteShareGroupOffsets(c *Call, req *kmsg.DeleteShareGroupOffsetsRequest) 
 		}
 		resp.Topics = append(resp.Topics, ot)
 	}
-	if code := c.G.Share.DeleteOffsets(c.Ctx, req.GroupID, names); code != 0 {
+	if c.G.coordinator().Holds(req.GroupID) {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		resp.ErrorMessage = kmsg.StringPtr("Group " + req.GroupID + " is not a share group.")
+		resp.Topics = nil
+		return resp, nil
+	}
+	code, had := c.G.Share.DeleteOffsets(c.Ctx, req.GroupID, names)
+	if code != 0 {
 		resp.ErrorCode = code
 		resp.ErrorMessage = kmsg.StringPtr(kerr.ErrorForCode(code).Error())
 		resp.Topics = nil
+		return resp, nil
+	}
+	if had != nil {
+		for i := range resp.Topics {
+			if t := &resp.Topics[i]; t.ErrorCode == 0 && !had[t.Topic] {
+				t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				t.ErrorMessage = kmsg.StringPtr("There is no offset information to delete.")
+			}
+		}
 	}
 	return resp, nil
 }

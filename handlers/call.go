@@ -186,6 +186,10 @@ type Call struct {
 	// Final is true on the run after a Wait's deadline passed: the handler
 	// must answer now.
 	Final bool
+	// ConnID names the call's connection (unique while the server runs;
+	// 0: none, direct calls and tests): state tied to a connection, such
+	// as a share session, ends with it (Gateway.ConnClosed).
+	ConnID uint64
 	// ClientHost is the peer address of the connection ("/ip" as Kafka
 	// reports it in DescribeGroups), computed once per connection.
 	ClientHost string

@@ -23,6 +23,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/group"
+	"github.com/iggy-kafka/gateway/share"
 )
 
 // configResourceTypeGroup is ConfigResource type GROUP (KIP-848); kmsg
@@ -41,10 +42,10 @@ type groupConfigDef struct {
 	doc            string
 }
 
-const groupInertDoc = " Kept and reported; no effect on this gateway (share and streams groups are not served)."
+const groupInertDoc = " Kept and reported; no effect on this gateway (streams groups are not served)."
 
 // groupConfigDefs are the group configs with this gateway's defaults and
-// bounds (the consumer ones from group.Config, the rest Kafka 4.1's).
+// bounds (the consumer ones from group.Config, the rest Kafka 4.4's).
 func (g *Gateway) groupConfigDefs() map[string]groupConfigDef {
 	gc := group.Config{}
 	if g.Groups != nil {
@@ -60,15 +61,19 @@ func (g *Gateway) groupConfigDefs() map[string]groupConfigDef {
 			ms(gc.ConsumerMinSessionTimeout), ms(gc.ConsumerMaxSessionTimeout),
 			"group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", nil, true,
 			"How long a member of this consumer group (KIP-848) may go without a heartbeat before it is removed and its partitions freed."},
-		"share.auto.offset.reset": {typ: kmsg.ConfigTypeString, def: "latest", doc: "Where a share group starts reading: latest, earliest or by_duration:<ISO 8601 duration>." + groupInertDoc},
+		"share.auto.offset.reset": {typ: kmsg.ConfigTypeString, def: "latest", doc: "Where a share group starts reading a partition new to it: latest, earliest or by_duration:<ISO 8601 duration>."},
 		"share.heartbeat.interval.ms": {kmsg.ConfigTypeInt, "5000", 5000, 15000,
-			"group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", nil, false, "A share group's heartbeat interval." + groupInertDoc},
+			"group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", nil, false, "The heartbeat interval the coordinator tells this share group's members."},
 		"share.isolation.level": {typ: kmsg.ConfigTypeString, def: "read_uncommitted", values: []string{"read_uncommitted", "read_committed"},
-			doc: "Whether a share group reads transactional records before they commit." + groupInertDoc},
+			doc: "Whether a share group delivers transactional records before they commit (read_committed: only committed ones)."},
 		"share.record.lock.duration.ms": {kmsg.ConfigTypeInt, "30000", 15000, 60000,
-			"group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", nil, false, "How long a share group member holds the records it acquired." + groupInertDoc},
+			"group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", nil, false, "How long a share group member holds the records it acquired before they are available again."},
 		"share.session.timeout.ms": {kmsg.ConfigTypeInt, "45000", 45000, 60000,
-			"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", nil, false, "A share group's session timeout." + groupInertDoc},
+			"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", nil, false, "How long a share group member may go without a heartbeat before it is removed and its records released."},
+		"share.delivery.count.limit": {kmsg.ConfigTypeInt, "5", 2, 10,
+			"group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit", nil, false, "How many times a record is delivered to a share group before it is archived."},
+		"share.partition.max.record.locks": {kmsg.ConfigTypeInt, strconv.Itoa(g.shareMaxRecordLocks()), 100, 4000,
+			"group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks", nil, false, "How many records of a partition a share group may have in flight."},
 		"streams.heartbeat.interval.ms": {kmsg.ConfigTypeInt, "5000", 5000, 15000,
 			"group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", nil, false, "A streams group's heartbeat interval." + groupInertDoc},
 		"streams.num.standby.replicas": {kmsg.ConfigTypeInt, "0", 0, 2,
@@ -213,4 +218,13 @@ func (c *Call) alterGroupConfigs(name string, validateOnly bool, change func(bri
 		c.G.Groups.GroupConfigsChanged(name)
 	}
 	return 0, ""
+}
+
+// shareMaxRecordLocks is the default of share.partition.max.record.locks:
+// --share-max-record-locks.
+func (g *Gateway) shareMaxRecordLocks() int {
+	if n := g.Cfg.Shares.Limits.MaxInFlight; n > 0 {
+		return n
+	}
+	return share.DefaultConfig().MaxInFlight
 }

@@ -68,6 +68,17 @@ func (g *Gateway) CloseShareGroups() {
 	}
 }
 
+// ConnClosed tells the gateway connection id closed: the share sessions
+// it last used close, and the records their members hold are available
+// again at once, as on Kafka (a killed share consumer's records go to the
+// others without waiting for their locks). Loop only (OnClose): it never
+// blocks; the state is written on a goroutine of its own.
+func (g *Gateway) ConnClosed(id uint64) {
+	if g.Share != nil && id != 0 {
+		g.Share.ConnClosed(id)
+	}
+}
+
 // shareTopics resolves the subscribed topic names of a share-group
 // heartbeat to their ids and partition counts; missing topics are left
 // out (assigned once they exist). A worker.

@@ -49,6 +49,9 @@ type connState struct {
 	exitBuffered   int
 	// addr is the per-address accounting key (limits.go); set at accept.
 	addr netip.Addr
+	// id names the connection to the handlers (Call.ConnID), unique in
+	// the server's life; set at accept.
+	id uint64
 	// frameStart is the unix-nano time the request now arriving started
 	// (0: none; at accept: the connection's start), for FrameTimeout.
 	// Written by the loop, read by the ticker.

@@ -47,7 +47,8 @@ type Server struct {
 	addr    string
 
 	conns    atomic.Int64
-	inflight atomic.Int64 // requests accepted and not finished, server-wide
+	connIDs  atomic.Uint64 // the last connection id handed out (connState.id)
+	inflight atomic.Int64  // requests accepted and not finished, server-wide
 	draining atomic.Bool
 
 	parkMu    sync.Mutex
@@ -363,6 +364,7 @@ func (s *Server) onOpen(c gnet.Conn, ln *listenerState) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	cs := newConnState(s, c)
+	cs.id = s.connIDs.Add(1)
 	cs.addr = key
 	cs.ln = ln
 	if d := s.g.ConnectionThrottle(peerIP(c.RemoteAddr())); d > 0 {
@@ -387,6 +389,7 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	cs.closed.Store(true)
 	cs.onClosed()
+	s.g.ConnClosed(cs.id)
 	s.conns.Add(-1)
 	s.perAddr.release(cs.addr)
 	s.connMu.Lock()

@@ -182,7 +182,7 @@ func (s *Server) answerInline(cs *connState, spec *handlers.Spec, hdr *codec.Req
 	s.inflight.Add(1)
 	seq := cs.takeSeq()
 	call := handlers.Call{G: s.g, Header: *hdr, Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
-		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal}
+		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, ConnID: cs.id}
 	var resp kmsg.Response
 	if tooNew {
 		resp = spec.TooNew(&call)
@@ -233,7 +233,7 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	j.frame = largeBufs.Get()
 	j.frame.B = append(j.frame.B[:0], body...)
 	j.call = handlers.Call{G: s.g, Header: hdr.Rebase(j.frame.B), Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
-		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j, RequestBytes: len(body)}
+		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j, RequestBytes: len(body), ConnID: cs.id}
 	if cs.sasl != nil && cs.sasl.Raw() {
 		// A bare SASL token (sasl.go): read by the Spec that takes them,
 		// answered bare.

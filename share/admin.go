@@ -143,31 +143,33 @@ func (co *Coordinator) AlterOffsets(ctx context.Context, group string, to map[TP
 }
 
 // DeleteOffsets forgets the share partitions of group's topics (an empty
-// group only: NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND when it is
-// not a share group). The next fetch starts them over by
-// share.auto.offset.reset.
-func (co *Coordinator) DeleteOffsets(ctx context.Context, group string, topics []string) int16 {
+// group only: NON_EMPTY_GROUP otherwise; a group that is not a share group
+// here has nothing to forget). The next fetch starts them over by
+// share.auto.offset.reset. had lists the topics that had state.
+func (co *Coordinator) DeleteOffsets(ctx context.Context, group string, topics []string) (code int16, had map[string]bool) {
 	co.mu.Lock()
 	g := co.groups[group]
 	switch {
 	case g == nil:
 		co.mu.Unlock()
-		return kerr.GroupIDNotFound.Code
+		return 0, nil
 	case len(g.members) > 0:
 		co.mu.Unlock()
-		return kerr.NonEmptyGroup.Code
+		return kerr.NonEmptyGroup.Code, nil
 	}
 	var gone []TP
+	had = map[string]bool{}
 	for tp := range g.parts {
 		for _, t := range topics {
 			if tp.Topic == t {
 				gone = append(gone, tp)
+				had[t] = true
 				delete(g.parts, tp)
 			}
 		}
 	}
 	co.mu.Unlock()
-	return storeCode(co.forget(ctx, group, gone))
+	return storeCode(co.forget(ctx, group, gone)), had
 }
 
 // Delete deletes an empty share group and its state: GROUP_ID_NOT_FOUND
@@ -188,9 +190,9 @@ func (co *Coordinator) Delete(ctx context.Context, group string) int16 {
 		tps = append(tps, tp)
 	}
 	delete(co.groups, group)
-	for k := range co.sessions {
+	for k, s := range co.sessions {
 		if k.group == group {
-			delete(co.sessions, k)
+			co.dropSession(k, s)
 		}
 	}
 	co.mu.Unlock()

@@ -87,8 +87,8 @@ func (c Config) settingsFrom(cfg bridge.GroupConfigs) Settings {
 	if n, ok := num(CfgHeartbeatInterval); ok {
 		s.HeartbeatMs = int32(n)
 	}
-	if n, ok := num(CfgMaxRecordLocks); ok && int(n) < s.MaxInFlight {
-		s.MaxInFlight = int(n)
+	if n, ok := num(CfgMaxRecordLocks); ok {
+		s.MaxInFlight = int(n) // 100-4000, checked when set
 	}
 	return s
 }
@@ -156,6 +156,7 @@ type Coordinator struct {
 	mu       sync.Mutex
 	groups   map[string]*Group
 	sessions map[sessionKey]*session
+	byConn   map[uint64][]sessionKey // sessions by the connection of their latest request
 	closed   bool
 
 	// writes serializes each partition's durable writes, so a later
@@ -191,7 +192,7 @@ func New(o Options) *Coordinator {
 		o.Config = DefaultConfig()
 	}
 	return &Coordinator{o: o, log: o.Log, groups: map[string]*Group{}, sessions: map[sessionKey]*session{},
-		cfgs: map[string]cachedSettings{}, stop: make(chan struct{}), done: make(chan struct{})}
+		byConn: map[uint64][]sessionKey{}, cfgs: map[string]cachedSettings{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Load reads the stored share-partition states (ctx bounds it) and starts
@@ -289,6 +290,19 @@ func (co *Coordinator) Settings(ctx context.Context, group string) Settings {
 	return s
 }
 
+// cachedLimit is group's delivery-count limit from the settings last
+// read, without reading the store (the default when none were read).
+// Any goroutine.
+func (co *Coordinator) cachedLimit(group string) int16 {
+	co.cfgMu.Lock()
+	c, ok := co.cfgs[group]
+	co.cfgMu.Unlock()
+	if ok {
+		return c.s.DeliveryLimit
+	}
+	return co.o.Config.settingsFrom(nil).DeliveryLimit
+}
+
 // now is the clock in unix ms.
 func (co *Coordinator) now() int64 { return co.o.Now().UnixMilli() }
 
@@ -367,7 +381,9 @@ type hit struct {
 func (co *Coordinator) removeMember(g *Group, mid string, limit int16) []hit {
 	var out []hit
 	delete(g.members, mid)
-	delete(co.sessions, sessionKey{g.id, mid})
+	if s := co.sessions[sessionKey{g.id, mid}]; s != nil {
+		co.dropSession(sessionKey{g.id, mid}, s)
+	}
 	for tp, p := range g.parts {
 		if p.ReleaseMember(mid, limit) {
 			out = append(out, hit{g.id, tp})
@@ -473,7 +489,7 @@ func (co *Coordinator) assign(g *Group) {
 		m := g.members[id]
 		if !sameAssignment(m.assigned, next[id]) {
 			m.assigned = next[id]
-			m.prev, m.epoch = m.epoch, g.epoch
+			m.epoch = g.epoch
 		}
 	}
 }

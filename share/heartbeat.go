@@ -38,7 +38,7 @@ func (co *Coordinator) Heartbeat(ctx context.Context, in HeartbeatInput) *kmsg.S
 	case !validGroupID(req.GroupID):
 		return fail(kerr.InvalidRequest.Code, "GroupId can't be empty.")
 	case req.MemberID == "":
-		return fail(kerr.InvalidRequest.Code, "MemberId can't be empty.")
+		return fail(kerr.InvalidRequest.Code, "")
 	case req.MemberEpoch < -1:
 		return fail(kerr.InvalidRequest.Code, "MemberEpoch is invalid.")
 	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
@@ -47,21 +47,26 @@ func (co *Coordinator) Heartbeat(ctx context.Context, in HeartbeatInput) *kmsg.S
 		return fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", req.GroupID))
 	}
 	set := co.Settings(ctx, req.GroupID)
-	resp.HeartbeatIntervalMillis = set.HeartbeatMs
 	resp.MemberID = &req.MemberID
+	notMember := func() *kmsg.ShareGroupHeartbeatResponse {
+		resp.MemberID = nil
+		return fail(kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.GroupID))
+	}
 
 	if req.MemberEpoch == -1 {
 		co.mu.Lock()
 		g := co.groups[req.GroupID]
-		var woke []hit
-		if g != nil && g.members[req.MemberID] != nil {
-			woke = co.removeMember(g, req.MemberID, set.DeliveryLimit)
+		if g == nil || g.members[req.MemberID] == nil {
+			co.mu.Unlock()
+			return notMember()
 		}
+		woke := co.removeMember(g, req.MemberID, set.DeliveryLimit)
 		co.mu.Unlock()
 		co.afterRelease(ctx, woke)
 		resp.MemberEpoch = -1
 		return resp
 	}
+	resp.HeartbeatIntervalMillis = set.HeartbeatMs
 
 	// The subscribed topics' metadata, read before the lock.
 	co.mu.Lock()
@@ -107,10 +112,15 @@ func (co *Coordinator) Heartbeat(ctx context.Context, in HeartbeatInput) *kmsg.S
 		changed = true
 	} else {
 		if m == nil {
-			return fail(kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.GroupID))
+			return notMember()
 		}
-		if req.MemberEpoch != m.epoch && req.MemberEpoch != m.prev {
-			return fail(kerr.FencedMemberEpoch.Code, fmt.Sprintf("The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch))
+		// Kafka fences only an epoch from the future: a lower one (a
+		// lost answer) is answered with the current epoch.
+		if req.MemberEpoch > m.epoch {
+			return fail(kerr.FencedMemberEpoch.Code, fmt.Sprintf("The share group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch))
+		}
+		if req.MemberEpoch < m.epoch {
+			m.sent = -1 // it missed an answer: send the assignment again
 		}
 	}
 	m.deadline = now + set.SessionMs

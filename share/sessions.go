@@ -16,6 +16,7 @@ type sessionKey struct {
 type session struct {
 	epoch int32
 	parts []SessionPart
+	conn  uint64 // the connection of its latest request (0: none)
 }
 
 // SessionPart is a partition of a share session.
@@ -44,6 +45,9 @@ type SessionRequest struct {
 	Acks   []Ack
 	// RenewOK: renew acknowledgements are allowed (v2 IsRenewAck).
 	RenewOK bool
+	// Conn is the request's connection (0: none): the session ends when
+	// the connection of its latest request closes (ConnClosed).
+	Conn uint64
 }
 
 // SessionResult is what Session did: a top-level code, the session's
@@ -65,16 +69,13 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 	var res SessionResult
 	switch {
 	case r.Member == "" || len(r.Member) > 36:
-		res.Code, res.Msg = kerr.InvalidRequest.Code, "The member id is not valid."
+		res.Code = kerr.InvalidRequest.Code
 		return res
 	case r.Epoch == 0 && !r.Fetch:
 		res.Code = kerr.InvalidShareSessionEpoch.Code
 		return res
 	case r.Epoch == 0 && len(r.Acks) > 0:
-		res.Code, res.Msg = kerr.InvalidRequest.Code, "Acknowledge data present in initial fetch request."
-		return res
-	case r.Epoch == -1 && r.Fetch && len(r.Add) > 0:
-		res.Code, res.Msg = kerr.InvalidRequest.Code, "Share session close request must not fetch."
+		res.Code = kerr.InvalidRequest.Code
 		return res
 	case r.Epoch < -1:
 		res.Code = kerr.InvalidShareSessionEpoch.Code
@@ -104,6 +105,9 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 			return res
 		}
 		co.group(r.Group)
+		if s != nil {
+			co.dropSession(key, s)
+		}
 		s = &session{}
 		co.sessions[key] = s
 	case s == nil:
@@ -137,7 +141,7 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 		}
 	}
 	if r.Epoch == -1 {
-		delete(co.sessions, key)
+		co.dropSession(key, s)
 		for tp, p := range g.parts {
 			if p.ReleaseMember(r.Member, set.DeliveryLimit) {
 				woke = append(woke, hit{r.Group, tp})
@@ -148,6 +152,7 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 		if s.epoch < 0 {
 			s.epoch = 1
 		}
+		co.bindConn(key, s, r.Conn)
 		s.forget(r.Forget)
 		s.add(r.Add)
 		res.Parts = append([]SessionPart(nil), s.parts...)
@@ -279,4 +284,81 @@ func (co *Coordinator) SkipTo(ctx context.Context, group string, tp TP, off int6
 	g.parts[tp].skipTo(off)
 	co.mu.Unlock()
 	return co.persist(ctx, group, tp)
+}
+
+// bindConn ties session key to connection conn, the one of its latest
+// request. co.mu is held.
+func (co *Coordinator) bindConn(key sessionKey, s *session, conn uint64) {
+	if s.conn == conn {
+		return
+	}
+	co.unbindConn(key, s)
+	s.conn = conn
+	if conn != 0 {
+		co.byConn[conn] = append(co.byConn[conn], key)
+	}
+}
+
+// unbindConn unties session key from its connection. co.mu is held.
+func (co *Coordinator) unbindConn(key sessionKey, s *session) {
+	if s.conn == 0 {
+		return
+	}
+	keys := co.byConn[s.conn]
+	for i, k := range keys {
+		if k == key {
+			keys = append(keys[:i], keys[i+1:]...)
+			break
+		}
+	}
+	if len(keys) == 0 {
+		delete(co.byConn, s.conn)
+	} else {
+		co.byConn[s.conn] = keys
+	}
+	s.conn = 0
+}
+
+// dropSession removes session key. co.mu is held.
+func (co *Coordinator) dropSession(key sessionKey, s *session) {
+	co.unbindConn(key, s)
+	delete(co.sessions, key)
+}
+
+// ConnClosed closes the share sessions whose latest request came on
+// connection conn and releases the records their members hold (Kafka's
+// share sessions die with their connection). It never blocks: the
+// released state is written, and parked fetches woken, on a goroutine.
+// Any goroutine.
+func (co *Coordinator) ConnClosed(conn uint64) {
+	co.mu.Lock()
+	keys := co.byConn[conn]
+	if len(keys) == 0 {
+		co.mu.Unlock()
+		return
+	}
+	delete(co.byConn, conn)
+	var woke []hit
+	for _, key := range keys {
+		s := co.sessions[key]
+		if s == nil || s.conn != conn {
+			continue
+		}
+		s.conn = 0
+		delete(co.sessions, key)
+		g := co.groups[key.group]
+		if g == nil {
+			continue
+		}
+		limit := co.cachedLimit(key.group)
+		for tp, p := range g.parts {
+			if p.ReleaseMember(key.member, limit) {
+				woke = append(woke, hit{key.group, tp})
+			}
+		}
+	}
+	co.mu.Unlock()
+	if len(woke) > 0 {
+		go co.afterRelease(context.Background(), woke)
+	}
 }

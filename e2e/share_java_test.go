@@ -295,9 +295,11 @@ func TestShareGroupJavaReleaseReject(t *testing.T) {
 	}
 }
 
-// A consumer killed with kill -9 while it holds acquired records: after
-// the acquisition lock (share.record.lock.duration.ms at its minimum,
-// 15 s) they are delivered to another consumer with delivery count 2. The
+// A consumer killed with kill -9 while it holds acquired records: they are
+// delivered to another consumer with delivery count 2. Kafka 4.4 releases
+// them as soon as the dead consumer's connection closes (its share session
+// goes with it); at the latest the acquisition lock
+// (share.record.lock.duration.ms, set to its minimum, 15 s) frees them. The
 // holder acknowledges implicitly, the other explicitly.
 func TestShareGroupJavaKilledHolder(t *testing.T) {
 	t.Parallel()

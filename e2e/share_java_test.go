@@ -43,6 +43,20 @@ func shareTarget(t *testing.T) (addr string, name func(string) string) {
 	return startGateway(t).Addr, func(s string) string { return s }
 }
 
+// shareSetup starts what a share-group test runs against (shareTarget),
+// creates a one-partition topic named after base holding n records
+// (valueRecords: v0, v1, ...) and configures a group for it
+// (shareGroupConfig with kv); it returns the address, topic and group.
+func shareSetup(t *testing.T, base string, n int, kv ...string) (addr, topic, group string) {
+	t.Helper()
+	needJava(t)
+	addr, name := shareTarget(t)
+	topic, group = name(base), name(base+"-grp")
+	filledTopic(t, addr, topic, n)
+	shareGroupConfig(t, addr, group, kv...)
+	return addr, topic, group
+}
+
 // shareGroupConfig sets share.auto.offset.reset=earliest and the given
 // extra key=values on group with kafka-configs, as a user would.
 func shareGroupConfig(t *testing.T, addr, group string, kv ...string) {
@@ -126,6 +140,15 @@ func deliveries(cs ...*shareConsumer) map[string][]shareRec {
 	return out
 }
 
+// countsOf returns the delivery counts of rs.
+func countsOf(rs []shareRec) []int {
+	out := make([]int, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.count)
+	}
+	return out
+}
+
 // awaitDeliveries waits until every value of want was delivered to cs at
 // least n[value] times (1 when absent from n).
 func awaitDeliveries(t *testing.T, want []string, n map[string]int, cs ...*shareConsumer) {
@@ -180,11 +203,7 @@ func produceMarker(t *testing.T, addr, topic string) {
 // is confirmed.
 func TestShareGroupJavaAcceptAll(t *testing.T) {
 	t.Parallel()
-	needJava(t)
-	addr, name := shareTarget(t)
-	topic, group := name("share-all"), name("share-all-grp")
-	filledTopic(t, addr, topic, 300)
-	shareGroupConfig(t, addr, group)
+	addr, topic, group := shareSetup(t, "share-all", 300)
 	cs := []*shareConsumer{
 		startShareConsumer(t, addr, group, topic, "c1", "implicit", "accept"),
 		startShareConsumer(t, addr, group, topic, "c2", "implicit", "accept"),
@@ -221,11 +240,8 @@ func TestShareGroupJavaAcceptAll(t *testing.T) {
 // own.
 func TestShareGroupJavaReleaseReject(t *testing.T) {
 	t.Parallel()
-	needJava(t)
-	addr, name := shareTarget(t)
-	topic, relGroup, rejGroup := name("share-rr"), name("share-rel-grp"), name("share-rej-grp")
-	filledTopic(t, addr, topic, 100)
-	shareGroupConfig(t, addr, relGroup)
+	addr, topic, relGroup := shareSetup(t, "share-rr", 100)
+	rejGroup := relGroup + "-rej"
 	shareGroupConfig(t, addr, rejGroup)
 	rel := []*shareConsumer{
 		startShareConsumer(t, addr, relGroup, topic, "rel1", "explicit", "release:3"),
@@ -251,10 +267,7 @@ func TestShareGroupJavaReleaseReject(t *testing.T) {
 
 	got := deliveries(rel...)
 	for _, v := range want {
-		counts := []int{}
-		for _, r := range got[v] {
-			counts = append(counts, r.count)
-		}
+		counts := countsOf(got[v])
 		wantCounts := []int{1}
 		if twice[v] == 2 {
 			wantCounts = []int{1, 2}
@@ -303,11 +316,7 @@ func TestShareGroupJavaReleaseReject(t *testing.T) {
 // holder acknowledges implicitly, the other explicitly.
 func TestShareGroupJavaKilledHolder(t *testing.T) {
 	t.Parallel()
-	needJava(t)
-	addr, name := shareTarget(t)
-	topic, group := name("share-kill"), name("share-kill-grp")
-	filledTopic(t, addr, topic, 20)
-	shareGroupConfig(t, addr, group, "share.record.lock.duration.ms=15000")
+	addr, topic, group := shareSetup(t, "share-kill", 20, "share.record.lock.duration.ms=15000")
 	holder := startShareConsumer(t, addr, group, topic, "holder", "implicit", "hold")
 	holder.p.waitOutput(t, "REC ", 2*time.Minute)
 	holder.p.kill()
@@ -339,11 +348,7 @@ func TestShareGroupJavaKilledHolder(t *testing.T) {
 // the others once.
 func TestShareGroupJavaDeliveryLimit(t *testing.T) {
 	t.Parallel()
-	needJava(t)
-	addr, name := shareTarget(t)
-	topic, group := name("share-limit"), name("share-limit-grp")
-	filledTopic(t, addr, topic, 20)
-	shareGroupConfig(t, addr, group, "share.delivery.count.limit=2")
+	addr, topic, group := shareSetup(t, "share-limit", 20, "share.delivery.count.limit=2")
 	c := startShareConsumer(t, addr, group, topic, "c", "explicit", "release-always:5")
 	want := shareValues(20)
 	awaitDeliveries(t, want, map[string]int{"v5": 2, "v15": 2}, c)
@@ -353,10 +358,7 @@ func TestShareGroupJavaDeliveryLimit(t *testing.T) {
 	noAckFailures(t, c)
 	got := deliveries(c)
 	for _, v := range want {
-		counts := []int{}
-		for _, r := range got[v] {
-			counts = append(counts, r.count)
-		}
+		counts := countsOf(got[v])
 		wantCounts := []int{1}
 		if v == "v5" || v == "v15" {
 			wantCounts = []int{1, 2}
@@ -372,11 +374,7 @@ func TestShareGroupJavaDeliveryLimit(t *testing.T) {
 // kafka-console-share-consumer on a share group.
 func TestShareGroupJavaTools(t *testing.T) {
 	t.Parallel()
-	needJava(t)
-	addr, name := shareTarget(t)
-	topic, group := name("share-tools"), name("share-tools-grp")
-	filledTopic(t, addr, topic, 10)
-	shareGroupConfig(t, addr, group)
+	addr, topic, group := shareSetup(t, "share-tools", 10)
 	tool := func(args ...string) string {
 		t.Helper()
 		out, _ := kafkaTool(t, addr, "org.apache.kafka.tools.consumer.group.ShareGroupCommand", args...)
@@ -392,6 +390,20 @@ func TestShareGroupJavaTools(t *testing.T) {
 		"--topic", topic, "--group", group, "--max-messages", "3", "--timeout-ms", "60000")
 	if got := strings.Fields(out); len(got) != 3 {
 		t.Fatalf("kafka-console-share-consumer printed %q, want three records", out)
+	}
+
+	// stopMember stops c and waits until the group is Empty.
+	stopMember := func(c *shareConsumer) {
+		t.Helper()
+		c.p.stop(t, time.Minute)
+		if err := await.Poll(time.Minute, time.Second, func() error {
+			if out := tool("--describe", "--group", group, "--state"); !strings.Contains(out, "Empty") {
+				return fmt.Errorf("--describe --state after %s left:\n%s", c.name, out)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("still not so after %v: %v", time.Minute, err)
+		}
 	}
 
 	c := startShareConsumer(t, addr, group, topic, "member1", "explicit", "accept")
@@ -419,15 +431,7 @@ func TestShareGroupJavaTools(t *testing.T) {
 		t.Fatalf("--list --state:\n%s", out)
 	}
 
-	c.p.stop(t, time.Minute)
-	if err := await.Poll(time.Minute, time.Second, func() error {
-		if out := tool("--describe", "--group", group, "--state"); !strings.Contains(out, "Empty") {
-			return fmt.Errorf("--describe --state after the member left:\n%s", out)
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("still not so after %v: %v", time.Minute, err)
-	}
+	stopMember(c)
 	if out := tool("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"); !strings.Contains(out, topic) {
 		t.Fatalf("--reset-offsets:\n%s", out)
 	}
@@ -437,15 +441,7 @@ func TestShareGroupJavaTools(t *testing.T) {
 	// After the reset every record is delivered again.
 	c = startShareConsumer(t, addr, group, topic, "member2", "implicit", "accept")
 	awaitDeliveries(t, shareValues(10), nil, c)
-	c.p.stop(t, time.Minute)
-	if err := await.Poll(time.Minute, time.Second, func() error {
-		if out := tool("--describe", "--group", group, "--state"); !strings.Contains(out, "Empty") {
-			return fmt.Errorf("--describe --state after the member left:\n%s", out)
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("still not so after %v: %v", time.Minute, err)
-	}
+	stopMember(c)
 	if out := tool("--delete-offsets", "--group", group, "--topic", topic); !strings.Contains(out, topic) {
 		t.Fatalf("--delete-offsets:\n%s", out)
 	}

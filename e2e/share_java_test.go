@@ -265,9 +265,12 @@ func TestShareGroupJavaReleaseReject(t *testing.T) {
 	}
 	noAckFailures(t, append(rel, rej)...)
 
+	// Deliveries and acknowledgements are compared as sets: the two
+	// consumers' outputs are not ordered between them.
 	got := deliveries(rel...)
 	for _, v := range want {
 		counts := countsOf(got[v])
+		slices.Sort(counts)
 		wantCounts := []int{1}
 		if twice[v] == 2 {
 			wantCounts = []int{1, 2}
@@ -285,9 +288,11 @@ func TestShareGroupJavaReleaseReject(t *testing.T) {
 	for i := range 100 {
 		want := []string{"ACCEPT"}
 		if i%10 == 3 {
-			want = []string{"RELEASE", "ACCEPT"}
+			want = []string{"ACCEPT", "RELEASE"}
 		}
-		if a := acks["0/"+strconv.Itoa(i)]; !slices.Equal(a, want) {
+		a := acks["0/"+strconv.Itoa(i)]
+		slices.Sort(a)
+		if !slices.Equal(a, want) {
 			t.Errorf("release group: offset %d acknowledged %v, want %v", i, a, want)
 		}
 	}

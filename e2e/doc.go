@@ -19,4 +19,9 @@
 // iggy_cli_ and native_mapping_helpers_test.go, fault_proxy_test.go and
 // cluster_helpers_test.go. Tests wait for a condition with internal/await,
 // and call t.Parallel unless they say why they run alone.
+//
+// The share-group tests (share_java_test.go) run against an Apache Kafka
+// broker instead of a gateway when IGGY_KAFKA_E2E_KAFKA_ADDR names one
+// (bench/kafka's jars start one), which is how their expectations were
+// checked against Kafka 4.4.
 package e2e

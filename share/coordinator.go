@@ -159,9 +159,9 @@ type Coordinator struct {
 	byConn   map[uint64][]sessionKey // sessions by the connection of their latest request
 	closed   bool
 
-	// writes serializes each partition's durable writes, so a later
-	// snapshot never lands before an earlier one.
-	writes sync.Map // stateKey -> *sync.Mutex
+	// writes orders each partition's durable writes, so a later snapshot
+	// never lands before an earlier one, and batches them (partWriter).
+	writes sync.Map // stateKey -> *partWriter
 
 	cfgMu sync.Mutex
 	cfgs  map[string]cachedSettings
@@ -394,18 +394,58 @@ func (co *Coordinator) removeMember(g *Group, mid string, limit int16) []hit {
 	return out
 }
 
-// persist writes the durable state of one share partition if it changed.
-// Writes of one partition are serialized, each taking its snapshot after
-// the one before it was written. Without co.mu.
+// partWriter orders the durable writes of one share partition and lets
+// one write carry every change made before it started (group commit):
+// acknowledgements of many members of one partition wait for one store
+// write, not one each.
+type partWriter struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	writing bool
+	started uint64 // writes begun
+	done    uint64 // the last write ended (writes end in the order begun)
+	err     error  // its outcome
+}
+
+// persist makes the durable state of one share partition, as it is now,
+// durable: it returns once a write that began after the call was made
+// has ended, itself writing when no write is under way. Without co.mu.
 func (co *Coordinator) persist(ctx context.Context, group string, tp TP) error {
 	if co.o.Store == nil {
 		return nil
 	}
 	key := stateKey(group, tp.Topic, tp.Partition)
-	lk, _ := co.writes.LoadOrStore(key, &sync.Mutex{})
-	mu := lk.(*sync.Mutex)
-	mu.Lock()
-	defer mu.Unlock()
+	v, ok := co.writes.Load(key)
+	if !ok {
+		w := &partWriter{}
+		w.cond = sync.NewCond(&w.mu)
+		v, _ = co.writes.LoadOrStore(key, w)
+	}
+	w := v.(*partWriter)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.started + 1
+	for w.done < target {
+		if w.writing {
+			w.cond.Wait()
+			continue
+		}
+		w.writing = true
+		w.started++
+		mine := w.started
+		w.mu.Unlock()
+		err := co.writeState(ctx, group, tp, key)
+		w.mu.Lock()
+		w.writing = false
+		w.done, w.err = mine, err
+		w.cond.Broadcast()
+	}
+	return w.err
+}
+
+// writeState writes one share partition's state if it changed since the
+// last write. The partition's writer is held. Without co.mu.
+func (co *Coordinator) writeState(ctx context.Context, group string, tp TP, key string) error {
 	co.mu.Lock()
 	g := co.groups[group]
 	var p *Partition
@@ -437,6 +477,7 @@ func (co *Coordinator) forget(ctx context.Context, group string, tps []TP) error
 	ents := make([]bridge.TxnStateEntry, len(tps))
 	for i, tp := range tps {
 		ents[i] = bridge.TxnStateEntry{Key: stateKey(group, tp.Topic, tp.Partition)}
+		co.writes.Delete(ents[i].Key)
 	}
 	return co.o.Store.PutTxnStates(ctx, ents)
 }

@@ -122,7 +122,7 @@ type TP struct {
 // member is one share-group member.
 type member struct {
 	id, rack, clientID, host string
-	epoch, prev              int32    // the member epoch and the one before it
+	epoch                    int32
 	topics                   []string // subscribed, sorted
 	assigned                 map[string][]int32
 	sent                     int32 // the member epoch whose assignment was last sent

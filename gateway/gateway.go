@@ -235,6 +235,9 @@ func registerGatewayMetrics(m *metrics.Metrics, g *handlers.Gateway) {
 		return metrics.TailCacheCounts{Hits: st.Hits, Misses: st.Misses, ServedBytes: st.ServedBytes, UsedBytes: st.UsedBytes}
 	})
 	m.Quotas(func() metrics.QuotaCounts { return metrics.QuotaCounts(g.QuotaStats()) })
+	if g.Share != nil {
+		m.Shares(func() metrics.ShareCounts { return metrics.ShareCounts(g.ShareStats()) })
+	}
 }
 
 // abort undoes a Start that failed part way: nothing serves yet.

@@ -79,6 +79,15 @@ func (g *Gateway) ConnClosed(id uint64) {
 	}
 }
 
+// ShareStats reads the share groups' numbers (metrics.ShareCounts); zero
+// without share groups. Any goroutine.
+func (g *Gateway) ShareStats() share.Numbers {
+	if g.Share == nil {
+		return share.Numbers{}
+	}
+	return g.Share.Numbers()
+}
+
 // shareTopics resolves the subscribed topic names of a share-group
 // heartbeat to their ids and partition counts; missing topics are left
 // out (assigned once they exist). A worker.

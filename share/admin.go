@@ -129,6 +129,7 @@ func (co *Coordinator) AlterOffsets(ctx context.Context, group string, to map[TP
 		p := g.parts[tp]
 		if p == nil || p.TopicID != ids[tp.Topic] {
 			p = newPartition(ids[tp.Topic], off)
+			p.stats = &co.stats
 			g.parts[tp] = p
 		}
 		p.Reset(off)
@@ -197,4 +198,27 @@ func (co *Coordinator) Delete(ctx context.Context, group string) int16 {
 	}
 	co.mu.Unlock()
 	return storeCode(co.forget(ctx, group, tps))
+}
+
+// Numbers are the share groups' numbers for metrics.
+type Numbers struct {
+	Groups, Members, Sessions, Acquired                                         int64
+	AcquiredTotal, Accepted, Released, Rejected, Expired, Archived, StateWrites int64
+}
+
+// Numbers reads the numbers of the share groups. Any goroutine.
+func (co *Coordinator) Numbers() Numbers {
+	co.mu.Lock()
+	c := Numbers{Groups: int64(len(co.groups)), Sessions: int64(len(co.sessions))}
+	for _, g := range co.groups {
+		c.Members += int64(len(g.members))
+		for _, p := range g.parts {
+			c.Acquired += int64(p.locks)
+		}
+	}
+	co.mu.Unlock()
+	s := &co.stats
+	c.AcquiredTotal, c.Accepted, c.Released = s.Acquired.Load(), s.Accepted.Load(), s.Released.Load()
+	c.Rejected, c.Expired, c.Archived, c.StateWrites = s.Rejected.Load(), s.Expired.Load(), s.Archived.Load(), s.StateWrites.Load()
+	return c
 }

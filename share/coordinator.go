@@ -169,6 +169,8 @@ type Coordinator struct {
 	stop    chan struct{}
 	done    chan struct{}
 	started atomic.Bool
+
+	stats Stats // record counts of every share partition (metrics)
 }
 
 type cachedSettings struct {
@@ -212,6 +214,7 @@ func (co *Coordinator) Load(ctx context.Context) error {
 				return
 			}
 			co.mu.Lock()
+			sp.stats = &co.stats
 			co.group(g).parts[TP{t, p}] = sp
 			co.mu.Unlock()
 		})
@@ -460,6 +463,7 @@ func (co *Coordinator) writeState(ctx context.Context, group string, tp TP, key 
 	p.dirty = false
 	co.mu.Unlock()
 	err := co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: key, Value: v}})
+	co.stats.StateWrites.Add(1)
 	if err != nil {
 		co.mu.Lock()
 		p.dirty = true

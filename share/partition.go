@@ -1,6 +1,8 @@
 package share
 
 import (
+	"sync/atomic"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -46,6 +48,26 @@ type Partition struct {
 	locks int
 	// next is the earliest acquisition deadline (unix ms) while locks > 0.
 	next int64
+	// stats counts what happens to records, for metrics (nil: not
+	// counted).
+	stats *Stats
+}
+
+// Stats are the record counts of a coordinator's share partitions.
+// Atomic: partitions of any group update them.
+type Stats struct {
+	Acquired, Accepted, Released, Rejected, Expired, Archived, StateWrites atomic.Int64
+}
+
+// uncounted takes the counts of partitions without a coordinator's Stats.
+var uncounted Stats
+
+// st is where p counts.
+func (p *Partition) st() *Stats {
+	if p.stats != nil {
+		return p.stats
+	}
+	return &uncounted
 }
 
 // newPartition starts a share partition at offset start, nothing in flight.
@@ -123,6 +145,7 @@ func (p *Partition) Acquire(member string, batches []Batch, lim AcquireLimits, n
 			p.next = deadline
 		}
 		n++
+		p.st().Acquired.Add(1)
 		if k := len(out) - 1; k >= 0 && out[k].Last == off-1 && out[k].Deliveries == r.deliveries {
 			out[k].Last = off
 			return
@@ -226,10 +249,15 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 		switch t {
 		case AckAccept:
 			r.state = stateAcked
+			p.st().Accepted.Add(1)
 		case AckRelease:
 			p.release(r, lim.DeliveryLimit)
+			p.st().Released.Add(1)
 		default: // reject, gap
 			r.state = stateArchived
+			if t == AckReject {
+				p.st().Rejected.Add(1)
+			}
 		}
 		p.dirty = true
 	}
@@ -248,6 +276,7 @@ func (p *Partition) unlock(r *record) {
 func (p *Partition) release(r *record, limit int16) {
 	if limit > 0 && r.deliveries >= limit {
 		r.state = stateArchived
+		p.st().Archived.Add(1)
 	} else {
 		r.state = stateAvailable
 	}
@@ -266,6 +295,7 @@ func (p *Partition) ReleaseMember(member string, limit int16) bool {
 		if r.state == stateAcquired && r.owner == member {
 			p.unlock(r)
 			p.release(r, limit)
+			p.st().Released.Add(1)
 			any = true
 		}
 	}
@@ -292,6 +322,7 @@ func (p *Partition) Expire(now int64, limit int16) bool {
 		if r.deadline <= now {
 			p.unlock(r)
 			p.release(r, limit)
+			p.st().Expired.Add(1)
 			any = true
 			continue
 		}

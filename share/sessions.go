@@ -248,6 +248,7 @@ func (co *Coordinator) FetchFrom(ctx context.Context, group string, tp TP, topic
 	if p == nil || p.TopicID != topicID {
 		p = newPartition(topicID, off)
 		p.dirty = true
+		p.stats = &co.stats
 		g.parts[tp] = p
 	}
 	from := p.FetchFrom()

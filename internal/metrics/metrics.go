@@ -392,6 +392,36 @@ func (m *Metrics) Quotas(read func() QuotaCounts) {
 	)
 }
 
+// ShareCounts is what the share-group collectors read at scrape time
+// (handlers.Gateway.ShareStats).
+type ShareCounts struct {
+	Groups, Members, Sessions, Acquired                                         int64
+	AcquiredTotal, Accepted, Released, Rejected, Expired, Archived, StateWrites int64
+}
+
+// Shares exposes the share groups (KIP-932): groups, members, share
+// sessions and records acquired now, and what happened to the records
+// handed out. Call it once, after the gateway is built; a no-op on a nil
+// *Metrics. Any goroutine.
+func (m *Metrics) Shares(read func() ShareCounts) {
+	if m == nil {
+		return
+	}
+	registerScraped(m.impl.reg, read,
+		gaugeOf("iggy_kafka_share_groups", "Share groups kept by this gateway.", func(c ShareCounts) int64 { return c.Groups }),
+		gaugeOf("iggy_kafka_share_members", "Members of share groups.", func(c ShareCounts) int64 { return c.Members }),
+		gaugeOf("iggy_kafka_share_sessions", "Open share sessions.", func(c ShareCounts) int64 { return c.Sessions }),
+		gaugeOf("iggy_kafka_share_acquired_records", "Records acquired by share-group members now (under a lock).", func(c ShareCounts) int64 { return c.Acquired }),
+		counterOf("iggy_kafka_share_acquired_records_total", "Record deliveries to share-group members.", func(c ShareCounts) int64 { return c.AcquiredTotal }),
+		counterOf("iggy_kafka_share_accepted_records_total", "Records share-group members accepted.", func(c ShareCounts) int64 { return c.Accepted }),
+		counterOf("iggy_kafka_share_released_records_total", "Records released by their member (acknowledged RELEASE, or its session or membership ended).", func(c ShareCounts) int64 { return c.Released }),
+		counterOf("iggy_kafka_share_rejected_records_total", "Records share-group members rejected.", func(c ShareCounts) int64 { return c.Rejected }),
+		counterOf("iggy_kafka_share_lock_expired_records_total", "Records whose acquisition lock ran out.", func(c ShareCounts) int64 { return c.Expired }),
+		counterOf("iggy_kafka_share_archived_records_total", "Records archived at share.delivery.count.limit.", func(c ShareCounts) int64 { return c.Archived }),
+		counterOf("iggy_kafka_share_state_writes_total", "Share-partition state writes to the store.", func(c ShareCounts) int64 { return c.StateWrites }),
+	)
+}
+
 // scraped is one collector whose value is read, at each scrape, from a
 // snapshot C of counts kept elsewhere (FetchSessions, TailCache).
 type scraped[C any] struct {

@@ -118,7 +118,7 @@ func (w *ackWatch) take() map[int32]error {
 
 // shareConsumer is a franz-go share consumer of topic in group whose
 // acknowledgement results go to the returned watch.
-func shareConsumer(t testing.TB, addr, group, topic string, opts ...kgo.Opt) (*kgo.Client, *ackWatch) {
+func kgoShareConsumer(t testing.TB, addr, group, topic string, opts ...kgo.Opt) (*kgo.Client, *ackWatch) {
 	t.Helper()
 	w := &ackWatch{}
 	cl := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ShareGroup(group),
@@ -205,7 +205,7 @@ func (l *shareLedger) confirmedCount() int {
 // consume runs a share consumer that accepts every record it gets, until
 // ctx ends.
 func (l *shareLedger) consume(ctx context.Context, t *testing.T, name, addr, group, topic string) {
-	cl, w := shareConsumer(t, addr, group, topic, kgo.ShareMaxRecords(50))
+	cl, w := kgoShareConsumer(t, addr, group, topic, kgo.ShareMaxRecords(50))
 	defer cl.Close()
 	accept := func(*kgo.Record) kgo.AckStatus { return kgo.AckAccept }
 	for ctx.Err() == nil {
@@ -435,7 +435,7 @@ func TestShareGroupGatewayRestartRelease(t *testing.T) {
 		for i := range n {
 			want[fmt.Sprintf("r%02d", i)] = []kgo.AckStatus{kgo.AckRelease, kgo.AckReject, kgo.AckAccept}[i%3]
 		}
-		first, w := shareConsumer(t, addr, group, topic)
+		first, w := kgoShareConsumer(t, addr, group, topic)
 		done := map[string]bool{}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -465,7 +465,7 @@ func TestShareGroupGatewayRestartRelease(t *testing.T) {
 		g.start()
 
 		adm := kadm.NewClient(prod)
-		second, w2 := shareConsumer(t, addr, group, topic)
+		second, w2 := kgoShareConsumer(t, addr, group, topic)
 		got := map[string]int32{}
 		var lastErr error
 		if err := await.Poll(time.Minute, 10*time.Millisecond, func() error {

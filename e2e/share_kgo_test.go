@@ -6,32 +6,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+	"github.com/iggy-kafka/gateway/internal/await"
 
-// setShareGroupConfigs sets group configs on a share group the way an
-// admin does (IncrementalAlterConfigs on a GROUP resource).
-func setShareGroupConfigs(t *testing.T, cl *kgo.Client, group string, kv ...string) {
-	t.Helper()
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r := kmsg.NewIncrementalAlterConfigsRequestResource()
-	r.ResourceType, r.ResourceName = 32, group // GROUP
-	for i := 0; i+1 < len(kv); i += 2 {
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
-		r.Configs = append(r.Configs, c)
-	}
-	alter.Resources = append(alter.Resources, r)
-	resp, err := alter.RequestWith(adminCtx(t), cl)
-	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("altering %s's configs: %v %+v", group, err, resp)
-	}
-}
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // shareReadAll reads with a share consumer of group until want records
 // came (accepting each) and one more short poll brought nothing, and
@@ -87,8 +71,8 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	setShareGroupConfigs(t, admin, "share-rc-committed", "share.auto.offset.reset", "earliest", "share.isolation.level", "read_committed")
-	setShareGroupConfigs(t, admin, "share-rc-all", "share.auto.offset.reset", "earliest")
+	setGroupConfigs(t, admin, "share-rc-committed", "share.auto.offset.reset", "earliest", "share.isolation.level", "read_committed")
+	setGroupConfigs(t, admin, "share-rc-all", "share.auto.offset.reset", "earliest")
 
 	committed := shareReadAll(t, gw.Addr, "share-rc-committed", topic, 6)
 	want := []string{"committed-0", "committed-1", "committed-2", "committed-3", "committed-4", "plain"}
@@ -99,4 +83,42 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	if len(all) != 11 {
 		t.Errorf("read_uncommitted share group got %d records %v, want the 11 data records", len(all), all)
 	}
+}
+
+// TestShareGroupMetrics: after a share consumer accepted 20 records,
+// /metrics counts 20 deliveries, 20 accepts, one share group and the
+// state writes that made the accepts durable.
+func TestShareGroupMetrics(t *testing.T) {
+	t.Parallel()
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	gw := spawnGateway(t, t.TempDir(), "--metrics-addr="+metricsAddr)
+	const topic, group = "share-metrics", "share-metrics-g"
+	admin := newClient(t, gw.Addr)
+	createTopic(t, admin, topic, 1)
+	for i := range 20 {
+		if err := admin.ProduceSync(adminCtx(t), &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "m%02d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGroupConfigs(t, admin, group, "share.auto.offset.reset", "earliest")
+	if got := shareReadAll(t, gw.Addr, group, topic, 20); len(got) != 20 {
+		t.Fatalf("share consumer got %d records, want 20", len(got))
+	}
+	want := map[string]int{"iggy_kafka_share_acquired_records_total": 20, "iggy_kafka_share_accepted_records_total": 20, "iggy_kafka_share_groups": 1}
+	line := regexp.MustCompile(`(?m)^(iggy_kafka_share_\w+) (\d+)$`)
+	await.Until(t, 10*time.Second, func() error {
+		got := map[string]int{}
+		for _, m := range line.FindAllStringSubmatch(metricsText(t, metricsAddr), -1) {
+			got[m[1]], _ = strconv.Atoi(m[2])
+		}
+		for k, v := range want {
+			if got[k] != v {
+				return fmt.Errorf("%s = %d, want %d (all: %v)", k, got[k], v, got)
+			}
+		}
+		if got["iggy_kafka_share_state_writes_total"] < 1 {
+			return fmt.Errorf("no state writes counted: %v", got)
+		}
+		return nil
+	})
 }

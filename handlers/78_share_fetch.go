@@ -35,6 +35,8 @@
 //     produced, released or their locks expire, or the wait ends.
 //   - AcquisitionLockTimeoutMillis is the group's
 //     share.record.lock.duration.ms.
+//   - A partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION, an
+//     unknown topic id UNKNOWN_TOPIC_ID; neither joins the session.
 //   - ACLs: READ on the group (GROUP_AUTHORIZATION_FAILED at the top);
 //     READ on each topic (TOPIC_AUTHORIZATION_FAILED per partition).
 //
@@ -98,10 +100,28 @@ func shareFetch(c *Call, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 		for i := range req.Topics {
 			rt := &req.Topics[i]
 			name, code := c.topicNameByID(rt.TopicID)
+			var parts int32
+			if code == 0 {
+				// Only partitions that exist join the session, so a client
+				// cannot grow it without bound.
+				ti, err := g.Store.Topic(c.Ctx, g.Cfg.Stream, name)
+				switch {
+				case err != nil:
+					code = errCode(err, opMeta)
+				case !c.sameTopicID(ti, rt.TopicID):
+					code = kerr.UnknownTopicID.Code
+				default:
+					parts = ti.Partitions
+				}
+			}
 			for j := range rt.Partitions {
 				rp := &rt.Partitions[j]
-				if code != 0 {
-					run.bad = append(run.bad, badSharePart{rt.TopicID, rp.Partition, code})
+				pcode := code
+				if pcode == 0 && (rp.Partition < 0 || rp.Partition >= parts) {
+					pcode = kerr.UnknownTopicOrPartition.Code
+				}
+				if pcode != 0 {
+					run.bad = append(run.bad, badSharePart{rt.TopicID, rp.Partition, pcode})
 					continue
 				}
 				tp := share.TP{Topic: name, Partition: rp.Partition}

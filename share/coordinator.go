@@ -330,30 +330,19 @@ func (co *Coordinator) sweeper() {
 func (co *Coordinator) sweep(ctx context.Context) {
 	now := co.now()
 	var woke []hit
-	limits := map[string]int16{}
 	co.mu.Lock()
-	groups := make([]string, 0, len(co.groups))
-	for id := range co.groups {
-		groups = append(groups, id)
-	}
-	co.mu.Unlock()
-	for _, id := range groups {
-		limits[id] = co.Settings(ctx, id).DeliveryLimit
-	}
-	co.mu.Lock()
-	for _, id := range groups {
-		g := co.groups[id]
-		if g == nil {
-			continue
-		}
+	for id, g := range co.groups {
+		// The limit of the settings last read: a sweep never reads the
+		// store (the fetches and heartbeats of the group keep them fresh).
+		limit := co.cachedLimit(id)
 		for mid, m := range g.members {
 			if m.deadline <= now {
 				co.log.Info("share group member session expired", "group", id, "member", mid)
-				woke = append(woke, co.removeMember(g, mid, limits[id])...)
+				woke = append(woke, co.removeMember(g, mid, limit)...)
 			}
 		}
 		for tp, p := range g.parts {
-			if p.Expire(now, limits[id]) {
+			if p.Expire(now, limit) {
 				woke = append(woke, hit{id, tp})
 			}
 		}

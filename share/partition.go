@@ -159,6 +159,9 @@ batches:
 		}
 		started := false // a record of this batch was taken
 		for off := max(b.Base, p.start); off <= b.Last; off++ {
+			if off >= p.end && !p.room(off, lim.MaxInFlight) {
+				break batches
+			}
 			if b.Skip {
 				p.archive(off)
 				continue
@@ -167,9 +170,6 @@ batches:
 				break batches
 			}
 			if off >= p.end {
-				if len(p.recs) >= lim.MaxInFlight {
-					break batches
-				}
 				p.extend(off)
 				p.recs = append(p.recs, record{})
 				p.end++
@@ -184,10 +184,23 @@ batches:
 	return out
 }
 
+// room reports whether offset off (at or past the end) may join the
+// window: the window, gaps included, stays within maxInFlight offsets, so
+// its memory is bounded whatever the log holds. An empty window always
+// has room (extend moves it to off).
+func (p *Partition) room(off int64, maxInFlight int) bool {
+	return len(p.recs) == 0 || off-p.start < int64(maxInFlight)
+}
+
 // extend archives the offsets between the end offset and off, which the
 // log does not hold (compacted away or never written), moving the end to
-// off.
+// off; an empty window moves to off whole.
 func (p *Partition) extend(off int64) {
+	if len(p.recs) == 0 && off > p.end {
+		p.start, p.end = off, off
+		p.dirty = true
+		return
+	}
 	for p.end < off {
 		p.recs = append(p.recs, record{state: stateArchived})
 		p.end++
@@ -243,6 +256,7 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []int8, 
 		r := &p.recs[off-p.start]
 		if t == AckRenew {
 			r.deadline = now + lim.LockMs
+			p.next = min(p.next, r.deadline) // a shorter lock than the one acquired
 			continue
 		}
 		p.unlock(r)
@@ -402,4 +416,5 @@ func (p *Partition) skipTo(off int64) {
 	p.recs = append(p.recs[:0], p.recs[drop:]...)
 	p.start = off
 	p.dirty = true
+	p.advance()
 }

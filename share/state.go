@@ -3,6 +3,7 @@ package share
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 
@@ -39,15 +40,21 @@ func parseKey(key string) (group, topic string, partition int32, ok bool) {
 	if !found {
 		return "", "", 0, false
 	}
-	parts := strings.Split(rest, "\x00")
-	if len(parts) != 3 {
+	// From the right: a topic name and a partition never hold a NUL, a
+	// group id may.
+	i := strings.LastIndexByte(rest, 0)
+	if i < 0 {
 		return "", "", 0, false
 	}
-	n, err := strconv.ParseInt(parts[2], 10, 32)
+	j := strings.LastIndexByte(rest[:i], 0)
+	if j < 0 {
+		return "", "", 0, false
+	}
+	n, err := strconv.ParseInt(rest[i+1:], 10, 32)
 	if err != nil || n < 0 {
 		return "", "", 0, false
 	}
-	return parts[0], parts[1], int32(n), true
+	return rest[:j], rest[j+1 : i], int32(n), true
 }
 
 // appendState appends p's durable form.
@@ -110,7 +117,7 @@ func parseState(v []byte, maxInFlight int) (*Partition, error) {
 		d := int16(binary.BigEndian.Uint16(v[13:]))
 		v = v[15:]
 		if first != p.end || count <= 0 || st > stateArchived || st == stateAcquired || d < 0 ||
-			int64(len(p.recs))+count > int64(maxInFlight) {
+			int64(len(p.recs))+count > int64(maxInFlight) || p.end > math.MaxInt64-count {
 			return nil, errState
 		}
 		for range count {

@@ -23,6 +23,9 @@ type ShareConfig struct {
 	// Limits are Kafka's group.share.* broker bounds; the zero value is
 	// share.DefaultConfig.
 	Limits share.Config
+	// Now is the share coordinator's clock (locks, member sessions); nil
+	// is the wall clock. Tests set it.
+	Now func() time.Time
 }
 
 // shareServed gates the share-group keys (Spec.Gated): on unless turned
@@ -47,6 +50,7 @@ func newShareCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slo
 		Available: func(topic string, partition int32) {
 			w.Signal(PartitionKey{Topic: topic, Partition: partition})
 		},
+		Now: cfg.Shares.Now,
 		Log: log,
 	})
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +33,15 @@ type ackRange struct {
 	types       []int8
 }
 
+// ackBatches is acks as the acknowledgement batches of a request.
+func ackBatches[B any](acks []ackRange, mk func(ackRange) B) []B {
+	out := make([]B, len(acks))
+	for i, a := range acks {
+		out[i] = mk(a)
+	}
+	return out
+}
+
 func (sc *shareClient) next(code int16) {
 	switch {
 	case code != 0:
@@ -59,11 +68,9 @@ func (sc *shareClient) fetch(maxRecords int32, strict bool, acks ...ackRange) *k
 	rt.TopicID = sc.topic
 	rp := kmsg.NewShareFetchRequestTopicPartition()
 	rp.PartitionMaxBytes = 1 << 20
-	for _, a := range acks {
-		b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = a.first, a.last, a.types
-		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
-	}
+	rp.AcknowledgementBatches = ackBatches(acks, func(a ackRange) kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
+		return kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: a.first, LastOffset: a.last, AcknowledgeTypes: a.types}
+	})
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp := do(sc.t, sc.g, req).(*kmsg.ShareFetchResponse)
@@ -82,11 +89,9 @@ func (sc *shareClient) ack(acks ...ackRange) *kmsg.ShareAcknowledgeResponse {
 	rt := kmsg.NewShareAcknowledgeRequestTopic()
 	rt.TopicID = sc.topic
 	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
-	for _, a := range acks {
-		b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
-		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = a.first, a.last, a.types
-		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
-	}
+	rp.AcknowledgementBatches = ackBatches(acks, func(a ackRange) kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch {
+		return kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{FirstOffset: a.first, LastOffset: a.last, AcknowledgeTypes: a.types}
+	})
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp := do(sc.t, sc.g, req).(*kmsg.ShareAcknowledgeResponse)
@@ -294,8 +299,10 @@ func TestShareSessionLimit(t *testing.T) {
 // raised.
 func TestShareLockExpires(t *testing.T) {
 	t.Parallel()
-	clk := &testClock{t: time.Now()}
-	g := newGateway(t, func(c *Config) { c.Shares.Now = clk.Now })
+	var skew atomic.Int64 // how far the share coordinator's clock is ahead
+	g := newGateway(t, func(c *Config) {
+		c.Shares.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
 	if err := g.StartShareGroups(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -309,11 +316,11 @@ func TestShareLockExpires(t *testing.T) {
 	if sp := onlyPart(t, other.fetch(10, false)); len(sp.AcquiredRecords) != 0 {
 		t.Fatalf("other acquired locked records: %v", acquiredOf(sp))
 	}
-	clk.Advance(15*time.Second - time.Millisecond)
+	skew.Add(int64(15*time.Second - time.Millisecond))
 	if sp := onlyPart(t, other.fetch(10, false)); len(sp.AcquiredRecords) != 0 {
 		t.Fatalf("other acquired records before the lock ended: %v", acquiredOf(sp))
 	}
-	clk.Advance(time.Millisecond)
+	skew.Add(int64(time.Millisecond))
 	var got []acquired
 	await.True(t, 10*time.Second, "the expired records acquired by another member", func() bool {
 		got = acquiredOf(onlyPart(t, other.fetch(10, false)))
@@ -326,22 +333,4 @@ func TestShareLockExpires(t *testing.T) {
 	if sp := onlyPart(t, silent.fetch(10, false, ackRange{0, 2, accept})); sp.AcknowledgeErrorCode != kerr.InvalidRecordState.Code {
 		t.Fatalf("late acknowledgement: %v", kerr.ErrorForCode(sp.AcknowledgeErrorCode))
 	}
-}
-
-// testClock is a clock the test moves.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -14,44 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/bridge/embedded"
 )
-
-// memStore is an in-memory bridge.TxnStateStore.
-type memStore struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func newMemStore() *memStore { return &memStore{m: map[string][]byte{}} }
-
-func (s *memStore) PutTxnStates(_ context.Context, ents []bridge.TxnStateEntry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range ents {
-		if e.Value == nil {
-			delete(s.m, e.Key)
-		} else {
-			s.m[e.Key] = append([]byte(nil), e.Value...)
-		}
-	}
-	return nil
-}
-
-func (s *memStore) TxnStates(_ context.Context, fn func(string, []byte)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, v := range s.m {
-		fn(k, v)
-	}
-	return nil
-}
-
-func (s *memStore) has(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.m[key]
-	return ok
-}
 
 // fakeClock is a clock the test moves.
 type fakeClock struct {
@@ -71,12 +36,13 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// env is a loaded coordinator over an in-memory store with a fake clock,
-// group configs the test sets and topics it declares.
+// env is a loaded coordinator over a real embedded store with a fake
+// clock, group configs the test sets and topics it declares.
 type env struct {
 	co    *Coordinator
 	clk   *fakeClock
-	store *memStore
+	store *embedded.Store
+	close func()
 
 	mu     sync.Mutex
 	cfgs   map[string]bridge.GroupConfigs
@@ -84,16 +50,22 @@ type env struct {
 	woken  []TP
 }
 
-func newEnv(t *testing.T, cfg Config, store *memStore) *env {
+// newEnv opens the store in dir (a new one when dir is "") and loads a
+// coordinator from it; both are closed at cleanup or by env.close.
+func newEnv(t *testing.T, cfg Config, dir string) *env {
 	t.Helper()
-	if store == nil {
-		store = newMemStore()
+	if dir == "" {
+		dir = t.TempDir()
 	}
-	e := &env{clk: &fakeClock{t: time.UnixMilli(1_800_000_000_000)}, store: store,
+	st, err := embedded.Open(dir, embedded.Options{Sync: embedded.SyncNever, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{clk: &fakeClock{t: time.UnixMilli(1_800_000_000_000)}, store: st,
 		cfgs: map[string]bridge.GroupConfigs{}, topics: map[string]TopicMeta{}}
 	e.co = New(Options{
 		Config: cfg,
-		Store:  store,
+		Store:  st,
 		Configs: func(_ context.Context, group string) (bridge.GroupConfigs, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
@@ -107,11 +79,33 @@ func newEnv(t *testing.T, cfg Config, store *memStore) *env {
 		Now:   e.clk.Now,
 		Sweep: time.Hour, // the tests sweep by hand
 	})
+	var once sync.Once
+	e.close = func() {
+		once.Do(func() {
+			e.co.Close()
+			_ = st.Close()
+		})
+	}
+	t.Cleanup(e.close)
 	if err := e.co.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.co.Close)
 	return e
+}
+
+// storedValue is the store's value of key, nil when it has none.
+func (e *env) storedValue(t *testing.T, key string) []byte {
+	t.Helper()
+	var out []byte
+	err := e.store.TxnStates(context.Background(), func(k string, v []byte) {
+		if k == key {
+			out = append([]byte{}, v...)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func (e *env) topic(name string, id byte, partitions int32) {
@@ -165,7 +159,7 @@ func msgOf(s *string) string {
 
 func TestHeartbeatMembership(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, DefaultConfig(), nil)
+	e := newEnv(t, DefaultConfig(), "")
 	e.topic("t", 1, 1)
 	r := e.hb("g", "m1", 0, "t")
 	if r.ErrorCode != 0 || r.MemberEpoch != 1 || r.HeartbeatIntervalMillis != 5000 || msgOf(r.MemberID) != "m1" {
@@ -215,7 +209,7 @@ func TestHeartbeatMembership(t *testing.T) {
 
 func TestHeartbeatInvalid(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, DefaultConfig(), nil)
+	e := newEnv(t, DefaultConfig(), "")
 	e.topic("t", 1, 1)
 	for _, c := range []struct {
 		group, member string
@@ -252,7 +246,7 @@ func TestHeartbeatLimits(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.MaxMembers, cfg.MaxGroups = 2, 2
-	e := newEnv(t, cfg, nil)
+	e := newEnv(t, cfg, "")
 	e.topic("t", 1, 1)
 	e.hb("g", "a", 0, "t")
 	e.hb("g", "b", 0, "t")
@@ -280,7 +274,7 @@ func TestSimpleAssignor(t *testing.T) {
 	}
 	t.Run("1 partition 3 members", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, DefaultConfig(), nil)
+		e := newEnv(t, DefaultConfig(), "")
 		e.topic("t", 1, 1)
 		for _, id := range join(e, 3) {
 			if a := e.assigned("g", id); a != "t:0" {
@@ -290,7 +284,7 @@ func TestSimpleAssignor(t *testing.T) {
 	})
 	t.Run("4 partitions 2 members", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, DefaultConfig(), nil)
+		e := newEnv(t, DefaultConfig(), "")
 		e.topic("t", 1, 4)
 		seen := map[string]int{}
 		for _, id := range join(e, 2) {
@@ -314,7 +308,7 @@ func TestSimpleAssignor(t *testing.T) {
 	})
 	t.Run("4 partitions 5 members", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, DefaultConfig(), nil)
+		e := newEnv(t, DefaultConfig(), "")
 		e.topic("t", 1, 4)
 		seen := map[string]int{}
 		for _, id := range join(e, 5) {
@@ -330,7 +324,7 @@ func TestSimpleAssignor(t *testing.T) {
 	})
 	t.Run("a topic created later is assigned", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, DefaultConfig(), nil)
+		e := newEnv(t, DefaultConfig(), "")
 		r := e.hb("g", "m", 0, "late")
 		if r.ErrorCode != 0 || e.assigned("g", "m") != "" {
 			t.Fatalf("join before the topic exists: %+v %q", r, e.assigned("g", "m"))
@@ -371,7 +365,7 @@ var tp0 = TP{"t", 0}
 
 func TestSessions(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, DefaultConfig(), nil)
+	e := newEnv(t, DefaultConfig(), "")
 	part := SessionPart{TP: tp0, TopicID: [16]byte{1}}
 	open := SessionRequest{Group: "g", Member: "m", Epoch: 0, Fetch: true, Add: []SessionPart{part}}
 	res := e.session(open)
@@ -455,7 +449,7 @@ func TestSessionLimit(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.MaxSessions = 3
-	e := newEnv(t, cfg, nil)
+	e := newEnv(t, cfg, "")
 	for i := range 3 {
 		if res := e.session(SessionRequest{Group: "g", Member: fmt.Sprint("m", i), Fetch: true}); res.Code != 0 {
 			t.Fatalf("session %d: %+v", i, res)
@@ -481,7 +475,7 @@ func TestSessionLimit(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, DefaultConfig(), nil)
+	e := newEnv(t, DefaultConfig(), "")
 	e.topic("t", 1, 1)
 	e.cfgs["g"] = bridge.GroupConfigs{CfgSessionTimeout: "50000", CfgLockDuration: "20000"}
 	ctx := context.Background()
@@ -552,10 +546,8 @@ func (e *env) memberEpoch(group, member string) int32 {
 // stored reads the durable state of a share partition.
 func (e *env) stored(t *testing.T, group string, tp TP) *Partition {
 	t.Helper()
-	e.store.mu.Lock()
-	v, ok := e.store.m[stateKey(group, tp.Topic, tp.Partition)]
-	e.store.mu.Unlock()
-	if !ok {
+	v := e.storedValue(t, stateKey(group, tp.Topic, tp.Partition))
+	if v == nil {
 		t.Fatal("no stored state")
 	}
 	p, err := parseState(v, 1<<20)
@@ -570,8 +562,8 @@ func (e *env) stored(t *testing.T, group string, tp TP) *Partition {
 // one, with its delivery count kept.
 func TestAcknowledgementsDurable(t *testing.T) {
 	t.Parallel()
-	store := newMemStore()
-	e := newEnv(t, DefaultConfig(), store)
+	dir := t.TempDir()
+	e := newEnv(t, DefaultConfig(), dir)
 	e.session(SessionRequest{Group: "g", Member: "m", Fetch: true})
 	e.initPart(t, "g", tp0, 100)
 	lim := e.co.Settings(context.Background(), "g").limits()
@@ -585,7 +577,8 @@ func TestAcknowledgementsDurable(t *testing.T) {
 		t.Fatalf("acks: %+v", res)
 	}
 	// The gateway dies holding 105, 106, 108, 109: a new one loads.
-	e2 := newEnv(t, DefaultConfig(), store)
+	e.close()
+	e2 := newEnv(t, DefaultConfig(), dir)
 	if !e2.co.Exists("g") {
 		t.Fatal("the group was not loaded")
 	}
@@ -605,14 +598,18 @@ func TestAcknowledgementsDurable(t *testing.T) {
 	// What a coordinator loads is the last write: a later acknowledgement
 	// on e2 wins over e's.
 	e2.session(SessionRequest{Group: "g", Member: "n", Epoch: 1, Acks: []Ack{{TP: tp0, First: 102, Last: 102, Types: []int8{AckAccept}}}})
-	e3 := newEnv(t, DefaultConfig(), store)
+	e2.close()
+	e3 := newEnv(t, DefaultConfig(), dir)
 	if from, _ := e3.co.FetchFrom(context.Background(), "g", tp0, [16]byte{1}, nil); from != 105 {
 		t.Fatalf("third load fetches from %d", from)
 	}
 	// A damaged value is skipped, not fatal; others' keys are left alone.
-	store.m[stateKey("bad", "t", 0)] = []byte{9, 9}
-	store.m["txn/x"] = []byte{1}
-	e4 := newEnv(t, DefaultConfig(), store)
+	if err := e3.store.PutTxnStates(context.Background(), []bridge.TxnStateEntry{
+		{Key: stateKey("bad", "t", 0), Value: []byte{9, 9}}, {Key: "txn/x", Value: []byte{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	e3.close()
+	e4 := newEnv(t, DefaultConfig(), dir)
 	if e4.co.Exists("bad") || !e4.co.Exists("g") {
 		t.Fatal("a damaged state made a group, or a good one was lost")
 	}
@@ -620,7 +617,7 @@ func TestAcknowledgementsDurable(t *testing.T) {
 
 func TestAdminNeedsEmptyGroup(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, DefaultConfig(), nil)
+	e := newEnv(t, DefaultConfig(), "")
 	e.topic("t", 1, 1)
 	ctx := context.Background()
 	if code := e.co.Delete(ctx, "g"); code != kerr.GroupIDNotFound.Code {
@@ -659,14 +656,14 @@ func TestAdminNeedsEmptyGroup(t *testing.T) {
 		t.Fatalf("delete offsets: %d", code)
 	}
 	key := stateKey("g", "t", 0)
-	if e.store.has(key) || e.partState("g", tp0) != "none" {
+	if e.storedValue(t, key) != nil || e.partState("g", tp0) != "none" {
 		t.Fatal("deleted offsets stayed")
 	}
 	e.initPart(t, "g", tp0, 7)
 	if code := e.co.Delete(ctx, "g"); code != 0 {
 		t.Fatalf("delete: %d", code)
 	}
-	if e.co.Exists("g") || e.store.has(key) {
+	if e.co.Exists("g") || e.storedValue(t, key) != nil {
 		t.Fatal("a deleted group stayed")
 	}
 }
@@ -675,7 +672,7 @@ func TestSettings(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.MaxInFlight = 1000
-	e := newEnv(t, cfg, nil)
+	e := newEnv(t, cfg, "")
 	ctx := context.Background()
 	def := Settings{AutoOffsetReset: "latest", LockMs: 30000, DeliveryLimit: 5, SessionMs: 45000, HeartbeatMs: 5000, MaxInFlight: 1000}
 	if s := e.co.Settings(ctx, "g"); s != def {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -704,5 +705,122 @@ func TestSettings(t *testing.T) {
 	e.topic("t", 1, 1)
 	if r := e.hb("g", "m", 0, "t"); r.HeartbeatIntervalMillis != 7000 {
 		t.Fatalf("heartbeat interval %d", r.HeartbeatIntervalMillis)
+	}
+}
+
+// Members acquiring, accepting and releasing the same partition at once,
+// with locks expiring under them: every record is accepted exactly once.
+func TestConcurrentMembersAcceptOnce(t *testing.T) {
+	t.Parallel()
+	const total, members = 5000, 4
+	e := newEnv(t, DefaultConfig(), "")
+	e.cfgs["g"] = bridge.GroupConfigs{CfgDeliveryLimit: "1000", CfgLockDuration: "30000"} // every sweep ends every lock
+	ctx := context.Background()
+	e.session(SessionRequest{Group: "g", Member: "init", Fetch: true})
+	e.initPart(t, "g", tp0, 0)
+	var mu sync.Mutex
+	var refused atomic.Int64
+	accepted := make([]int, total)
+	done := func() bool {
+		e.co.mu.Lock()
+		defer e.co.mu.Unlock()
+		return e.co.groups["g"].parts[tp0].start >= total
+	}
+	// Locks (and idle sessions) end under the members, at any point of
+	// their work: every second pass of a member lets the sweeper run once.
+	tick, stop, swept := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(swept)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick:
+				e.clk.Advance(31 * time.Second)
+				e.co.sweep(ctx)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			member := fmt.Sprint("m", i)
+			epoch := int32(0)
+			var pending []Ack
+			lim := e.co.Settings(ctx, "g").limits()
+			lim.MaxRecords = 7
+			for n := 0; !done(); n++ {
+				if n > 100000 {
+					t.Error("no progress")
+					return
+				}
+				if n%4 == 0 {
+					select {
+					case tick <- struct{}{}:
+					default:
+					}
+				}
+				if epoch == 0 {
+					if res := e.session(SessionRequest{Group: "g", Member: member, Fetch: true}); res.Code != 0 {
+						t.Error(res)
+						return
+					}
+					epoch = 1
+				}
+				from, err := e.co.FetchFrom(ctx, "g", tp0, [16]byte{1}, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var batches []Batch
+				for off := from - from%5; off < min(from+40, total); off += 5 {
+					batches = append(batches, Batch{Base: off, Last: off + 4})
+				}
+				// Acknowledged a pass late, as a slow consumer does.
+				acks := pending
+				pending = nil
+				for _, a := range e.co.Acquire("g", member, tp0, batches, lim) {
+					typ := AckAccept
+					if (a.First+int64(n))%5 == 0 {
+						typ = AckRelease
+					}
+					pending = append(pending, Ack{TP: tp0, First: a.First, Last: a.Last, Types: []int8{typ}})
+				}
+				for _, a := range acks { // one batch a request: its code is its own
+					res := e.session(SessionRequest{Group: "g", Member: member, Epoch: epoch, Fetch: true, Acks: []Ack{a}})
+					if res.Code == kerr.ShareSessionNotFound.Code {
+						epoch = 0
+						break
+					}
+					if res.Code != 0 {
+						t.Error(res)
+						return
+					}
+					epoch++
+					if res.Acks[tp0] != 0 {
+						refused.Add(1)
+					}
+					if res.Acks[tp0] != 0 || a.Types[0] != AckAccept {
+						continue // a lock ended first, or released
+					}
+					mu.Lock()
+					for off := a.First; off <= a.Last; off++ {
+						accepted[off]++
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-swept
+	t.Logf("refused %d", refused.Load())
+	for off, n := range accepted {
+		if n != 1 {
+			t.Fatalf("offset %d accepted %d times", off, n)
+		}
 	}
 }

@@ -504,3 +504,84 @@ func TestCountAndFetchFrom(t *testing.T) {
 		t.Fatalf("fetch from %d, end %d", p.FetchFrom(), p.End())
 	}
 }
+
+// FuzzPartition runs byte-chosen sequences of acquisitions, acknowledgements,
+// releases, expiries and skips over one partition: its bookkeeping holds,
+// the window stays within its bound, and an accepted record is never
+// acquired again.
+func FuzzPartition(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 9, 1, 0, 0, 3, 1, 1, 2, 4, 3, 0, 0, 0, 4, 0, 200, 0, 0, 1, 0, 9})
+	f.Add([]byte{0, 1, 3, 30, 0, 2, 10, 5, 2, 1, 0, 0, 5, 0, 12, 0, 0, 0, 0, 50})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		l := AcquireLimits{MaxRecords: 4, MaxInFlight: 16, LockMs: 10, DeliveryLimit: 3}
+		p := newPartition([16]byte{}, 0)
+		members := []string{"a", "b", "c"}
+		accepted := map[int64]bool{}
+		now := int64(0)
+		for len(ops) >= 4 {
+			op, m, x, y := ops[0]%6, members[int(ops[1])%len(members)], int64(ops[2]), int64(ops[3])
+			ops = ops[4:]
+			switch op {
+			case 0: // acquire batches of x%5+1 records from the fetch offset, y%40 offsets of log, a skip every third
+				l.Strict = y%2 == 1
+				var bs []Batch
+				size := x%5 + 1
+				for off, i := p.FetchFrom()-p.FetchFrom()%size, 0; off < p.FetchFrom()+y%40; off, i = off+size, i+1 {
+					bs = append(bs, Batch{Base: off, Last: off + size - 1, Skip: i%3 == 2})
+				}
+				got := p.Acquire(m, bs, l, now, nil)
+				for i, a := range got {
+					if a.First > a.Last || a.Deliveries < 1 || (i > 0 && a.First <= got[i-1].Last) {
+						t.Fatalf("acquired %v", got)
+					}
+					for off := a.First; off <= a.Last; off++ {
+						if accepted[off] {
+							t.Fatalf("accepted offset %d acquired again", off)
+						}
+					}
+				}
+			case 1: // acknowledge [x, x+y%8] with one type, or one per offset
+				last := x + y%8
+				types := []int8{int8(y % 5)}
+				if y%3 == 0 {
+					types = make([]int8, last-x+1)
+					for i := range types {
+						types[i] = int8((int(y) + i) % 4)
+					}
+				}
+				before := dump(p)
+				code := p.Acknowledge(m, x, last, types, y%7 == 0, l, now)
+				if code != 0 && dump(p) != before {
+					t.Fatalf("refused acknowledgement changed %s to %s", before, dump(p))
+				}
+				if code == 0 {
+					for off := x; off <= last; off++ {
+						if types[min(int(off-x), len(types)-1)] == AckAccept {
+							accepted[off] = true
+						}
+					}
+				}
+			case 2:
+				p.ReleaseMember(m, l.DeliveryLimit)
+			case 3:
+				now += x % 16
+				p.Expire(now, l.DeliveryLimit)
+			case 4:
+				if off := p.start + x%8; off > p.start {
+					p.skipTo(off)
+				}
+			case 5:
+				now += y % 4
+			}
+			checkInvariants(t, p)
+			if p.InFlight() > l.MaxInFlight {
+				t.Fatalf("%d in flight", p.InFlight())
+			}
+			for off := range accepted {
+				if off >= p.start && off < p.end && p.recs[off-p.start].state != stateAcked {
+					t.Fatalf("accepted offset %d is now %s", off, dump(p))
+				}
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -332,5 +333,39 @@ func TestShareLockExpires(t *testing.T) {
 	// The silent member's late acknowledgement is refused.
 	if sp := onlyPart(t, silent.fetch(10, false, ackRange{0, 2, accept})); sp.AcknowledgeErrorCode != kerr.InvalidRecordState.Code {
 		t.Fatalf("late acknowledgement: %v", kerr.ErrorForCode(sp.AcknowledgeErrorCode))
+	}
+}
+
+// shareBatches tells Partition.Acquire which stored batches have nothing to
+// deliver: control batches always; under read_committed the batches of
+// aborted transactions, until their producer's marker.
+func TestShareBatches(t *testing.T) {
+	t.Parallel()
+	at := func(b []byte, base, pid int64) []byte {
+		b = append([]byte(nil), b...)
+		binary.BigEndian.PutUint64(b, uint64(base))
+		binary.BigEndian.PutUint64(b[hProducerID:], uint64(pid))
+		return b
+	}
+	const txn, control = 0x10, 0x20
+	var log []byte
+	log = append(log, at(valueBatch(2), 0, -1)...)                        // 0-1 plain
+	log = append(log, at(withAttrs(valueBatch(2), txn), 2, 7)...)         // 2-3 pid 7, aborted
+	log = append(log, at(withAttrs(valueBatch(1), txn), 4, 8)...)         // 4 pid 8, committed
+	log = append(log, at(withAttrs(valueBatch(1), txn|control), 5, 7)...) // 5 abort marker of 7
+	log = append(log, at(withAttrs(valueBatch(1), txn), 6, 7)...)         // 6 pid 7, next transaction
+	aborted := []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 7, FirstOffset: 2}}
+	b := func(base, last int64, skip bool) share.Batch { return share.Batch{Base: base, Last: last, Skip: skip} }
+	if got, want := shareBatches(log, aborted, true), []share.Batch{b(0, 1, false), b(2, 3, true), b(4, 4, false), b(5, 5, true), b(6, 6, false)}; !slices.Equal(got, want) {
+		t.Errorf("read_committed: %v, want %v", got, want)
+	}
+	if got, want := shareBatches(log, aborted, false), []share.Batch{b(0, 1, false), b(2, 3, false), b(4, 4, false), b(5, 5, true), b(6, 6, false)}; !slices.Equal(got, want) {
+		t.Errorf("read_uncommitted: %v, want %v", got, want)
+	}
+	if got := shareBatches(log[:len(log)-5], nil, false); len(got) != 4 {
+		t.Errorf("a cut batch at the end: %v", got)
+	}
+	if got := batchesHolding(log, 3, 4); len(got) == 0 || binary.BigEndian.Uint64(got) != 2 || len(shareBatches(got, nil, false)) != 2 {
+		t.Errorf("batches holding 3-4: %v", shareBatches(got, nil, false))
 	}
 }

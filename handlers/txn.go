@@ -103,6 +103,24 @@ func (e txnEnv) NewProducerID() (int64, bool) {
 // reserved producer id before it answers COORDINATOR_LOAD_IN_PROGRESS.
 const txnIDWait = 2 * time.Second
 
+// LogStart implements txn.Env: p's first stored offset, ErrPartitionGone
+// for a topic or partition that no longer exists.
+func (e txnEnv) LogStart(ctx context.Context, p txn.Partition) (uint64, error) {
+	g := e.g
+	ti, err := g.Store.Topic(ctx, g.Cfg.Stream, p.Topic)
+	if errors.Is(err, bridge.ErrTopicNotFound) || err == nil && (p.Partition < 0 || p.Partition >= ti.Partitions) {
+		return 0, txn.ErrPartitionGone
+	}
+	if err != nil {
+		return 0, err
+	}
+	st, err := g.Store.Partition(ctx, g.Cfg.Stream, p.Topic, p.Partition)
+	if err != nil {
+		return 0, err
+	}
+	return st.Earliest, nil
+}
+
 func (e txnEnv) HighWatermark(ctx context.Context, p txn.Partition) (uint64, error) {
 	g := e.g
 	ti, err := g.Store.Topic(ctx, g.Cfg.Stream, p.Topic)

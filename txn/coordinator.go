@@ -34,6 +34,9 @@ type Env interface {
 	FindMarker(ctx context.Context, p Partition, from uint64, pid int64, epoch int16) (uint64, bool, error)
 	// CommitOffsets applies a committed transaction's offsets to group.
 	CommitOffsets(ctx context.Context, group string, offs []Offset) error
+	// LogStart is p's first stored offset; ErrPartitionGone when p no
+	// longer exists.
+	LogStart(ctx context.Context, p Partition) (uint64, error)
 }
 
 // Options configure a Coordinator.

@@ -67,9 +67,14 @@ type fakeEnv struct {
 	failing bool // WriteMarker fails (the store down)
 	// afterMarker runs after each marker is written.
 	afterMarker func()
+	// start and gone are what LogStart answers.
+	start map[Partition]uint64
+	gone  map[Partition]bool
 }
 
-func newEnv() *fakeEnv { return &fakeEnv{next: map[Partition]uint64{}, offsets: map[string][]Offset{}} }
+func newEnv() *fakeEnv {
+	return &fakeEnv{next: map[Partition]uint64{}, offsets: map[string][]Offset{}, start: map[Partition]uint64{}, gone: map[Partition]bool{}}
+}
 
 func (f *fakeEnv) NewProducerID() (int64, bool) {
 	f.mu.Lock()
@@ -120,6 +125,15 @@ func (f *fakeEnv) FindMarker(_ context.Context, p Partition, from uint64, pid in
 		}
 	}
 	return 0, false, nil
+}
+
+func (f *fakeEnv) LogStart(_ context.Context, p Partition) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone[p] {
+		return 0, ErrPartitionGone
+	}
+	return f.start[p], nil
 }
 
 func (f *fakeEnv) CommitOffsets(_ context.Context, group string, offs []Offset) error {
@@ -615,4 +629,54 @@ func openTxn(t *testing.T, co *Coordinator, id string, timeoutMs int32, parts ..
 		t.Fatalf("AddPartitions: %d %v", code, out)
 	}
 	return r
+}
+
+// TestPurgeAborted: aborted transactions whose marker lies below the log
+// start, or whose partition is gone, leave the index and the store; the
+// others stay, and a reload sees only those.
+func TestPurgeAborted(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, &now)
+	if err := co.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := co.InitProducerID(ctx, "t1", 60000, -1, -1, 5).ProducerID
+	epoch := int16(0)
+	abort := func(p Partition) {
+		if code, _ := co.AddPartitions(ctx, "t1", pid, epoch, []Partition{p}, false, false); code != 0 {
+			t.Fatal(code)
+		}
+		done := co.Index.BeginFirst(p, pid)
+		done(env.append(p, 2), true)
+		if r := co.End(ctx, "t1", pid, epoch, false, false, false); r.Code != 0 {
+			t.Fatalf("abort: %+v", r)
+		}
+	}
+	abort(pa) // records 0-1, marker 2
+	abort(pa) // records 3-4, marker 5
+	abort(pb) // records 0-1, marker 2
+	if got := co.Index.AbortedIn(nil, pa, 0, 100); len(got) != 2 {
+		t.Fatalf("before the purge: %+v", got)
+	}
+	env.start[pa] = 3 // the first transaction's records and marker are gone
+	env.gone[pb] = true
+	co.PurgeAborted(ctx)
+	if got := co.Index.AbortedIn(nil, pa, 0, 100); len(got) != 1 || got[0].Last != 5 {
+		t.Fatalf("pa after the purge: %+v", got)
+	}
+	if got := co.Index.AbortedIn(nil, pb, 0, 100); len(got) != 0 {
+		t.Fatalf("pb after the purge: %+v", got)
+	}
+	re := newCo(store, env, &now)
+	if err := re.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := re.Index.AbortedIn(nil, pa, 0, 100); len(got) != 1 || got[0].Last != 5 {
+		t.Fatalf("pa reloaded: %+v", got)
+	}
+	if got := re.Index.AbortedIn(nil, pb, 0, 100); len(got) != 0 {
+		t.Fatalf("pb reloaded: %+v", got)
+	}
 }

@@ -239,3 +239,37 @@ func (ix *Index) DropTopic(topic string) {
 		}
 	}
 }
+
+// WithAborted lists the partitions that have aborted transactions.
+func (ix *Index) WithAborted() []Partition {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var out []Partition
+	for p, ps := range ix.parts {
+		ps.mu.Lock()
+		if len(ps.aborted) > 0 {
+			out = append(out, p)
+		}
+		ps.mu.Unlock()
+	}
+	return out
+}
+
+// DropAbortedBelow forgets p's aborted transactions whose marker lies
+// below start (retention or DeleteRecords removed them: no reader can get
+// their records) and returns them.
+func (ix *Index) DropAbortedBelow(p Partition, start uint64) []Aborted {
+	ps := ix.part(p, false)
+	if ps == nil {
+		return nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	n := sort.Search(len(ps.aborted), func(i int) bool { return ps.aborted[i].Last >= start })
+	if n == 0 {
+		return nil
+	}
+	gone := append([]Aborted(nil), ps.aborted[:n]...)
+	ps.aborted = append(ps.aborted[:0], ps.aborted[n:]...)
+	return gone
+}

@@ -2,7 +2,11 @@ package txn
 
 import (
 	"context"
+	"errors"
+	"math"
 	"time"
+
+	"github.com/iggy-kafka/gateway/bridge"
 )
 
 // AbortExpired aborts every transaction open longer than its timeout, as
@@ -62,11 +66,13 @@ func (co *Coordinator) forget(ctx context.Context, e *txnEntry) {
 }
 
 // Run aborts timed-out transactions every interval until ctx ends (Kafka's
-// transaction.abort.timed.out.transaction.cleanup.interval.ms). Its own
-// goroutine.
+// transaction.abort.timed.out.transaction.cleanup.interval.ms), and every
+// PurgeInterval forgets the aborted transactions no reader can reach any
+// more (PurgeAborted). Its own goroutine.
 func (co *Coordinator) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	lastPurge := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -74,7 +80,46 @@ func (co *Coordinator) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			co.AbortExpired(cctx)
+			if time.Since(lastPurge) >= PurgeInterval {
+				lastPurge = time.Now()
+				co.PurgeAborted(cctx)
+			}
 			cancel()
+		}
+	}
+}
+
+// PurgeInterval is how often Run purges the aborted transactions below
+// their partitions' log start.
+const PurgeInterval = time.Minute
+
+// PurgeAborted forgets, in the index and in the store, the aborted
+// transactions whose abort marker lies below their partition's log start
+// (retention or DeleteRecords removed their records) or whose partition
+// no longer exists, so the aborted list does not grow without bound. A
+// partition whose log start cannot be read is left for the next purge.
+// Any goroutine.
+func (co *Coordinator) PurgeAborted(ctx context.Context) {
+	for _, p := range co.Index.WithAborted() {
+		start, err := co.o.Env.LogStart(ctx, p)
+		switch {
+		case errors.Is(err, ErrPartitionGone):
+			start = math.MaxUint64
+		case err != nil:
+			continue
+		}
+		gone := co.Index.DropAbortedBelow(p, start)
+		if len(gone) == 0 {
+			continue
+		}
+		ents := make([]bridge.TxnStateEntry, len(gone))
+		for i, a := range gone {
+			ents[i] = bridge.TxnStateEntry{Key: abortedKey(p, a)}
+		}
+		if err := co.o.Store.PutTxnStates(ctx, ents); err != nil {
+			// The index forgot them; the store keeps them until a
+			// restart loads and the next purge drops them again.
+			co.o.Log.Warn("txn: purging aborted transactions failed; retried after a restart", "topic", p.Topic, "partition", p.Partition, "err", err)
 		}
 	}
 }

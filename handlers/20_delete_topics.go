@@ -8,6 +8,8 @@
 //   - v6 entries may name a topic by id instead: the stream is listed and
 //     the derived ids compared (see topicID); an unknown id is
 //     UNKNOWN_TOPIC_ID. The response carries both name and id.
+//   - A deleted topic's aborted transactions and share-partition states
+//     are dropped, so a topic made again under its name starts clean.
 //   - Partitions of a deleted topic are signalled so parked Fetches answer
 //     (with UNKNOWN_TOPIC_OR_PARTITION) instead of waiting out their time.
 //   - timeout_ms is not used (deletion is synchronous, bounded by c.Ctx);
@@ -20,6 +22,7 @@
 package handlers
 
 import (
+	"context"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -120,13 +123,28 @@ func deleteTopics(c *Call, req *kmsg.DeleteTopicsRequest, resp *kmsg.DeleteTopic
 				if req.Version >= 5 {
 					st.ErrorMessage = strp(err.Error())
 				}
-			} else if g.Watch != nil {
-				for p := int32(0); p < ti.Partitions; p++ {
-					g.Watch.Signal(PartitionKey{Topic: ti.Name, Partition: p})
+			} else {
+				g.forgetTopicState(c.Ctx, ti.Name)
+				if g.Watch != nil {
+					for p := int32(0); p < ti.Partitions; p++ {
+						g.Watch.Signal(PartitionKey{Topic: ti.Name, Partition: p})
+					}
 				}
 			}
 		}
 		st.ErrorCode = codes[i]
 	}
 	return resp, nil
+}
+
+// forgetTopicState drops what the transaction and share coordinators keep
+// of a deleted topic (aborted transactions, share-partition states), so a
+// topic made again under its name starts clean. A worker.
+func (g *Gateway) forgetTopicState(ctx context.Context, topic string) {
+	if g.Txn != nil {
+		g.Txn.ForgetTopic(ctx, topic)
+	}
+	if g.Share != nil {
+		g.Share.ForgetTopic(ctx, topic)
+	}
 }

@@ -413,8 +413,9 @@ func TestClientQuotasThrottleProduceAndFetch(t *testing.T) {
 		t.Fatalf("throttled fetch: throttle %d, %d topics", fr.ThrottleMillis, len(fr.Topics))
 	}
 	// The bytes of the answer not sent are taken back off the rate: the
-	// same fetch is throttled the same, not more.
-	if fr2, _ := fetch("slow"); fr2.ThrottleMillis != fr.ThrottleMillis {
+	// same fetch is throttled the same, not more (less by the time that
+	// passed between the two, a millisecond or so on a loaded machine).
+	if fr2, _ := fetch("slow"); fr2.ThrottleMillis > fr.ThrottleMillis || fr2.ThrottleMillis < fr.ThrottleMillis-500 {
 		t.Fatalf("second throttle %d, first %d", fr2.ThrottleMillis, fr.ThrottleMillis)
 	}
 	if st := g.QuotaStats(); st.FetchThrottled != 2 {

@@ -222,3 +222,32 @@ func (co *Coordinator) Numbers() Numbers {
 	c.Rejected, c.Expired, c.Archived, c.StateWrites = s.Rejected.Load(), s.Expired.Load(), s.Archived.Load(), s.StateWrites.Load()
 	return c
 }
+
+// ForgetTopic drops every group's share partitions of topic and their
+// stored state: the topic was deleted. Without co.mu.
+func (co *Coordinator) ForgetTopic(ctx context.Context, topic string) {
+	type gone struct {
+		group string
+		tps   []TP
+	}
+	var all []gone
+	co.mu.Lock()
+	for id, g := range co.groups {
+		var tps []TP
+		for tp := range g.parts {
+			if tp.Topic == topic {
+				tps = append(tps, tp)
+				delete(g.parts, tp)
+			}
+		}
+		if len(tps) > 0 {
+			all = append(all, gone{id, tps})
+		}
+	}
+	co.mu.Unlock()
+	for _, x := range all {
+		if err := co.forget(ctx, x.group, x.tps); err != nil {
+			co.log.Warn("share groups: forgetting a deleted topic's state failed", "group", x.group, "topic", topic, "err", err)
+		}
+	}
+}

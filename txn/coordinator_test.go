@@ -680,3 +680,39 @@ func TestPurgeAborted(t *testing.T) {
 		t.Fatalf("pb reloaded: %+v", got)
 	}
 }
+
+// TestForgetTopic: a deleted topic's aborted transactions leave the index
+// and the store; another topic's stay.
+func TestForgetTopic(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, &now)
+	if err := co.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := co.InitProducerID(ctx, "t1", 60000, -1, -1, 5).ProducerID
+	for _, p := range []Partition{pa, pb} {
+		if code, _ := co.AddPartitions(ctx, "t1", pid, 0, []Partition{p}, false, false); code != 0 {
+			t.Fatal(code)
+		}
+		done := co.Index.BeginFirst(p, pid)
+		done(env.append(p, 2), true)
+		if r := co.End(ctx, "t1", pid, 0, false, false, false); r.Code != 0 {
+			t.Fatalf("abort: %+v", r)
+		}
+	}
+	co.ForgetTopic(ctx, pa.Topic)
+	re := newCo(store, env, &now)
+	if err := re.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Coordinator{co, re} {
+		if got := c.Index.AbortedIn(nil, pa, 0, 100); len(got) != 0 {
+			t.Fatalf("deleted topic's aborted transactions kept: %+v", got)
+		}
+		if got := c.Index.AbortedIn(nil, pb, 0, 100); len(got) != 1 {
+			t.Fatalf("other topic's aborted transactions: %+v", got)
+		}
+	}
+}

@@ -93,6 +93,17 @@ func (co *Coordinator) Run(ctx context.Context, interval time.Duration) {
 // their partitions' log start.
 const PurgeInterval = time.Minute
 
+// ForgetTopic forgets the aborted transactions of topic's partitions, in
+// the index and in the store: the topic was deleted, and one made again
+// under its name must not have its offsets read as aborted. Any goroutine.
+func (co *Coordinator) ForgetTopic(ctx context.Context, topic string) {
+	for _, p := range co.Index.WithAborted() {
+		if p.Topic == topic {
+			co.dropAborted(ctx, p, math.MaxUint64)
+		}
+	}
+}
+
 // PurgeAborted forgets, in the index and in the store, the aborted
 // transactions whose abort marker lies below their partition's log start
 // (retention or DeleteRecords removed their records) or whose partition
@@ -108,18 +119,24 @@ func (co *Coordinator) PurgeAborted(ctx context.Context) {
 		case err != nil:
 			continue
 		}
-		gone := co.Index.DropAbortedBelow(p, start)
-		if len(gone) == 0 {
-			continue
-		}
-		ents := make([]bridge.TxnStateEntry, len(gone))
-		for i, a := range gone {
-			ents[i] = bridge.TxnStateEntry{Key: abortedKey(p, a)}
-		}
-		if err := co.o.Store.PutTxnStates(ctx, ents); err != nil {
-			// The index forgot them; the store keeps them until a
-			// restart loads and the next purge drops them again.
-			co.o.Log.Warn("txn: purging aborted transactions failed; retried after a restart", "topic", p.Topic, "partition", p.Partition, "err", err)
-		}
+		co.dropAborted(ctx, p, start)
+	}
+}
+
+// dropAborted forgets p's aborted transactions whose marker lies below
+// start, in the index and in the store.
+func (co *Coordinator) dropAborted(ctx context.Context, p Partition, start uint64) {
+	gone := co.Index.DropAbortedBelow(p, start)
+	if len(gone) == 0 {
+		return
+	}
+	ents := make([]bridge.TxnStateEntry, len(gone))
+	for i, a := range gone {
+		ents[i] = bridge.TxnStateEntry{Key: abortedKey(p, a)}
+	}
+	if err := co.o.Store.PutTxnStates(ctx, ents); err != nil {
+		// The index forgot them; the store keeps them until a restart
+		// loads them and the next purge drops them again.
+		co.o.Log.Warn("txn: purging aborted transactions failed; retried after a restart", "topic", p.Topic, "partition", p.Partition, "err", err)
 	}
 }

@@ -823,3 +823,26 @@ func TestConcurrentMembersAcceptOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetTopic: a deleted topic's share partitions leave every group
+// and the store; another topic's stay.
+func TestForgetTopic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, DefaultConfig(), "")
+	if r := e.session(SessionRequest{Group: "g", Member: "m", Fetch: true}); r.Code != 0 {
+		t.Fatalf("open: %+v", r)
+	}
+	other := TP{"u", 0}
+	e.initPart(t, "g", tp0, 0)
+	e.initPart(t, "g", other, 0)
+	e.co.ForgetTopic(context.Background(), tp0.Topic)
+	if got := e.partState("g", tp0); got != "none" {
+		t.Fatalf("deleted topic's share partition kept: %s", got)
+	}
+	if e.storedValue(t, stateKey("g", tp0.Topic, tp0.Partition)) != nil {
+		t.Fatal("deleted topic's state still stored")
+	}
+	if e.partState("g", other) == "none" || e.storedValue(t, stateKey("g", other.Topic, other.Partition)) == nil {
+		t.Fatal("the other topic's share partition was dropped")
+	}
+}

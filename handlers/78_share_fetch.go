@@ -22,7 +22,9 @@
 //     MaxRecords over the request (ShareAcquireMode 0, batch-optimized:
 //     whole batches, so up to one batch over; 1, record-limit: exactly),
 //     with at most group.share.partition.max.record.locks in flight per
-//     partition. AcquiredRecords lists them with their delivery counts;
+//     partition (batch-optimized: but for the rest of a batch the window
+//     grew into below it, as Kafka). AcquiredRecords lists them with their
+//     delivery counts;
 //     the record batches holding them are returned whole (the client
 //     delivers only the acquired offsets). Control batches and, under
 //     read_committed, aborted transactions' batches are archived as the

@@ -202,7 +202,10 @@ func New(o Options) *Coordinator {
 func (co *Coordinator) Load(ctx context.Context) error {
 	if co.o.Store != nil {
 		bad := 0
-		bound := max(2*co.o.Config.MaxInFlight, co.o.Config.MaxInFlight+1<<16)
+		// A window passes the bound by at most the rest of one batch
+		// (Acquire in batch mode): a batch of a million records is far
+		// past what a frame holds.
+		bound := max(2*co.o.Config.MaxInFlight, co.o.Config.MaxInFlight+1<<20)
 		err := co.o.Store.TxnStates(ctx, func(key string, v []byte) {
 			g, t, p, ok := parseKey(key)
 			if !ok {

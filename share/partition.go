@@ -119,7 +119,7 @@ type Acquired struct {
 type AcquireLimits struct {
 	MaxRecords    int  // records to acquire, at least 1
 	Strict        bool // record-limit mode: never more than MaxRecords
-	MaxInFlight   int  // offsets between start and end
+	MaxInFlight   int  // offsets between start and end (batch mode: but for the rest of a batch begun below it)
 	LockMs        int64
 	DeliveryLimit int16
 }
@@ -130,8 +130,8 @@ type AcquireLimits struct {
 // ranges, merged where contiguous with equal delivery counts. Offsets the
 // batches skip between the end offset and a batch, and offsets of Skip
 // batches, become archived as the end offset passes them. In batch mode a
-// batch whose first record was acquired is acquired whole, as Kafka
-// aligns acquisitions to batches.
+// batch whose first record was acquired is acquired whole, past
+// MaxRecords and MaxInFlight, as Kafka aligns acquisitions to batches.
 func (p *Partition) Acquire(member string, batches []Batch, lim AcquireLimits, now int64, out []Acquired) []Acquired {
 	n := 0
 	deadline := now + lim.LockMs
@@ -158,8 +158,12 @@ batches:
 			continue
 		}
 		started := false // a record of this batch was taken
+		grown := false   // the window grew into this batch
 		for off := max(b.Base, p.start); off <= b.Last; off++ {
-			if off >= p.end && !p.room(off, lim.MaxInFlight) {
+			// Batch mode finishes a batch the window began to grow into
+			// below the bound, as Kafka's SharePartition rounds up to the
+			// batch end.
+			if off >= p.end && !p.room(off, lim.MaxInFlight) && (lim.Strict || !grown || b.Skip) {
 				break batches
 			}
 			if b.Skip {
@@ -173,6 +177,7 @@ batches:
 				p.extend(off)
 				p.recs = append(p.recs, record{})
 				p.end++
+				grown = true
 			}
 			if r := &p.recs[off-p.start]; r.state == stateAvailable {
 				take(off, r)

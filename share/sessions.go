@@ -153,8 +153,11 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 			s.epoch = 1
 		}
 		co.bindConn(key, s, r.Conn)
-		s.forget(r.Forget)
+		// Additions first, then removals, as Kafka's share session
+		// update: a partition a request names for its acknowledgements
+		// and forgets leaves the session.
 		s.add(r.Add)
+		s.forget(r.Forget)
 		res.Parts = append([]SessionPart(nil), s.parts...)
 	}
 	co.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 // Workload is one row group of a comparison.
 type Workload struct {
 	Name       string `json:"name"`
-	Kind       string `json:"kind"` // produce, consume, latency (produce at half Kafka's peak, or the gateway's without Kafka), e2e, idle (Records connections held open; RSS per connection), perf-produce, perf-consume (Kafka's perf tools: PerfWorkloads)
+	Kind       string `json:"kind"` // produce, consume, latency (produce at half Kafka's peak, or the gateway's without Kafka), e2e, idle (Records connections held open; RSS per connection), perf-produce, perf-consume (Kafka's perf tools: PerfWorkloads), share (Consumers share consumers of one share group: ShareWorkloads)
 	RecordSize int    `json:"record_size"`
 	Records    int    `json:"records"`
 	Partitions int32  `json:"partitions"`
@@ -158,6 +158,27 @@ func TxnWorkloads(quick bool) []Workload {
 	}
 }
 
+// ShareWorkloads are the share-group rows (issue 28): records written
+// first, as for consume, then read by franz-go share consumers of one
+// share group accepting every record (RunShareConsume): four consumers on
+// one partition, sixteen on four. compare --workloads share selects them.
+func ShareWorkloads(quick bool) []Workload {
+	// franz-go's share consumer sends the acknowledgements of a poll
+	// with its next ShareFetch, which waits up to 500 ms when its
+	// partitions' in-flight windows are full, so the records move in
+	// steps of about half a second: the four-partition run, which moves
+	// about twice as many per step, gets more records so that a step
+	// more or less does not swing its rate.
+	n1, n4 := 200_000, 500_000
+	if quick {
+		n1, n4 = 50_000, 100_000
+	}
+	return []Workload{
+		{Name: "share-100B-4cons-1p", Kind: "share", RecordSize: 100, Records: n1, Partitions: 1, Consumers: 4},
+		{Name: "share-100B-16cons-4p", Kind: "share", RecordSize: 100, Records: n4, Partitions: 4, Consumers: 16},
+	}
+}
+
 // CompareOptions configures Compare.
 type CompareOptions struct {
 	Targets     []string
@@ -225,6 +246,14 @@ type Row struct {
 	PairedX        float64 `json:"paired_x,omitempty"`  // median of the per-repetition ratios gateway ÷ this target
 	Rate           float64 `json:"rate,omitempty"`
 	FirstError     string  `json:"first_error,omitempty"`
+	// Duplicates (share) is the deliveries of an already delivered
+	// offset, summed over the complete runs.
+	Duplicates int64 `json:"duplicates,omitempty"`
+	// FirstRecord (share) is the median seconds to the first record
+	// delivered; AfterFirst the median records/s from then on (without
+	// joining the group and the assignment).
+	FirstRecord float64 `json:"first_record_s,omitempty"`
+	AfterFirst  float64 `json:"records_per_sec_after_first,omitempty"`
 }
 
 // Compare starts every target, runs every workload on each, interleaved
@@ -325,7 +354,7 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 		}
 		for rep := 0; rep < o.Reps; rep++ {
 			for _, t := range targets {
-				if (w.Kind == "consume" || w.Kind == "perf-consume" || w.Kind == "e2e") && t.Name() == "kfake-blackhole" {
+				if (w.Kind == "consume" || w.Kind == "perf-consume" || w.Kind == "e2e" || w.Kind == "share") && t.Name() == "kfake-blackhole" {
 					continue // it stores nothing to read
 				}
 				seq++
@@ -419,6 +448,16 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 	var err error
 	pid := t.PID()
 	cpu := func() time.Duration { return targetCPU(t) }
+	// sampled runs run and adds the CPU time the target, this process and
+	// the gateway spent meanwhile to its result.
+	sampled := func(run func() (*Result, error)) (*Result, error) {
+		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
+		r, err := run()
+		if err == nil {
+			r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
+		}
+		return r, err
+	}
 	switch w.Kind {
 	case "produce", "latency":
 		po.Warmup = true
@@ -426,12 +465,10 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 			po.Rate = rate
 			po.Records = min(w.Records, int(rate*w.Seconds))
 		}
-		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
-		r, err = RunProduce(ctx, po)
+		r, err = sampled(func() (*Result, error) { return RunProduce(ctx, po) })
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
 		if r.Complete && po.Acks != "none" && po.Acks != "0" {
 			// + one warm-up record each, and the commit markers
 			lo, hi := po.Markers()
@@ -442,14 +479,25 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 		if err := preload(ctx, po); err != nil {
 			return fail(err)
 		}
-		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
-		r, err = RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
-			Topics: w.Topics, Partitions: max(w.Partitions, 1), Consumers: w.Consumers, ReadCommitted: w.ReadCommitted,
-			MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
+		r, err = sampled(func() (*Result, error) {
+			return RunConsume(ctx, ConsumeOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
+				Topics: w.Topics, Partitions: max(w.Partitions, 1), Consumers: w.Consumers, ReadCommitted: w.ReadCommitted,
+				MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
+		})
 		if err != nil {
 			return fail(err)
 		}
-		r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
+	case "share":
+		if err := preload(ctx, po); err != nil {
+			return fail(err)
+		}
+		r, err = sampled(func() (*Result, error) {
+			return RunShareConsume(ctx, ShareOptions{Brokers: t.Brokers(), Dial: dial, Topic: topic, Records: w.Records,
+				Partitions: max(w.Partitions, 1), Consumers: w.Consumers, MaxDuration: o.MaxDuration, Progress: o.Progress, Label: label})
+		})
+		if err != nil {
+			return fail(err)
+		}
 	case "perf-produce", "perf-consume":
 		if r, err = runPerf(ctx, o, t, w, po, label); err != nil {
 			return fail(err)
@@ -625,7 +673,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, ccpu, sper, cper, gper, rss, pergb, p50, p95, p99, p999, pmax, mean, ratios []float64
+			var rec, mb, cpu, ccpu, sper, cper, gper, rss, pergb, p50, p95, p99, p999, pmax, mean, ratios, firsts, after []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -634,6 +682,11 @@ func (c *Comparison) summarise() {
 					continue
 				}
 				row.OK++
+				row.Duplicates += r.Duplicates
+				if r.FirstRecord > 0 && r.Seconds > r.FirstRecord {
+					firsts = append(firsts, r.FirstRecord)
+					after = append(after, float64(r.Counted)/(r.Seconds-r.FirstRecord))
+				}
 				rec = append(rec, r.RecPerSec)
 				rss = append(rss, r.RSSPerConn)
 				mb = append(mb, r.MBPerSec)
@@ -666,7 +719,7 @@ func (c *Comparison) summarise() {
 				row.ClientCPU, row.ServerUsPerRec, row.ClientUsPerRec = median(ccpu), median(sper), median(cper)
 				row.GatewayUsPerRec, row.RSSPerConn, row.ServerSPerGB = median(gper), median(rss), median(pergb)
 				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
-				row.PairedX = median(ratios)
+				row.PairedX, row.FirstRecord, row.AfterFirst = median(ratios), median(firsts), median(after)
 			}
 			if len(p99) > 0 {
 				row.Latency = &Latency{P50: median(p50), P95: median(p95), P99: median(p99), P999: median(p999), Max: median(pmax), Mean: median(mean)}
@@ -836,6 +889,10 @@ func (c *Comparison) checks() []Check {
 		ratio("txn-produce-"+w, "kafka", 1.0)
 	}
 	pair("txn-consume-100B-committed", "txn-consume-100B-uncommitted", 0.9)
+	// Share groups (issue 28): at least Kafka's rate.
+	for _, w := range ShareWorkloads(false) {
+		ratio(w.Name, "kafka", 1.0)
+	}
 	abs("produce 100 B records/s", "produce-100B", 1e6, "rec/s", func(r *Row) float64 { return r.RecPerSec }, false)
 	return out
 }

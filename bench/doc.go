@@ -4,9 +4,10 @@
 // gateway built from this tree, franz-go's kfake, a single-node Apache
 // Kafka broker, a real Iggy server behind the gateway) on 127.0.0.1.
 //
-// The workloads are RunProduce, RunConsume and RunE2E; Compare runs a set
-// of them on several targets, interleaved and repeated, and reports medians
-// and ratios to the gateway. cmd/iggy-kafka-bench only parses flags and
+// The workloads are RunProduce, RunConsume, RunE2E and RunShareConsume
+// (share-group consumers, KIP-932); Compare runs a set of them on several
+// targets, interleaved and repeated, and reports medians and ratios to the
+// gateway. cmd/iggy-kafka-bench only parses flags and
 // calls this package. Every run is bounded by a record count and a
 // duration, and every address it starts or dials is on 127.0.0.1.
 //

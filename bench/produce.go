@@ -175,6 +175,12 @@ type Result struct {
 	// perf-consume), as printed: its MB are MiB and its rates its own
 	// timing; the fields above are read from it.
 	ToolLine string `json:"tool_line,omitempty"`
+	// Duplicates (share) are deliveries of an offset already delivered
+	// (its acquisition lock ran out, or it was released); not in Counted.
+	Duplicates int64 `json:"duplicates,omitempty"`
+	// FirstRecord (share) is the seconds from the consumers' start to
+	// the first record delivered: joining the group and being assigned.
+	FirstRecord float64 `json:"first_record_s,omitempty"`
 }
 
 func (r *Result) finish(elapsed time.Duration) {

@@ -122,6 +122,7 @@ func (c *Comparison) Markdown() string {
 	}
 	c.idleTable(&b)
 	c.perfTable(&b)
+	c.shareTable(&b)
 	if slices.Contains(c.Targets, "iggy-native") {
 		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
 			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
@@ -285,5 +286,29 @@ func (c *Comparison) perfTable(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s |\n", r.Workload, r.Target, r.OK, r.Runs,
 			human(r.RecPerSec), avg, p95, num(r.ClientCPU, "%.2f"), num(r.ClientUsPerRec, "%.3f"), num(r.ServerUsPerRec, "%.3f"))
+	}
+}
+
+// shareTable renders the share workloads' cost: CPU per record accepted
+// of the target and of the harness's consumers, and the redeliveries.
+func (c *Comparison) shareTable(b *strings.Builder) {
+	rows := c.rowsOfKind(func(kind string) bool { return kind == "share" })
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\nShare groups: franz-go share consumers of one share group, implicit acknowledgement (a poll accepts the " +
+		"previous poll's records; the last poll's are accepted and flushed before the clock stops), timed from the " +
+		"consumers' start to the last acceptance answered; first record: seconds from their start to the first record " +
+		"delivered (joining, assignment), and records/s from then on; CPU per record accepted (µs, medians); duplicates: " +
+		"deliveries of an offset already delivered, summed over the runs. \"–\": the target runs in the harness's process.\n\n" +
+		"| workload | target | ok/runs | records/s | first record s | records/s after it | server µs/rec | client µs/rec | duplicates |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		server := "–"
+		if r.ServerUsPerRec > 0 {
+			server = fmt.Sprintf("%.2f", r.ServerUsPerRec)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d/%d | %s | %.2f | %s | %s | %.2f | %d |\n", r.Workload, r.Target, r.OK, r.Runs,
+			human(r.RecPerSec), r.FirstRecord, human(r.AfterFirst), server, r.ClientUsPerRec, r.Duplicates)
 	}
 }

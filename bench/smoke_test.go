@@ -218,3 +218,33 @@ func TestTxnWorkloads(t *testing.T) {
 		})
 	}
 }
+
+// The share workload through Compare on the in-process gateway and kfake:
+// records written first, then three share consumers of one group
+// (share.auto.offset.reset set to earliest by the run) deliver and accept
+// every offset of the two partitions, and the share table shows the runs.
+func TestShareWorkload(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ws := []Workload{{Name: "share-tiny", Kind: "share", RecordSize: 100, Records: 2000, Partitions: 2, Consumers: 3}}
+	c, err := Compare(ctx, CompareOptions{Targets: []string{"gateway-inproc", "kfake", "kfake-blackhole"}, Workloads: ws,
+		Reps: 1, MaxDuration: 30 * time.Second, Acks: "all", Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Runs) != 2 { // nothing to read on the blackhole
+		t.Errorf("%d runs, want 2", len(c.Runs))
+	}
+	for _, r := range c.Runs {
+		if !r.Complete || r.Counted != 2000 || r.Bytes != 2000*100 || r.FirstRecord <= 0 {
+			t.Errorf("%s on %s: %+v", r.Workload, r.Target, r)
+		}
+	}
+	md := c.Markdown()
+	for _, want := range []string{"Share groups: franz-go share consumers", "| share-tiny | gateway-inproc | 1/1 |", "| share-tiny | kfake | 1/1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the table lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -182,7 +182,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	only := fs.String("workloads", "", "comma-separated workload names to run (default all but the perf-* ones); "+
 		"\"perf\" stands for perf-produce-100B,perf-produce-1KiB,perf-consume-100B,perf-consume-1KiB (Kafka's own perf tools as the client); "+
 		"\"txn\" for the transaction workloads idem-produce-100B,txn-produce-100B,idem-produce-1KiB,txn-produce-1KiB,idem-produce-100B-4prod,txn-produce-100B-4prod,txn-consume-100B-uncommitted,txn-consume-100B-committed "+
-		"(the gateway targets then run with --transactions enabled)")
+		"(the gateway targets then run with --transactions enabled); "+
+		"\"share\" for the share-group workloads share-100B-4cons-1p,share-100B-16cons-4p (franz-go share consumers of one share group accepting every record)")
 	out := fs.String("out", "bench/results", "directory for compare.json, compare.md, compare.png")
 	gwBin := fs.String("gateway-bin", "", "prebuilt gateway binary (default: go build ./cmd/iggy-kafka-gateway)")
 	kafkaLib := fs.String("kafka-lib", "", "Kafka broker jars (default bench/kafka/target/lib; bench/kafka/fetch.sh fills it)")
@@ -239,7 +240,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case onlyIggy(strings.Split(ts, ",")):
 		ws = bench.IggyWorkloads(*quick)
 	}
-	picked, err := pickWorkloads(ws, map[string][]bench.Workload{"perf": bench.PerfWorkloads(*quick), "txn": bench.TxnWorkloads(*quick)}, *only)
+	picked, err := pickWorkloads(ws, workloadGroups(*quick), *only)
 	if err != nil {
 		return err
 	}
@@ -301,6 +302,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return bench.ServeTarget(ctx, *target, &bench.TargetConfig{ModuleDir: modDir, GatewayBin: *gwBin,
 		KafkaLib: *kafkaLib, IggyAddr: *iggyAddr, SelfExe: self}, *topic, int32(*partitions), stdout)
+}
+
+// workloadGroups are the opt-in workload groups --workloads names.
+func workloadGroups(quick bool) map[string][]bench.Workload {
+	return map[string][]bench.Workload{"perf": bench.PerfWorkloads(quick), "txn": bench.TxnWorkloads(quick), "share": bench.ShareWorkloads(quick)}
 }
 
 type multiFlag []string

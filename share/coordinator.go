@@ -379,13 +379,21 @@ func (co *Coordinator) removeMember(g *Group, mid string, limit int16) []hit {
 	if s := co.sessions[sessionKey{g.id, mid}]; s != nil {
 		co.dropSession(sessionKey{g.id, mid}, s)
 	}
+	out = g.release(mid, limit, out)
+	g.epoch++
+	co.assign(g)
+	return out
+}
+
+// release makes every record member holds in g's partitions available
+// again (archived at limit deliveries) and appends the partitions that
+// changed to out. co.mu is held.
+func (g *Group) release(member string, limit int16, out []hit) []hit {
 	for tp, p := range g.parts {
-		if p.ReleaseMember(mid, limit) {
+		if p.ReleaseMember(member, limit) {
 			out = append(out, hit{g.id, tp})
 		}
 	}
-	g.epoch++
-	co.assign(g)
 	return out
 }
 

@@ -142,11 +142,7 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 	}
 	if r.Epoch == -1 {
 		co.dropSession(key, s)
-		for tp, p := range g.parts {
-			if p.ReleaseMember(r.Member, set.DeliveryLimit) {
-				woke = append(woke, hit{r.Group, tp})
-			}
-		}
+		woke = g.release(r.Member, set.DeliveryLimit, woke)
 	} else {
 		s.epoch++
 		if s.epoch < 0 {
@@ -348,18 +344,12 @@ func (co *Coordinator) ConnClosed(conn uint64) {
 		if s == nil || s.conn != conn {
 			continue
 		}
-		s.conn = 0
-		delete(co.sessions, key)
+		co.dropSession(key, s)
 		g := co.groups[key.group]
 		if g == nil {
 			continue
 		}
-		limit := co.cachedLimit(key.group)
-		for tp, p := range g.parts {
-			if p.ReleaseMember(key.member, limit) {
-				woke = append(woke, hit{key.group, tp})
-			}
-		}
+		woke = g.release(key.member, co.cachedLimit(key.group), woke)
 	}
 	co.mu.Unlock()
 	if len(woke) > 0 {

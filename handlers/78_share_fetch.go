@@ -84,12 +84,11 @@ const defaultShareMaxRecords = 500
 func shareFetch(c *Call, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	g := c.G
-	group, member := strOr(req.GroupID), strOr(req.MemberID)
-	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	group, member, set, code := c.shareMember(req.GroupID, req.MemberID)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
-	set := g.Share.Settings(c.Ctx, group)
 	resp.AcquisitionLockTimeoutMillis = int32(set.LockMs)
 	renewOnly := req.Version >= 2 && req.IsRenewAck
 	if c.shareRun == nil {
@@ -457,6 +456,17 @@ func batchesHolding(data []byte, first, last int64) []byte {
 		return []byte{}
 	}
 	return data[start:end]
+}
+
+// shareMember reads the group and member of a ShareFetch or
+// ShareAcknowledge and the group's settings, or answers the code of a
+// caller without READ on the group.
+func (c *Call) shareMember(groupID, memberID *string) (group, member string, set share.Settings, code int16) {
+	group, member = strOr(groupID), strOr(memberID)
+	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group) {
+		return group, member, set, kerr.GroupAuthorizationFailed.Code
+	}
+	return group, member, c.G.Share.Settings(c.Ctx, group), 0
 }
 
 // strOr is *s, or "" for nil.

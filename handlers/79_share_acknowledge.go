@@ -19,7 +19,6 @@
 package handlers
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/iggy-kafka/gateway/share"
@@ -32,12 +31,11 @@ func init() {
 func shareAcknowledge(c *Call, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	g := c.G
-	group, member := strOr(req.GroupID), strOr(req.MemberID)
-	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group) {
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	group, member, set, code := c.shareMember(req.GroupID, req.MemberID)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
-	set := g.Share.Settings(c.Ctx, group)
 	resp.AcquisitionLockTimeoutMillis = int32(set.LockMs)
 	sr := share.SessionRequest{Group: group, Member: member, Epoch: req.ShareSessionEpoch, RenewOK: req.Version >= 2 && req.IsRenewAck, Conn: c.ConnID}
 	type named struct {

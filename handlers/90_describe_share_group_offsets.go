@@ -70,7 +70,7 @@ func (c *Call) shareOffsetsTopic(version int16, rt kmsg.DescribeShareGroupOffset
 	ot := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 	ot.Topic = rt.Topic
 	code := int16(0)
-	var states []int64 // high watermarks, index = partition
+	var parts int32
 	switch {
 	case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, rt.Topic):
 		code = kerr.TopicAuthorizationFailed.Code
@@ -84,15 +84,7 @@ func (c *Call) shareOffsetsTopic(version int16, rt kmsg.DescribeShareGroupOffset
 			break
 		}
 		ot.TopicID = c.G.topicNames.idOf(ti)
-		if version >= 1 {
-			states = make([]int64, ti.Partitions)
-			for p := range states {
-				states[p] = -1
-				if st, err := c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, rt.Topic, int32(p)); err == nil {
-					states[p] = int64(st.Next)
-				}
-			}
-		}
+		parts = ti.Partitions
 	}
 	for _, p := range rt.Partitions {
 		op := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
@@ -103,8 +95,12 @@ func (c *Call) shareOffsetsTopic(version int16, rt kmsg.DescribeShareGroupOffset
 			if o, ok := offs[share.TP{Topic: rt.Topic, Partition: p}]; ok && o.TopicID == ot.TopicID {
 				op.StartOffset = o.Start
 				op.LeaderEpoch = 0
-				if int(p) < len(states) && states[p] >= 0 {
-					op.Lag = max(states[p]-o.Start-o.Done, 0)
+				// The lag needs the high watermark: read only for the
+				// partitions answered with a start offset.
+				if version >= 1 && p >= 0 && p < parts {
+					if st, err := c.G.Store.Partition(c.Ctx, c.G.Cfg.Stream, rt.Topic, p); err == nil {
+						op.Lag = max(int64(st.Next)-o.Start-o.Done, 0)
+					}
 				}
 			}
 		}

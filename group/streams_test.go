@@ -1,0 +1,434 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// wordCountTopology is the topology a Kafka Streams word count sends:
+// subtopology 0 reads lines and writes the repartition topic, 1 reads it
+// and keeps counts in a store with a changelog.
+func wordCountTopology(app, input string) *kmsg.StreamsGroupHeartbeatRequestTopology {
+	t := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	t.Epoch = 0
+	s0 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s0.SubtopologyID, s0.SourceTopics = "0", []string{input}
+	s0.RepartitionSinkTopics = []string{app + "-words-repartition"}
+	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s1.SubtopologyID = "1"
+	s1.SourceTopics = []string{app + "-words-repartition"}
+	rp := kmsg.NewTopicInfo()
+	rp.Topic = app + "-words-repartition"
+	rp.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "delete"}}
+	s1.RepartitionSourceTopics = []kmsg.TopicInfo{rp}
+	cl := kmsg.NewTopicInfo()
+	cl.Topic = app + "-counts-changelog"
+	cl.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "compact"}}
+	s1.StateChangelogTopics = []kmsg.TopicInfo{cl}
+	t.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s0, s1}
+	return &t
+}
+
+func TestStreamsTopologyConfigure(t *testing.T) {
+	t.Parallel()
+	topo, msg := topologyFrom(wordCountTopology("app", "lines"))
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	for _, tc := range []struct {
+		name   string
+		meta   map[string]int32
+		ready  bool
+		status int8 // -1: none
+		create []string
+		tasks  int32
+	}{
+		{"source missing", map[string]int32{}, false, statusMissingSourceTopics, nil, 0},
+		{"internal topics missing", map[string]int32{"lines": 4}, false, statusMissingInternalTopics,
+			[]string{"app-counts-changelog", "app-words-repartition"}, 4},
+		{"changelog missing", map[string]int32{"lines": 4, "app-words-repartition": 4}, false, statusMissingInternalTopics,
+			[]string{"app-counts-changelog"}, 4},
+		{"ready", map[string]int32{"lines": 4, "app-words-repartition": 4, "app-counts-changelog": 4}, true, -1, nil, 4},
+		{"repartition topic mis-sized", map[string]int32{"lines": 4, "app-words-repartition": 2, "app-counts-changelog": 4}, false,
+			statusIncorrectlyPartitioned, nil, 4},
+	} {
+		c := topo.configure(tc.meta)
+		if c.ready != tc.ready {
+			t.Errorf("%s: ready %v", tc.name, c.ready)
+		}
+		switch {
+		case tc.status < 0 && len(c.status) > 0:
+			t.Errorf("%s: status %+v", tc.name, c.status)
+		case tc.status >= 0 && (len(c.status) != 1 || c.status[0].code != tc.status):
+			t.Errorf("%s: status %+v, want code %d", tc.name, c.status, tc.status)
+		}
+		var names []string
+		for _, ct := range c.create {
+			names = append(names, ct.name)
+			if ct.partitions != 4 {
+				t.Errorf("%s: %s to create with %d partitions, want 4", tc.name, ct.name, ct.partitions)
+			}
+		}
+		if fmt.Sprint(names) != fmt.Sprint(tc.create) {
+			t.Errorf("%s: creates %v, want %v", tc.name, names, tc.create)
+		}
+		if tc.tasks > 0 && (c.tasks["0"] != tc.tasks || c.tasks["1"] != tc.tasks) {
+			t.Errorf("%s: tasks %v", tc.name, c.tasks)
+		}
+	}
+}
+
+// A copartition group (a join) whose source topics differ in partitions
+// is INCORRECTLY_PARTITIONED_TOPICS; a repartition topic in it takes the
+// group's count.
+func TestStreamsTopologyCopartition(t *testing.T) {
+	t.Parallel()
+	tr := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	s := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s.SubtopologyID, s.SourceTopics = "0", []string{"left", "right"}
+	rp := kmsg.NewTopicInfo()
+	rp.Topic = "rekeyed"
+	s.RepartitionSourceTopics = []kmsg.TopicInfo{rp}
+	s.CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0, 1}, RepartitionSourceTopics: []int16{0}}}
+	tr.Subtopologies = append(tr.Subtopologies, s)
+	topo, msg := topologyFrom(&tr)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	if c := topo.configure(map[string]int32{"left": 3, "right": 5}); c.ready || len(c.status) != 1 || c.status[0].code != statusIncorrectlyPartitioned {
+		t.Fatalf("left 3, right 5: %+v", c.status)
+	}
+	c := topo.configure(map[string]int32{"left": 3, "right": 3})
+	if len(c.create) != 1 || c.create[0].name != "rekeyed" || c.create[0].partitions != 3 {
+		t.Fatalf("left 3, right 3: creates %+v", c.create)
+	}
+	// Out-of-range indexes are refused at the heartbeat.
+	tr.Subtopologies[0].CopartitionGroups[0].SourceTopics = []int16{7}
+	if _, msg := topologyFrom(&tr); msg == "" {
+		t.Fatal("an out-of-range copartition index was accepted")
+	}
+}
+
+func TestStreamsAssignorSpreadsAndSticks(t *testing.T) {
+	t.Parallel()
+	tasks := map[string]int32{"0": 4, "1": 4}
+	ms := []taskMember{{id: "a", process: "p1"}, {id: "b", process: "p2"}}
+	first := assignTasks(ms, tasks, 1)
+	for _, id := range []string{"a", "b"} {
+		if n := len(first[id].active); n != 4 {
+			t.Fatalf("%s: %d active tasks, want 4: %v", id, n, first)
+		}
+		if n := len(first[id].standby); n != 4 {
+			t.Fatalf("%s: %d standby tasks, want 4: %v", id, n, first)
+		}
+		for tk := range first[id].active {
+			if first[id].standby.has(tk) {
+				t.Fatalf("%s: task %v both active and standby", id, tk)
+			}
+		}
+	}
+	// A third member: the first two keep what they can (3 each at most).
+	ms[0].prev, ms[1].prev = first["a"], first["b"]
+	ms = append(ms, taskMember{id: "c", process: "p3"})
+	second := assignTasks(ms, tasks, 1)
+	for _, id := range []string{"a", "b"} {
+		kept := 0
+		for tk := range second[id].active {
+			if first[id].active.has(tk) {
+				kept++
+			}
+		}
+		if kept != len(second[id].active) || kept < 2 {
+			t.Fatalf("%s kept %d of %v (now %v)", id, kept, first[id].active, second[id].active)
+		}
+	}
+	total := 0
+	for _, a := range second {
+		total += len(a.active)
+	}
+	if total != 8 || len(second["c"].active) < 2 {
+		t.Fatalf("second assignment %v", second)
+	}
+	// One process with two threads: no standby can go anywhere.
+	one := assignTasks([]taskMember{{id: "a", process: "p"}, {id: "b", process: "p"}}, tasks, 1)
+	if len(one["a"].standby)+len(one["b"].standby) != 0 || len(one["a"].active) != 4 {
+		t.Fatalf("one process: %v", one)
+	}
+}
+
+// smem is a test streams member: it heartbeats like a Streams client that
+// gives up revoked tasks at once and remembers what it owns.
+type smem struct {
+	t                 testing.TB
+	c                 *coord848
+	group, id, proc   string
+	epoch             int32
+	active, standby   taskSet
+	given             taskSet // the latest active tasks the coordinator sent
+	status            []kmsg.StreamsGroupHeartbeatResponseStatus
+	keepRevoked       bool
+	topo              *kmsg.StreamsGroupHeartbeatRequestTopology
+	lastCreate        []StreamsTopic
+	lastEndpointEpoch int32
+}
+
+func (c *coord848) smember(tb testing.TB, group, id, proc string, topo *kmsg.StreamsGroupHeartbeatRequestTopology) *smem {
+	return &smem{t: tb, c: c, group: group, id: id, proc: proc, topo: topo, active: taskSet{}, standby: taskSet{}}
+}
+
+func (m *smem) request() *kmsg.StreamsGroupHeartbeatRequest {
+	if !m.keepRevoked && m.given != nil {
+		m.active = m.given // gives up what it was holding on to
+	}
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, m.epoch
+	req.EndpointInformationEpoch = m.lastEndpointEpoch
+	req.ActiveTasks = tasksByTopology(m.active)
+	req.StandbyTasks, req.WarmupTasks = tasksByTopology(m.standby), []kmsg.TaskIDs{}
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis = 30000
+		req.Topology = m.topo
+		req.ProcessID = kmsg.StringPtr(m.proc)
+		req.ActiveTasks, req.StandbyTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	}
+	return req
+}
+
+func (m *smem) send(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatResponse {
+	resp, create := m.c.StreamsHeartbeat(context.Background(), req, "client", "/127.0.0.1")
+	m.lastCreate = create
+	return resp
+}
+
+// beat sends one heartbeat and applies the answer.
+func (m *smem) beat() *kmsg.StreamsGroupHeartbeatResponse {
+	m.t.Helper()
+	resp := m.send(m.request())
+	if resp.ErrorCode != 0 {
+		return resp
+	}
+	m.epoch, m.status, m.lastEndpointEpoch = resp.MemberEpoch, resp.Status, resp.EndpointInformationEpoch
+	if resp.ActiveTasks != nil {
+		next := taskSet{}
+		for _, ts := range resp.ActiveTasks {
+			for _, p := range ts.Partitions {
+				next[taskID{ts.SubtopologyID, p}] = struct{}{}
+			}
+		}
+		m.given = next
+		if m.keepRevoked {
+			held := taskSet{}
+			for tk := range next {
+				held[tk] = struct{}{}
+			}
+			for tk := range m.active {
+				held[tk] = struct{}{}
+			}
+			next = held
+		}
+		m.active = next
+		m.standby = taskSet{}
+		for _, ts := range resp.StandbyTasks {
+			for _, p := range ts.Partitions {
+				m.standby[taskID{ts.SubtopologyID, p}] = struct{}{}
+			}
+		}
+	}
+	return resp
+}
+
+func (m *smem) mustBeat() *kmsg.StreamsGroupHeartbeatResponse {
+	m.t.Helper()
+	resp := m.beat()
+	if resp.ErrorCode != 0 {
+		m.t.Fatalf("%s: heartbeat: %v %v", m.id, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+	}
+	return resp
+}
+
+// createInternal creates what the last heartbeat asked for, as the
+// handler does.
+func (m *smem) createInternal() {
+	m.t.Helper()
+	for _, ct := range m.lastCreate {
+		if _, err := m.c.store.CreateTopic(context.Background(), testStream, ct.Name, ct.Partitions); err != nil {
+			m.t.Fatal(err)
+		}
+	}
+	m.c.TopicsChanged()
+}
+
+// noDoubleActive fails if a task is active on two members at once.
+func noDoubleActive(tb testing.TB, ms ...*smem) {
+	tb.Helper()
+	seen := map[taskID]string{}
+	for _, m := range ms {
+		for tk := range m.active {
+			if o, ok := seen[tk]; ok {
+				tb.Fatalf("task %v active on %s and %s", tk, o, m.id)
+			}
+			seen[tk] = m.id
+		}
+	}
+}
+
+func TestStreamsJoinCreatesInternalTopicsThenAssigns(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 4)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	resp := a.mustBeat()
+	if len(resp.Status) != 1 || resp.Status[0].StatusCode != statusMissingInternalTopics || len(a.active) != 0 {
+		t.Fatalf("first heartbeat: status %+v, tasks %v", resp.Status, a.active)
+	}
+	if len(a.lastCreate) != 2 {
+		t.Fatalf("to create: %+v", a.lastCreate)
+	}
+	a.createInternal()
+	resp = a.mustBeat()
+	if len(resp.Status) != 0 || len(a.active) != 8 {
+		t.Fatalf("after creation: status %+v, %d tasks", resp.Status, len(a.active))
+	}
+	if a.epoch != 2 {
+		t.Fatalf("member epoch %d, want 2 (join, then topics ready)", a.epoch)
+	}
+	d := c.StreamsDescribe(context.Background(), &kmsg.StreamsGroupDescribeRequest{Groups: []string{"app", "nope"}}, func(string) bool { return true })
+	g := d.Groups[0]
+	if g.ErrorCode != 0 || g.State != "Stable" || len(g.Members) != 1 || len(g.Topology.Subtopologies) != 2 || len(g.Members[0].Assignment.ActiveTasks) != 2 {
+		t.Fatalf("describe: %+v", g)
+	}
+	if d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe of an unknown group: %v", kerr.ErrorForCode(d.Groups[1].ErrorCode))
+	}
+}
+
+// A second member gets tasks only after the first revoked them: no task
+// is ever active on both.
+func TestStreamsRevocationBeforeAssignment(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 4)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	a.createInternal()
+	a.mustBeat()
+	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
+	a.keepRevoked = true // a has not given up its tasks yet
+	b.mustBeat()
+	a.mustBeat()
+	b.mustBeat()
+	noDoubleActive(t, a, b)
+	if len(b.active) != 0 {
+		t.Fatalf("b got %v while a still holds them", b.active)
+	}
+	a.keepRevoked = false
+	for range 3 {
+		a.mustBeat()
+		b.mustBeat()
+		noDoubleActive(t, a, b)
+	}
+	if len(a.active) != 4 || len(b.active) != 4 {
+		t.Fatalf("after revocation: a %v, b %v", a.active, b.active)
+	}
+}
+
+func TestStreamsSessionExpiryMovesTasks(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	a.createInternal()
+	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
+	for range 3 {
+		a.mustBeat()
+		b.mustBeat()
+	}
+	if len(a.active) != 2 || len(b.active) != 2 {
+		t.Fatalf("a %v, b %v", a.active, b.active)
+	}
+	for range 3 { // a goes silent; b heartbeats through a's session
+		c.clock.advance(20 * time.Second)
+		b.mustBeat()
+	}
+	if len(b.active) != 4 {
+		t.Fatalf("b after a's session ended: %v", b.active)
+	}
+	if r := a.beat(); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("a after its session ended: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+func TestStreamsHeartbeatErrors(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 1)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	for _, tc := range []struct {
+		name string
+		mod  func(*kmsg.StreamsGroupHeartbeatRequest)
+		code int16
+	}{
+		{"epoch ahead", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = 9 }, kerr.FencedMemberEpoch.Code},
+		{"unknown member", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "zz" }, kerr.UnknownMemberID.Code},
+		{"empty group", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Group = "" }, kerr.InvalidRequest.Code},
+		{"empty member id", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest.Code},
+		{"topology after joining", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Topology = wordCountTopology("app", "lines") }, kerr.InvalidRequest.Code},
+		{"join without topology", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.MemberEpoch, r.MemberID, r.Topology, r.ProcessID = 0, "new", nil, kmsg.StringPtr("p")
+		}, kerr.InvalidRequest.Code},
+		{"epoch below -2", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest.Code},
+	} {
+		req := a.request()
+		tc.mod(req)
+		if r := a.send(req); r.ErrorCode != tc.code {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(r.ErrorCode), kerr.ErrorForCode(tc.code))
+		}
+	}
+	// A consumer group's id is not a streams group.
+	cm := c.joined(t, "cg", "m1", "lines")
+	_ = cm
+	b := c.smember(t, "cg", "s1", "p", wordCountTopology("app", "lines"))
+	if r := b.beat(); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("streams join of a consumer group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// Leaving, then leaving again.
+	req := a.request()
+	req.MemberEpoch = epochLeave
+	if r := a.send(req); r.ErrorCode != 0 || r.MemberEpoch != epochLeave {
+		t.Fatalf("leave: %v epoch %d", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch)
+	}
+	if r := a.send(req); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("second leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// Offset commits of a streams member carry its epoch.
+func TestStreamsOffsetCommitChecksEpoch(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 1)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	for _, tc := range []struct {
+		member string
+		epoch  int32
+		code   int16
+	}{
+		{"a", a.epoch, 0},
+		{"a", a.epoch + 1, kerr.FencedMemberEpoch.Code},
+		{"zz", a.epoch, kerr.UnknownMemberID.Code},
+		{"", -1, kerr.UnknownMemberID.Code}, // an admin tool while members are live
+	} {
+		if code := c.commitCheck("app", tc.member, "", tc.epoch, 9); code != tc.code {
+			t.Errorf("commit by %q epoch %d: %v, want %v", tc.member, tc.epoch, kerr.ErrorForCode(code), kerr.ErrorForCode(tc.code))
+		}
+	}
+}

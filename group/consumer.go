@@ -365,6 +365,9 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 		g = &group{name: a.group, protocolType: "consumer", members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
 		co.groups[a.group] = g
 	}
+	if g.streams != nil {
+		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", a.group)
+	}
 	if g.consumer == nil {
 		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
 			// Online upgrade (mixed.go): the classic members become

@@ -94,7 +94,7 @@ type coord848 struct {
 func newCoord848(tb testing.TB, mods ...func(*Config)) *coord848 {
 	tb.Helper()
 	st, log := openTestStore(tb)
-	cfg := Config{InitialRebalanceDelay: -1, MinSessionTimeout: 10 * time.Millisecond, MetadataMaxAge: -1}
+	cfg := Config{InitialRebalanceDelay: -1, MinSessionTimeout: 10 * time.Millisecond, MetadataMaxAge: -1, StreamsInitialRebalanceDelay: -1}
 	for _, m := range mods {
 		m(&cfg)
 	}

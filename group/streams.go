@@ -77,9 +77,8 @@ type sgroup struct {
 	confHash           uint64
 	confMeta           *metaSnap
 	endpointEpoch      int32
-	shutdown           bool
-	desc               *kmsg.TopologyDescription
-	descEpoch          int32
+	shutdownBy         string    // the member that asked the app to shut down
+	delayUntil         time.Time // the initial rebalance delay's end; zero once over
 	seq                uint64
 	settings           groupSettings
 }
@@ -160,11 +159,21 @@ func (co *Coordinator) StreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGr
 
 func shbError(resp *kmsg.StreamsGroupHeartbeatResponse, code int16, msg string) *kmsg.StreamsGroupHeartbeatResponse {
 	resp.ErrorCode = code
-	resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = "", 0, 0
-	resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks, resp.Status = nil, nil, nil, nil
 	if msg != "" {
 		resp.ErrorMessage = kmsg.StringPtr(msg)
 	}
+	return shbBare(resp, "", 0)
+}
+
+// shbBare empties resp but for the member id and epoch, as Kafka answers
+// errors and leaves.
+func shbBare(resp *kmsg.StreamsGroupHeartbeatResponse, member string, epoch int32) *kmsg.StreamsGroupHeartbeatResponse {
+	resp.MemberID, resp.MemberEpoch = member, epoch
+	resp.HeartbeatIntervalMillis, resp.TaskOffsetIntervalMillis = 0, 0
+	resp.AcceptableRecoveryLagLegacy, resp.AcceptableRecoveryLag = 0, -1
+	resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+	resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks = nil, nil, nil
+	resp.TopologyDescriptionRequired, resp.EndpointInformationEpoch, resp.PartitionsByUserEndpoint = false, 0, nil
 	return resp
 }
 
@@ -181,28 +190,35 @@ func decodeStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientID, cl
 		return bad("InstanceId can't be empty.")
 	case req.RackID != nil && *req.RackID == "":
 		return bad("RackId can't be empty.")
+	case req.MemberEpoch < epochStaticLeave:
+		return bad(fmt.Sprintf("MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch))
+	case req.MemberEpoch == epochStaticLeave && req.InstanceID == nil:
+		return bad("InstanceId can't be null.")
 	case req.MemberID == "":
 		return bad("MemberId can't be empty.")
 	case len(req.MemberID) > maxMemberIDLen:
 		return bad("MemberId is too long.")
-	case req.MemberEpoch < epochStaticLeave:
-		return bad(fmt.Sprintf("MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch))
 	}
 	if req.MemberEpoch == 0 {
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
-			return bad("RebalanceTimeoutMs must be provided when joining.")
+			return bad("RebalanceTimeoutMs must be provided in first request.")
 		case req.Topology == nil:
-			return bad("Topology must be non-null when joining.")
-		case req.ProcessID == nil:
-			return bad("ProcessId must be provided when joining.")
-		case req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil:
-			return bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
-		case len(req.ActiveTasks)+len(req.StandbyTasks)+len(req.WarmupTasks) > 0:
-			return bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
+			return bad("Topology must be non-null when (re-)joining.")
+		case req.ActiveTasks == nil || len(req.ActiveTasks) > 0:
+			return bad("ActiveTasks must be empty when (re-)joining.")
+		case req.StandbyTasks == nil || len(req.StandbyTasks) > 0:
+			return bad("StandbyTasks must be empty when (re-)joining.")
+		case req.WarmupTasks == nil || len(req.WarmupTasks) > 0:
+			return bad("WarmupTasks must be empty when (re-)joining.")
 		}
-	} else if req.Topology != nil && req.MemberEpoch > 0 {
-		return bad("Topology can only be provided when (re-)joining.")
+	} else if req.MemberEpoch > 0 {
+		switch {
+		case req.Topology != nil:
+			return bad("Topology can only be provided when (re-)joining.")
+		case (req.ActiveTasks == nil) != (req.StandbyTasks == nil) || (req.ActiveTasks == nil) != (req.WarmupTasks == nil):
+			return bad("If one task-type is non-null, all must be non-null.")
+		}
 	}
 	a := &shbArgs{ver: req.Version, group: strings.Clone(req.Group), memberID: strings.Clone(req.MemberID),
 		epoch: req.MemberEpoch, endpointEpoch: req.EndpointInformationEpoch, rebalance: -1,
@@ -223,9 +239,9 @@ func decodeStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientID, cl
 		return a, 0, ""
 	}
 	if req.Topology != nil {
-		t, msg := topologyFrom(req.Topology)
-		if msg != "" {
-			return bad(msg)
+		t, code, msg := topologyFrom(req.Topology)
+		if code != 0 {
+			return nil, code, msg
 		}
 		a.topo = t
 	}
@@ -303,29 +319,92 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 		// group; the offsets stay.
 		g.stopTimer()
 		g.streams, g.protocolType, g.protocol = newSGroup(), "streams", ""
+		if d := co.streamsInitialDelay(a.settings); d > 0 {
+			g.streams.delayUntil = co.clock.Now().Add(d)
+		}
 	}
 	sg := g.streams
+	bump := sg.settings.standbys != a.settings.standbys && len(sg.members) > 0
 	sg.settings = a.settings
+	if a.topo != nil && sg.topo != nil && (a.topo.epoch != sg.topo.epoch || !a.topo.equal(sg.topo)) && sg.liveOthers(a.memberID) {
+		return kerr.InvalidRequest.Code, "Topology updates are not supported yet.", nil
+	}
 
 	m, code, msg := co.streamsMemberFor(g, sg, a)
 	if code != 0 {
 		return code, msg, nil
 	}
 	beforeActive, beforeStandby := m.active, m.standby
-	bump := m.joinedAt == 0
-	if bump {
+	if m.joinedAt == 0 {
 		sg.seq++
-		m.joinedAt = sg.seq
+		m.joinedAt, bump = sg.seq, true
 	}
 	if a.topo != nil {
 		m.topoEpoch = a.topo.epoch
-		if sg.topo == nil || a.topo.epoch > sg.topo.epoch {
+		if sg.topo == nil || !a.topo.equal(sg.topo) || a.topo.epoch != sg.topo.epoch {
 			sg.topo, sg.confMeta, bump = a.topo, nil, true
-			sg.desc = nil
 		}
 	}
+	if co.updateStreamsMember(g, sg, m, a) {
+		bump = true
+	}
+	if sg.confMeta != meta && sg.topo != nil {
+		sg.conf, sg.confMeta = sg.topo.configure(meta.partitionsByName()), meta
+		if h := sg.conf.hash(); h != sg.confHash {
+			sg.confHash, bump = h, true
+		}
+	}
+	if code, msg := sg.checkOwned(a.active); code != 0 {
+		return code, msg, nil
+	}
+	if sg.delayed() && !co.clock.Now().Before(sg.delayUntil) {
+		sg.delayUntil, bump = time.Time{}, true
+	}
+	if bump {
+		sg.epoch++
+		co.log.Debug("streams group epoch bumped", "group", g.name, "epoch", sg.epoch)
+	}
+	if sg.epoch > sg.assignEpoch {
+		co.computeStreamsTarget(sg)
+	}
+	co.reconcileStreams(g, sg, m, a.active)
+	co.armStreamsSession(g, m)
+
+	resp.MemberID = m.id
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(co.streamsInterval(sg) / time.Millisecond)
+	resp.AcceptableRecoveryLagLegacy = 0 // Kafka 4.4 leaves the v0 field unset
+	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
+	resp.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
+	resp.Status = co.streamsStatus(sg, m)
+	if a.epoch == 0 || !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby) {
+		resp.ActiveTasks = tasksByTopology(m.active)
+		resp.StandbyTasks = tasksByTopology(m.standby)
+		resp.WarmupTasks = []kmsg.TaskIDs{}
+		if a.epoch != 0 {
+			sg.endpointEpoch++ // where tasks live changed
+		}
+	}
+	resp.EndpointInformationEpoch = sg.endpointEpoch
+	if a.endpointEpoch != sg.endpointEpoch {
+		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
+	}
+	var create []StreamsTopic
+	if sg.conf != nil {
+		for _, t := range sg.conf.create {
+			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
+		}
+	}
+	return 0, "", create
+}
+
+// updateStreamsMember applies what a heartbeat says of m besides its
+// topology and tasks; true when the assignment depends on the change (the
+// process: tasks balance over processes). co.mu is held.
+func (co *Coordinator) updateStreamsMember(g *group, sg *sgroup, m *smember, a *shbArgs) bool {
+	changed := false
 	if a.process != nil && *a.process != m.process {
-		m.process, bump = *a.process, true
+		m.process, changed = *a.process, true
 	}
 	if a.rack != nil {
 		m.rack = *a.rack
@@ -346,53 +425,41 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	if a.endOffsets != nil {
 		m.endOffsets = a.endOffsets
 	}
-	if a.shutdown && !sg.shutdown {
+	if a.shutdown && sg.shutdownBy == "" {
 		co.log.Info("streams group asked to shut down", "group", g.name, "member", m.id)
-		sg.shutdown = true
+		sg.shutdownBy = m.id
 	}
 	m.clientID, m.clientHost = a.clientID, a.clientHost
-	if sg.confMeta != meta && sg.topo != nil {
-		sg.conf, sg.confMeta = sg.topo.configure(meta.partitionsByName()), meta
-		if h := sg.conf.hash(); h != sg.confHash {
-			sg.confHash, bump = h, true
-		}
-	}
-	if bump {
-		sg.epoch++
-		co.log.Debug("streams group epoch bumped", "group", g.name, "epoch", sg.epoch)
-	}
-	if sg.epoch > sg.assignEpoch {
-		co.computeStreamsTarget(sg)
-	}
-	co.reconcileStreams(g, sg, m, a.active)
-	co.armStreamsSession(g, m)
-
-	resp.MemberID = m.id
-	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(co.streamsInterval(sg) / time.Millisecond)
-	resp.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
-	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
-	resp.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
-	resp.Status = co.streamsStatus(sg, m)
-	if a.epoch == 0 || !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby) {
-		resp.ActiveTasks = tasksByTopology(m.active)
-		resp.StandbyTasks = tasksByTopology(m.standby)
-		resp.WarmupTasks = []kmsg.TaskIDs{}
-		sg.endpointEpoch++ // where tasks live changed
-	}
-	resp.EndpointInformationEpoch = sg.endpointEpoch
-	if a.endpointEpoch != sg.endpointEpoch {
-		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
-	}
-	resp.TopologyDescriptionRequired = a.ver >= 1 && sg.topo != nil && (sg.desc == nil || sg.descEpoch != sg.topo.epoch)
-	var create []StreamsTopic
-	if sg.conf != nil {
-		for _, t := range sg.conf.create {
-			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
-		}
-	}
-	return 0, "", create
+	return changed
 }
+
+// liveOthers: the group has a member other than id that is not a static
+// member gone for now. co.mu is held.
+func (sg *sgroup) liveOthers(id string) bool {
+	for mid := range sg.members {
+		if mid != id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOwned refuses active tasks the configured topology does not have
+// (Kafka's INVALID_REQUEST). co.mu is held.
+func (sg *sgroup) checkOwned(owned taskSet) (int16, string) {
+	if owned == nil || sg.conf == nil || !sg.conf.ready {
+		return 0, ""
+	}
+	for t := range owned {
+		n := sg.conf.tasks[t.sub]
+		if t.part < 0 || t.part >= n {
+			return kerr.InvalidRequest.Code, fmt.Sprintf("Task %d for subtopology %s is invalid. Number of tasks for this subtopology: %d", t.part, t.sub, n)
+		}
+	}
+	return 0, ""
+}
+
+func (sg *sgroup) delayed() bool { return !sg.delayUntil.IsZero() }
 
 // streamsStatus is what the group tells m about itself. co.mu is held.
 func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroupHeartbeatResponseStatus {
@@ -402,8 +469,11 @@ func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroup
 		s.StatusCode, s.StatusDetail = code, detail
 		out = append(out, s)
 	}
-	if sg.shutdown {
-		add(statusShutdownApplication, "A member requested to shut down the application.")
+	if sg.shutdownBy != "" {
+		add(statusShutdownApplication, fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", sg.shutdownBy))
+	}
+	if sg.delayed() {
+		add(statusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
 	}
 	if sg.topo != nil && m.topoEpoch < sg.topo.epoch {
 		add(statusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topoEpoch, sg.topo.epoch))
@@ -558,10 +628,10 @@ func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smem
 func checkStreamsEpoch(m *smember, a *shbArgs) (int16, string) {
 	switch {
 	case a.epoch > m.epoch:
-		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", a.epoch, m.epoch)
+		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", a.epoch, m.epoch)
 	case a.epoch < m.epoch:
 		if a.epoch != m.prevEpoch || a.active == nil || !a.active.subsetOf(m.active) {
-			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", a.epoch, m.epoch)
+			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", a.epoch, m.epoch)
 		}
 	}
 	return 0, ""
@@ -627,16 +697,19 @@ func (sg *sgroup) setOwned(m *smember, active, revoking taskSet) {
 // computeStreamsTarget runs the task assignor and moves the assignment
 // epoch to the group epoch. co.mu is held.
 func (co *Coordinator) computeStreamsTarget(sg *sgroup) {
-	tasks := map[string]int32{}
-	if sg.conf != nil && sg.conf.ready {
+	tasks, stateful := map[string]int32{}, map[string]bool{}
+	if sg.conf != nil && sg.conf.ready && !sg.delayed() {
 		tasks = sg.conf.tasks
+		for i := range sg.topo.subs {
+			stateful[sg.topo.subs[i].id] = len(sg.topo.subs[i].changelogs) > 0
+		}
 	}
 	ms := make([]taskMember, 0, len(sg.members))
 	for _, id := range sortedKeys(sg.members) {
 		m := sg.members[id]
 		ms = append(ms, taskMember{id: id, process: m.process, prev: sg.target[id]})
 	}
-	sg.target = assignTasks(ms, tasks, sg.settings.standbys)
+	sg.target = assignTasks(ms, tasks, stateful, sg.settings.standbys)
 	sg.assignEpoch = sg.epoch
 }
 
@@ -737,7 +810,7 @@ func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGrou
 			return kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, m.id)
 		}
 	}
-	resp.MemberID, resp.MemberEpoch = a.memberID, a.epoch
+	shbBare(resp, a.memberID, a.epoch)
 	if a.epoch == epochStaticLeave {
 		co.log.Info("streams group static member left for now", "group", g.name, "member", m.id, "instance", m.instance)
 		sg.setOwned(m, m.active, taskSet{})
@@ -764,7 +837,7 @@ func (co *Coordinator) removeStreamsMember(sg *sgroup, m *smember) {
 	sg.epoch++
 	sg.endpointEpoch++
 	if len(sg.members) == 0 {
-		sg.shutdown = false // a new start of the app runs again
+		sg.shutdownBy = "" // a new start of the app runs again
 	}
 }
 
@@ -775,6 +848,15 @@ func (co *Coordinator) streamsSession(sg *sgroup) time.Duration {
 		return sg.settings.streamsSession
 	}
 	return defaultStreamsSession
+}
+
+// streamsInitialDelay is the initial rebalance delay of a new streams group
+// with settings s.
+func (co *Coordinator) streamsInitialDelay(s groupSettings) time.Duration {
+	if s.streamsDelay != nil {
+		return *s.streamsDelay
+	}
+	return co.cfg.StreamsInitialRebalanceDelay
 }
 
 func (co *Coordinator) streamsInterval(sg *sgroup) time.Duration {

@@ -20,8 +20,7 @@ func wordCountTopology(app, input string) *kmsg.StreamsGroupHeartbeatRequestTopo
 	s0.SubtopologyID, s0.SourceTopics = "0", []string{input}
 	s0.RepartitionSinkTopics = []string{app + "-words-repartition"}
 	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
-	s1.SubtopologyID = "1"
-	s1.SourceTopics = []string{app + "-words-repartition"}
+	s1.SubtopologyID = "1" // its source is the repartition topic, named only there (as Streams sends it)
 	rp := kmsg.NewTopicInfo()
 	rp.Topic = app + "-words-repartition"
 	rp.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "delete"}}
@@ -36,7 +35,7 @@ func wordCountTopology(app, input string) *kmsg.StreamsGroupHeartbeatRequestTopo
 
 func TestStreamsTopologyConfigure(t *testing.T) {
 	t.Parallel()
-	topo, msg := topologyFrom(wordCountTopology("app", "lines"))
+	topo, _, msg := topologyFrom(wordCountTopology("app", "lines"))
 	if msg != "" {
 		t.Fatal(msg)
 	}
@@ -50,7 +49,7 @@ func TestStreamsTopologyConfigure(t *testing.T) {
 	}{
 		{"source missing", map[string]int32{}, false, statusMissingSourceTopics, nil, 0},
 		{"internal topics missing", map[string]int32{"lines": 4}, false, statusMissingInternalTopics,
-			[]string{"app-counts-changelog", "app-words-repartition"}, 4},
+			[]string{"app-words-repartition", "app-counts-changelog"}, 4},
 		{"changelog missing", map[string]int32{"lines": 4, "app-words-repartition": 4}, false, statusMissingInternalTopics,
 			[]string{"app-counts-changelog"}, 4},
 		{"ready", map[string]int32{"lines": 4, "app-words-repartition": 4, "app-counts-changelog": 4}, true, -1, nil, 4},
@@ -96,7 +95,7 @@ func TestStreamsTopologyCopartition(t *testing.T) {
 	s.RepartitionSourceTopics = []kmsg.TopicInfo{rp}
 	s.CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0, 1}, RepartitionSourceTopics: []int16{0}}}
 	tr.Subtopologies = append(tr.Subtopologies, s)
-	topo, msg := topologyFrom(&tr)
+	topo, _, msg := topologyFrom(&tr)
 	if msg != "" {
 		t.Fatal(msg)
 	}
@@ -109,7 +108,7 @@ func TestStreamsTopologyCopartition(t *testing.T) {
 	}
 	// Out-of-range indexes are refused at the heartbeat.
 	tr.Subtopologies[0].CopartitionGroups[0].SourceTopics = []int16{7}
-	if _, msg := topologyFrom(&tr); msg == "" {
+	if _, _, msg := topologyFrom(&tr); msg == "" {
 		t.Fatal("an out-of-range copartition index was accepted")
 	}
 }
@@ -118,7 +117,8 @@ func TestStreamsAssignorSpreadsAndSticks(t *testing.T) {
 	t.Parallel()
 	tasks := map[string]int32{"0": 4, "1": 4}
 	ms := []taskMember{{id: "a", process: "p1"}, {id: "b", process: "p2"}}
-	first := assignTasks(ms, tasks, 1)
+	stateful := map[string]bool{"0": true, "1": true}
+	first := assignTasks(ms, tasks, stateful, 1)
 	for _, id := range []string{"a", "b"} {
 		if n := len(first[id].active); n != 4 {
 			t.Fatalf("%s: %d active tasks, want 4: %v", id, n, first)
@@ -135,7 +135,7 @@ func TestStreamsAssignorSpreadsAndSticks(t *testing.T) {
 	// A third member: the first two keep what they can (3 each at most).
 	ms[0].prev, ms[1].prev = first["a"], first["b"]
 	ms = append(ms, taskMember{id: "c", process: "p3"})
-	second := assignTasks(ms, tasks, 1)
+	second := assignTasks(ms, tasks, stateful, 1)
 	for _, id := range []string{"a", "b"} {
 		kept := 0
 		for tk := range second[id].active {
@@ -155,7 +155,7 @@ func TestStreamsAssignorSpreadsAndSticks(t *testing.T) {
 		t.Fatalf("second assignment %v", second)
 	}
 	// One process with two threads: no standby can go anywhere.
-	one := assignTasks([]taskMember{{id: "a", process: "p"}, {id: "b", process: "p"}}, tasks, 1)
+	one := assignTasks([]taskMember{{id: "a", process: "p"}, {id: "b", process: "p"}}, tasks, stateful, 1)
 	if len(one["a"].standby)+len(one["b"].standby) != 0 || len(one["a"].active) != 4 {
 		t.Fatalf("one process: %v", one)
 	}
@@ -423,12 +423,150 @@ func TestStreamsOffsetCommitChecksEpoch(t *testing.T) {
 		code   int16
 	}{
 		{"a", a.epoch, 0},
-		{"a", a.epoch + 1, kerr.FencedMemberEpoch.Code},
+		{"a", a.epoch + 1, kerr.StaleMemberEpoch.Code}, // Kafka 4.4: 113 either way
+		{"a", a.epoch - 1, kerr.StaleMemberEpoch.Code},
 		{"zz", a.epoch, kerr.UnknownMemberID.Code},
 		{"", -1, kerr.UnknownMemberID.Code}, // an admin tool while members are live
 	} {
 		if code := c.commitCheck("app", tc.member, "", tc.epoch, 9); code != tc.code {
 			t.Errorf("commit by %q epoch %d: %v, want %v", tc.member, tc.epoch, kerr.ErrorForCode(code), kerr.ErrorForCode(tc.code))
 		}
+	}
+}
+
+// A new group's first assignment waits for the initial rebalance delay
+// (ASSIGNMENT_DELAYED meanwhile), so the app's other instances join first.
+func TestStreamsInitialRebalanceDelay(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t, func(cfg *Config) { cfg.StreamsInitialRebalanceDelay = 3 * time.Second })
+	c.topic(t, "lines", 2)
+	c.topic(t, "app-words-repartition", 2)
+	c.topic(t, "app-counts-changelog", 2)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	resp := a.mustBeat()
+	if len(resp.Status) != 1 || resp.Status[0].StatusCode != statusAssignmentDelayed || len(a.active) != 0 || a.epoch != 1 {
+		t.Fatalf("join: epoch %d, status %+v, tasks %v", a.epoch, resp.Status, a.active)
+	}
+	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
+	b.mustBeat()
+	c.clock.advance(3 * time.Second)
+	a.mustBeat()
+	b.mustBeat()
+	if len(a.active) != 2 || len(b.active) != 2 || len(a.status) != 0 {
+		t.Fatalf("after the delay: a %v (status %+v), b %v", a.active, a.status, b.active)
+	}
+}
+
+// When a task's active owner leaves, the member holding it as a standby
+// takes it (its state is already there).
+func TestStreamsAssignorPrefersStandbyOnFailover(t *testing.T) {
+	t.Parallel()
+	tasks, stateful := map[string]int32{"1": 4}, map[string]bool{"1": true}
+	ts := func(ps ...int32) taskSet {
+		s := taskSet{}
+		for _, p := range ps {
+			s[taskID{"1", p}] = struct{}{}
+		}
+		return s
+	}
+	// a (which held 1_2 and 1_3) is gone; c has 1_2 as a standby and b
+	// 1_3, the other way round from where least-loaded order puts them.
+	ms := []taskMember{
+		{id: "b", process: "pb", prev: tasksAssigned{active: ts(0), standby: ts(3)}},
+		{id: "c", process: "pc", prev: tasksAssigned{active: ts(1), standby: ts(2)}},
+	}
+	got := assignTasks(ms, tasks, stateful, 0)
+	if !got["b"].active.equal(ts(0, 3)) || !got["c"].active.equal(ts(1, 2)) {
+		t.Fatalf("b %v, c %v; want b 1_0 1_3, c 1_1 1_2", got["b"].active, got["c"].active)
+	}
+	// Stateless subtopologies get no standbys.
+	three := []taskMember{{id: "a", process: "pa"}, {id: "b", process: "pb"}, {id: "c", process: "pc"}}
+	if s := assignTasks(three, map[string]int32{"0": 4}, map[string]bool{}, 1); len(s["a"].standby)+len(s["b"].standby)+len(s["c"].standby) != 0 {
+		t.Fatalf("standbys of a stateless subtopology: %v", s)
+	}
+}
+
+func TestStreamsTopologyRefusals(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	a.createInternal()
+	a.mustBeat()
+	for _, tc := range []struct {
+		name string
+		topo func() *kmsg.StreamsGroupHeartbeatRequestTopology
+		code int16
+		msg  string
+	}{
+		{"another topology", func() *kmsg.StreamsGroupHeartbeatRequestTopology { return wordCountTopology("app", "other") },
+			kerr.InvalidRequest.Code, "Topology updates are not supported yet."},
+		{"a later topology epoch", func() *kmsg.StreamsGroupHeartbeatRequestTopology {
+			t := wordCountTopology("app", "lines")
+			t.Epoch = 1
+			return t
+		}, kerr.InvalidRequest.Code, "Topology updates are not supported yet."},
+		{"a source regex", func() *kmsg.StreamsGroupHeartbeatRequestTopology {
+			t := wordCountTopology("app", "lines")
+			t.Subtopologies[0].SourceTopicRegex = []string{"l.*"}
+			return t
+		}, kerr.InvalidRequest.Code, "Regular expressions for source topics are not supported yet."},
+		{"a sized changelog", func() *kmsg.StreamsGroupHeartbeatRequestTopology {
+			t := wordCountTopology("app", "lines")
+			t.Subtopologies[1].StateChangelogTopics[0].NumPartitions = 7
+			return t
+		}, kerr.StreamsInvalidTopology.Code, "Changelog topic app-counts-changelog must have an undefined partition count, but it is set to 7."},
+	} {
+		b := c.smember(t, "app", "b", "p2", tc.topo())
+		r := b.beat()
+		if r.ErrorCode != tc.code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
+			t.Errorf("%s: %v %v", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+		}
+	}
+	// An active task the topology does not have.
+	req := a.request()
+	req.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{7}}}
+	if r := a.send(req); r.ErrorCode != kerr.InvalidRequest.Code || *r.ErrorMessage != "Task 7 for subtopology 0 is invalid. Number of tasks for this subtopology: 2" {
+		t.Fatalf("bad task: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+}
+
+// ShutdownApplication reaches every member until the group is empty.
+func TestStreamsShutdownApplication(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	b.mustBeat()
+	req := a.request()
+	req.ShutdownApplication = true
+	a.send(req)
+	want := "Streams group member a encountered a fatal error and requested a shutdown for the entire application."
+	r := b.mustBeat()
+	found := false
+	for _, s := range r.Status {
+		found = found || (s.StatusCode == statusShutdownApplication && s.StatusDetail == want)
+	}
+	if !found {
+		t.Fatalf("b's status: %+v", r.Status)
+	}
+}
+
+// The other protocols refuse a streams group's id.
+func TestStreamsGroupRefusesOtherProtocols(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "g", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	cm := c.member(t, "g", "m1", "lines")
+	if r := cm.beat(); r.ErrorCode != kerr.GroupIDNotFound.Code || *r.ErrorMessage != "Group g is not a consumer group." {
+		t.Fatalf("consumer heartbeat: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if r := classicJoin(t, c, "", subscription(nil, "lines")); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/iggy-kafka/gateway/bridge"
 )
 
 // streamsJoin is a Kafka Streams word count's first heartbeat: lines ->
@@ -18,7 +21,7 @@ func streamsJoin(group, member, input string) *kmsg.StreamsGroupHeartbeatRequest
 	s0 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	s0.SubtopologyID, s0.SourceTopics, s0.RepartitionSinkTopics = "0", []string{input}, []string{group + "-words-repartition"}
 	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
-	s1.SubtopologyID, s1.SourceTopics = "1", []string{group + "-words-repartition"}
+	s1.SubtopologyID = "1"
 	rp := kmsg.NewTopicInfo()
 	rp.Topic = group + "-words-repartition"
 	rp.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "delete"}, {Key: "retention.ms", Value: "-1"}}
@@ -33,12 +36,18 @@ func streamsJoin(group, member, input string) *kmsg.StreamsGroupHeartbeatRequest
 
 // The first heartbeat creates the internal topics, sized from the source
 // and with the topology's configs; the next one assigns every task.
+// StreamsGroupDescribe shows the resolved partition counts.
 func TestStreamsGroupHeartbeatCreatesInternalTopics(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
 	createTopic(t, g, "lines", 3)
+	// No initial rebalance delay: the second heartbeat gets the tasks.
+	if err := g.Store.SetGroupConfigs(context.Background(), g.Cfg.Stream, "wc", bridge.GroupConfigs{"streams.initial.rebalance.delay.ms": "0"}); err != nil {
+		t.Fatal(err)
+	}
 	resp := do(t, g, streamsJoin("wc", "m1", "lines")).(*kmsg.StreamsGroupHeartbeatResponse)
-	if resp.ErrorCode != 0 || len(resp.Status) != 1 || resp.Status[0].StatusCode != statusMissingInternalTopics {
+	if resp.ErrorCode != 0 || len(resp.Status) != 1 || resp.Status[0].StatusCode != statusMissingInternalTopics ||
+		resp.Status[0].StatusDetail != "Internal topics are missing: wc-words-repartition, wc-counts-changelog" {
 		t.Fatalf("join: code %d, status %+v", resp.ErrorCode, resp.Status)
 	}
 	for name, policy := range map[string]string{"wc-words-repartition": "delete", "wc-counts-changelog": "compact"} {
@@ -58,20 +67,21 @@ func TestStreamsGroupHeartbeatCreatesInternalTopics(t *testing.T) {
 	for _, ts := range resp.ActiveTasks {
 		tasks += len(ts.Partitions)
 	}
-	if resp.ErrorCode != 0 || len(resp.Status) != 0 || tasks != 6 || !resp.TopologyDescriptionRequired {
+	if resp.ErrorCode != 0 || len(resp.Status) != 0 || tasks != 6 || resp.TopologyDescriptionRequired {
 		t.Fatalf("second heartbeat: code %d, status %+v, %d tasks, description required %v", resp.ErrorCode, resp.Status, tasks, resp.TopologyDescriptionRequired)
 	}
 	desc := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
 	desc.Group, desc.MemberID, desc.TopologyEpoch = "wc", "m1", 0
 	desc.TopologyDescription.Subtopologies = []kmsg.TopologyDescriptionSubtopology{{SubtopologyID: "0"}}
-	if r := do(t, g, desc).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse); r.ErrorCode != 0 {
+	// As a Kafka 4.4 broker without a topology description plugin.
+	if r := do(t, g, desc).(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse); r.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("topology description: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
 	dreq := kmsg.NewPtrStreamsGroupDescribeRequest()
 	dreq.Version, dreq.Groups, dreq.IncludeTopologyDescription = 1, []string{"wc"}, true
 	d := do(t, g, dreq).(*kmsg.StreamsGroupDescribeResponse).Groups[0]
-	if d.ErrorCode != 0 || d.State != "Stable" || len(d.Members) != 1 || d.TopologyDescriptionStatus != descStatusAvailableForTest ||
-		d.TopologyDescription == nil || len(d.TopologyDescription.Subtopologies) != 1 {
+	if d.ErrorCode != 0 || d.State != "Stable" || len(d.Members) != 1 || d.TopologyDescriptionStatus != 1 || d.TopologyDescription != nil ||
+		len(d.Topology.Subtopologies) != 2 || d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions != 3 {
 		t.Fatalf("describe: %+v", d)
 	}
 	lg := kmsg.NewPtrListGroupsRequest()
@@ -80,8 +90,6 @@ func TestStreamsGroupHeartbeatCreatesInternalTopics(t *testing.T) {
 		t.Fatalf("list streams groups: %+v", l.Groups)
 	}
 }
-
-const descStatusAvailableForTest = 3
 
 // --streams-groups disabled leaves the keys and the feature out.
 func TestStreamsGroupsDisabled(t *testing.T) {

@@ -570,3 +570,36 @@ func TestStreamsGroupRefusesOtherProtocols(t *testing.T) {
 		t.Fatalf("classic join: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// Topologies past the gateway's bounds are INVALID_REQUEST, before anything
+// is kept.
+func TestStreamsTopologyBounds(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	huge := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	for i := range maxSubtopologies + 1 {
+		s := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		s.SubtopologyID, s.SourceTopics = fmt.Sprint(i), []string{"lines"}
+		huge.Subtopologies = append(huge.Subtopologies, s)
+	}
+	wide := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	s := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s.SubtopologyID = "0"
+	for i := range maxTopologyTopics + 1 {
+		s.SourceTopics = append(s.SourceTopics, fmt.Sprintf("t%d", i))
+	}
+	wide.Subtopologies = append(wide.Subtopologies, s)
+	for name, topo := range map[string]*kmsg.StreamsGroupHeartbeatRequestTopology{"subtopologies": &huge, "topics": &wide} {
+		m := c.smember(t, "big-"+name, "a", "p", topo)
+		if r := m.beat(); r.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("%d %s: %v", maxSubtopologies+1, name, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, g := range c.groups {
+		if g.streams != nil && g.streams.topo != nil {
+			t.Errorf("group %s kept a refused topology", name)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,5 +114,28 @@ func TestStreamsGroupsDisabled(t *testing.T) {
 		if want := !off; (keys == 3) != want || feature != want || (keys != 0 && off) {
 			t.Errorf("disabled=%v: %d streams keys, streams.version %v", off, keys, feature)
 		}
+	}
+}
+
+// An internal topic the topology gives a config the gateway refuses is not
+// created; the status says why, and the group gets no tasks.
+func TestStreamsGroupInternalTopicBadConfig(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	createTopic(t, g, "lines", 2)
+	req := streamsJoin("bad", "m1", "lines")
+	req.Topology.Subtopologies[1].StateChangelogTopics[0].Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "bogus"}}
+	resp := do(t, g, req).(*kmsg.StreamsGroupHeartbeatResponse)
+	var detail string
+	for _, s := range resp.Status {
+		if s.StatusCode == statusMissingInternalTopics {
+			detail = s.StatusDetail
+		}
+	}
+	if resp.ErrorCode != 0 || !strings.Contains(detail, "Creating them failed: bad-counts-changelog:") || len(resp.ActiveTasks) != 0 {
+		t.Fatalf("code %d, status %+v, tasks %v", resp.ErrorCode, resp.Status, resp.ActiveTasks)
+	}
+	if topicExists(g, "bad-counts-changelog") || !topicExists(g, "bad-words-repartition") {
+		t.Fatalf("changelog created %v, repartition topic created %v", topicExists(g, "bad-counts-changelog"), topicExists(g, "bad-words-repartition"))
 	}
 }

@@ -366,7 +366,10 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 		co.groups[a.group] = g
 	}
 	if g.streams != nil {
-		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", a.group)
+		if len(g.streams.members) > 0 || a.epoch != 0 {
+			return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", a.group)
+		}
+		g.streams = nil // an empty streams group becomes a consumer group; the offsets stay
 	}
 	if g.consumer == nil {
 		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {

@@ -209,9 +209,13 @@ func (co *Coordinator) join(a *joinArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 		co.groups[a.group] = g
 	}
 	if g.streams != nil {
-		// A streams group, live or empty, takes no classic member (as
-		// Kafka 4.4).
-		return joinError(ver, kerr.InconsistentGroupProtocol.Code, a.memberID), 0, time.Time{}
+		if len(g.streams.members) > 0 {
+			// A live streams group takes no classic member (as Kafka 4.4).
+			return joinError(ver, kerr.InconsistentGroupProtocol.Code, a.memberID), 0, time.Time{}
+		}
+		// An empty streams group becomes a classic one (an app moved back
+		// to the classic protocol); its committed offsets stay.
+		g.streams = nil
 	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {

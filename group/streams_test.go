@@ -603,3 +603,21 @@ func TestStreamsTopologyBounds(t *testing.T) {
 		}
 	}
 }
+
+// Once a streams group is empty, an app back on the classic protocol may
+// take its id (and its committed offsets).
+func TestStreamsGroupEmptyBecomesClassic(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "g", "a", "p1", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	leave := a.request()
+	leave.MemberEpoch = epochLeave
+	if r := a.send(leave); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := classicJoin(t, c, "", subscription(nil, "lines")); r.ErrorCode != 0 {
+		t.Fatalf("classic join of an empty streams group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

@@ -580,12 +580,12 @@ func (co *Coordinator) Close() {
 		}
 		if g.consumer != nil {
 			for _, m := range g.consumer.members {
-				co.stopTimers(m)
+				m.stopTimers()
 			}
 		}
 		if g.streams != nil {
 			for _, m := range g.streams.members {
-				co.stopStreamsTimers(m)
+				m.stopTimers()
 			}
 		}
 	}
@@ -615,13 +615,13 @@ func (co *Coordinator) Forget(drop func(group string) bool) int {
 		}
 		if g.consumer != nil {
 			for _, m := range g.consumer.members {
-				co.stopTimers(m)
+				m.stopTimers()
 				co.members--
 			}
 		}
 		if g.streams != nil {
 			for _, m := range g.streams.members {
-				co.stopStreamsTimers(m)
+				m.stopTimers()
 				co.members--
 			}
 		}

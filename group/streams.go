@@ -48,21 +48,13 @@ type StreamsTopic struct {
 }
 
 type smember struct {
-	id, instance, rack, clientID, clientHost, process string
-	epoch, prevEpoch                                  int32
-	state                                             memberState
-	rebalance                                         time.Duration
-	topoEpoch                                         int32
-	endpoint                                          *kmsg.Endpoint
-	tags                                              [][2]string
-	offsets, endOffsets                               []kmsg.TaskOffset
-	active, standby, revoking                         taskSet
-	joinedAt                                          uint64
-
-	session  Timer
-	sessTok  uint64
-	revoke   Timer
-	revokTok uint64
+	memberCore
+	process                   string
+	topoEpoch                 int32
+	endpoint                  *kmsg.Endpoint
+	tags                      [][2]string
+	offsets, endOffsets       []kmsg.TaskOffset
+	active, standby, revoking taskSet
 }
 
 // sgroup is a streams group (group.streams).
@@ -489,7 +481,7 @@ func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroup
 // tasksByTopology is a task set in the response's shape, sorted.
 func tasksByTopology(s taskSet) []kmsg.TaskIDs {
 	out := []kmsg.TaskIDs{}
-	for _, t := range s.sorted() {
+	for _, t := range s.sortedBy(cmpTask) {
 		if len(out) == 0 || out[len(out)-1].SubtopologyID != t.sub {
 			out = append(out, kmsg.TaskIDs{SubtopologyID: t.sub})
 		}
@@ -572,38 +564,18 @@ func (s *metaSnap) partitionsByName() map[string]int32 {
 // streamsMemberFor finds or creates the member a heartbeat (epoch >= 0)
 // names: static membership, group size, epoch fencing. co.mu is held.
 func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smember, int16, string) {
-	if a.instance != "" {
-		cur := sg.members[sg.static[a.instance]]
-		if a.epoch != 0 {
-			switch {
-			case cur == nil:
-				return nil, kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
-			case cur.id != a.memberID:
-				return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, cur.id)
-			}
-			code, msg := checkStreamsEpoch(cur, a)
-			return cur, code, msg
-		}
-		if cur != nil {
-			if cur.epoch != epochStaticLeave && cur.id != a.memberID {
-				return nil, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", a.memberID, a.instance, cur.id)
-			}
-			if cur.id == a.memberID && cur.epoch != epochStaticLeave {
-				co.resetStreamsMember(sg, cur)
-				return cur, 0, ""
-			}
-			return co.replaceStaticStreams(g, sg, cur, a.memberID), 0, ""
-		}
-	} else if m := sg.members[a.memberID]; m != nil || a.epoch != 0 {
-		if m == nil {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
-		}
-		if a.epoch == 0 {
-			co.resetStreamsMember(sg, m)
-			return m, 0, ""
-		}
+	m, found, code, msg := lookupMember(sg.members, sg.static, g.name, a.memberID, a.instance, a.epoch)
+	switch {
+	case code != 0:
+		return nil, code, msg
+	case found == lookupCheck:
 		code, msg := checkStreamsEpoch(m, a)
 		return m, code, msg
+	case found == lookupRejoin:
+		co.resetStreamsMember(sg, m)
+		return m, 0, ""
+	case found == lookupReplace:
+		return co.replaceStaticStreams(g, sg, m, a.memberID), 0, ""
 	}
 	if len(sg.members) >= co.cfg.MaxGroupSize {
 		return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", co.cfg.MaxGroupSize)
@@ -611,7 +583,7 @@ func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smem
 	if co.members >= co.cfg.MaxMembers {
 		return nil, kerr.CoordinatorNotAvailable.Code, "too many group members on this gateway"
 	}
-	m := &smember{id: a.memberID, instance: a.instance, rebalance: a.rebalance, active: taskSet{}, standby: taskSet{}, revoking: taskSet{}}
+	m = &smember{memberCore: memberCore{id: a.memberID, instance: a.instance, rebalance: a.rebalance}, active: taskSet{}, standby: taskSet{}, revoking: taskSet{}}
 	if m.rebalance < 0 {
 		m.rebalance = co.streamsSession(sg)
 	}
@@ -637,27 +609,17 @@ func checkStreamsEpoch(m *smember, a *shbArgs) (int16, string) {
 	return 0, ""
 }
 
-func (s taskSet) subsetOf(o taskSet) bool {
-	for t := range s {
-		if !o.has(t) {
-			return false
-		}
-	}
-	return true
-}
-
 // resetStreamsMember makes m hold nothing at epoch 0; co.mu is held.
 func (co *Coordinator) resetStreamsMember(sg *sgroup, m *smember) {
 	sg.setOwned(m, taskSet{}, taskSet{})
 	m.standby = taskSet{}
-	m.epoch, m.prevEpoch, m.state = 0, 0, mStable
-	co.stopStreamsRevokeTimer(m)
+	m.reset()
 }
 
 // replaceStaticStreams gives a static member's place to its new member
 // id, with what it held; co.mu is held.
 func (co *Coordinator) replaceStaticStreams(g *group, sg *sgroup, old *smember, newID string) *smember {
-	co.stopStreamsTimers(old)
+	old.stopTimers()
 	active, standby := old.active, old.standby
 	sg.setOwned(old, taskSet{}, taskSet{})
 	delete(sg.members, old.id)
@@ -726,26 +688,21 @@ func (co *Coordinator) reconcileStreams(g *group, sg *sgroup, m *smember, owned 
 			return
 		}
 	case mUnrevoked:
-		if ownsAnyTask(owned, m.revoking) {
+		if ownsAny(owned, owned != nil, m.revoking) {
 			return
 		}
 	}
-	keep, revoke := taskSet{}, taskSet{}
-	for t := range m.active {
-		if target.active.has(t) {
-			keep[t] = struct{}{}
-		} else {
-			revoke[t] = struct{}{}
-		}
-	}
-	standby := taskSet{}
+	keep, revoke, revoking, unreleased := reconcileStep(m.active, target.active, owned, owned != nil, func(t taskID) bool {
+		o, held := sg.owner[t]
+		return held && o != m.id
+	})
+	m.standby = taskSet{}
 	for t := range target.standby {
-		if !keep.has(t) && !revoke.has(t) {
-			standby[t] = struct{}{}
+		if !m.active.has(t) {
+			m.standby[t] = struct{}{}
 		}
 	}
-	m.standby = standby
-	if len(revoke) > 0 && ownsAnyTask(owned, revoke) {
+	if revoking {
 		was := m.state
 		m.state = mUnrevoked
 		sg.setOwned(m, keep, revoke)
@@ -754,39 +711,8 @@ func (co *Coordinator) reconcileStreams(g *group, sg *sgroup, m *smember, owned 
 		}
 		return
 	}
-	unreleased := false
-	for t := range target.active {
-		if keep.has(t) {
-			continue
-		}
-		if o, held := sg.owner[t]; held && o != m.id {
-			unreleased = true
-			continue
-		}
-		keep[t] = struct{}{}
-	}
 	sg.setOwned(m, keep, taskSet{})
-	if m.epoch != sg.assignEpoch {
-		m.prevEpoch, m.epoch = m.epoch, sg.assignEpoch
-	}
-	m.state = mStable
-	if unreleased {
-		m.state = mUnreleased
-	}
-	co.stopStreamsRevokeTimer(m)
-}
-
-// ownsAnyTask: the heartbeat still lists one of set (unknown counts as yes).
-func ownsAnyTask(owned, set taskSet) bool {
-	if owned == nil {
-		return len(set) > 0
-	}
-	for t := range owned {
-		if set.has(t) {
-			return true
-		}
-	}
-	return false
+	m.settle(sg.assignEpoch, unreleased)
 }
 
 // leaveStreams runs a heartbeat with epoch -1 (leave) or -2 (a static
@@ -796,26 +722,15 @@ func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGrou
 		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Streams group %s not found.", a.group)
 	}
 	sg := g.streams
-	var m *smember
-	if a.instance == "" {
-		if m = sg.members[a.memberID]; m == nil {
-			return kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
-		}
-	} else {
-		m = sg.members[sg.static[a.instance]]
-		switch {
-		case m == nil:
-			return kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
-		case m.id != a.memberID:
-			return kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, m.id)
-		}
+	m, code, msg := leavingMember(sg.members, sg.static, g.name, a.memberID, a.instance)
+	if code != 0 {
+		return code, msg
 	}
 	shbBare(resp, a.memberID, a.epoch)
 	if a.epoch == epochStaticLeave {
 		co.log.Info("streams group static member left for now", "group", g.name, "member", m.id, "instance", m.instance)
 		sg.setOwned(m, m.active, taskSet{})
-		m.prevEpoch, m.epoch, m.state = m.epoch, epochStaticLeave, mStable
-		co.stopStreamsRevokeTimer(m)
+		m.leaveForNow()
 		return 0, ""
 	}
 	co.log.Info("streams group member left", "group", g.name, "member", m.id)
@@ -826,7 +741,7 @@ func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGrou
 // removeStreamsMember drops m, frees its tasks and bumps the group epoch;
 // co.mu is held.
 func (co *Coordinator) removeStreamsMember(sg *sgroup, m *smember) {
-	co.stopStreamsTimers(m)
+	m.stopTimers()
 	sg.setOwned(m, taskSet{}, taskSet{})
 	delete(sg.members, m.id)
 	if sg.static[m.instance] == m.id {
@@ -868,19 +783,8 @@ func (co *Coordinator) streamsInterval(sg *sgroup) time.Duration {
 
 // armStreamsSession restarts m's session timer; co.mu is held.
 func (co *Coordinator) armStreamsSession(g *group, m *smember) {
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	if co.closed {
-		return
-	}
-	co.timerTok++
-	tok, gname, mid := co.timerTok, g.name, m.id
-	m.sessTok = tok
-	m.session = co.clock.AfterFunc(co.streamsSession(g.streams), func() {
-		co.mu.Lock()
-		defer co.mu.Unlock()
+	gname, mid := g.name, m.id
+	co.armTimer(&m.session, &m.sessTok, co.streamsSession(g.streams), func(tok uint64, _ *[]Ticket) {
 		if sg, m := co.streamsMember(gname, mid); m != nil && m.sessTok == tok {
 			co.log.Info("streams group member session expired", "group", gname, "member", mid)
 			co.removeStreamsMember(sg, m)
@@ -891,38 +795,13 @@ func (co *Coordinator) armStreamsSession(g *group, m *smember) {
 // armStreamsRevokeTimer removes m if it has not revoked what it was asked
 // to within its rebalance timeout; co.mu is held.
 func (co *Coordinator) armStreamsRevokeTimer(g *group, m *smember) {
-	co.stopStreamsRevokeTimer(m)
-	if co.closed {
-		return
-	}
-	co.timerTok++
-	tok, gname, mid, epoch := co.timerTok, g.name, m.id, m.epoch
-	m.revokTok = tok
-	m.revoke = co.clock.AfterFunc(m.rebalance, func() {
-		co.mu.Lock()
-		defer co.mu.Unlock()
+	gname, mid, epoch := g.name, m.id, m.epoch
+	co.armTimer(&m.revoke, &m.revokTok, m.rebalance, func(tok uint64, _ *[]Ticket) {
 		if sg, m := co.streamsMember(gname, mid); m != nil && m.revokTok == tok && m.state == mUnrevoked && m.epoch == epoch {
 			co.log.Info("streams group member fenced: it did not revoke its tasks within its rebalance timeout", "group", gname, "member", mid, "epoch", epoch)
 			co.removeStreamsMember(sg, m)
 		}
 	})
-}
-
-func (co *Coordinator) stopStreamsRevokeTimer(m *smember) {
-	if m.revoke != nil {
-		m.revoke.Stop()
-		m.revoke = nil
-	}
-	m.revokTok = 0
-}
-
-func (co *Coordinator) stopStreamsTimers(m *smember) {
-	co.stopStreamsRevokeTimer(m)
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	m.sessTok = 0
 }
 
 // streamsMember finds a streams member; co.mu is held.

@@ -24,30 +24,7 @@ func cmpTask(a, b taskID) int {
 }
 
 // taskSet is a set of tasks.
-type taskSet map[taskID]struct{}
-
-func (s taskSet) has(t taskID) bool { _, ok := s[t]; return ok }
-
-func (s taskSet) equal(o taskSet) bool {
-	if len(s) != len(o) {
-		return false
-	}
-	for t := range s {
-		if !o.has(t) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s taskSet) sorted() []taskID {
-	out := make([]taskID, 0, len(s))
-	for t := range s {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, cmpTask)
-	return out
-}
+type taskSet = set[taskID]
 
 // tasksAssigned is one member's share: its active and standby tasks.
 type tasksAssigned struct {

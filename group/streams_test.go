@@ -621,3 +621,50 @@ func TestStreamsGroupEmptyBecomesClassic(t *testing.T) {
 		t.Fatalf("classic join of an empty streams group: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// Interactive queries: members with an endpoint are listed with the source
+// partitions of their tasks whenever the endpoint epoch a member sends is
+// not the group's, and not when it is.
+func TestStreamsEndpointInformation(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
+	withEndpoint := func(m *smem, host string) *kmsg.StreamsGroupHeartbeatResponse {
+		req := m.request()
+		req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: host, Port: 7000}
+		resp := m.send(req)
+		m.epoch, m.lastEndpointEpoch = resp.MemberEpoch, resp.EndpointInformationEpoch
+		return resp
+	}
+	withEndpoint(a, "ha")
+	a.createInternal()
+	withEndpoint(b, "hb")
+	for range 3 {
+		a.mustBeat()
+		b.mustBeat()
+	}
+	stale := a.request()
+	stale.EndpointInformationEpoch = -1
+	resp := a.send(stale)
+	if len(resp.PartitionsByUserEndpoint) != 2 {
+		t.Fatalf("endpoints: %+v", resp.PartitionsByUserEndpoint)
+	}
+	lines := map[string][]int32{}
+	for _, e := range resp.PartitionsByUserEndpoint {
+		for _, tp := range e.ActivePartitions {
+			if tp.Topic == "lines" {
+				lines[e.UserEndpoint.Host] = tp.Partitions
+			}
+		}
+	}
+	if len(lines["ha"]) != 1 || len(lines["hb"]) != 1 || lines["ha"][0] == lines["hb"][0] {
+		t.Fatalf("source partitions by endpoint: %v", lines)
+	}
+	current := a.request()
+	current.EndpointInformationEpoch = resp.EndpointInformationEpoch
+	if r := a.send(current); r.PartitionsByUserEndpoint != nil {
+		t.Fatalf("endpoints sent at the current epoch: %+v", r.PartitionsByUserEndpoint)
+	}
+}

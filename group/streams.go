@@ -719,7 +719,11 @@ func (co *Coordinator) reconcileStreams(g *group, sg *sgroup, m *smember, owned 
 // member leaving for now). co.mu is held.
 func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGroupHeartbeatResponse) (int16, string) {
 	if g == nil || g.streams == nil {
-		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Streams group %s not found.", a.group)
+		// Not GROUP_ID_NOT_FOUND, which the Java client takes as fatal:
+		// a group unknown here may be one a restart of this gateway (or a
+		// coordinator move) forgot, and its members must be able to leave
+		// and rejoin it.
+		return kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, a.group)
 	}
 	sg := g.streams
 	m, code, msg := leavingMember(sg.members, sg.static, g.name, a.memberID, a.instance)

@@ -27,7 +27,7 @@ func (co *Coordinator) Describe(ctx context.Context, req *kmsg.DescribeGroupsReq
 			rg.ErrorCode = code
 			continue
 		}
-		if v, ok := co.view(name); ok && v.consumer {
+		if v, ok := co.view(name); ok && (v.consumer || v.streams) {
 			// Kafka 4 describes only classic groups here; the admin
 			// client uses ConsumerGroupDescribe for the others.
 			if req.Version >= 6 {
@@ -157,6 +157,10 @@ func (co *Coordinator) names() []groupName {
 			out = append(out, groupName{g.name, g.consumer.state(), "consumer", "consumer"})
 			continue
 		}
+		if g.streams != nil {
+			out = append(out, groupName{g.name, g.streams.state(), "streams", "streams"})
+			continue
+		}
 		out = append(out, groupName{g.name, g.state.String(), g.protocolType, "classic"})
 	}
 	return out
@@ -166,7 +170,7 @@ type groupName struct {
 	name         string
 	state        string // as ListGroups reports it
 	protocolType string
-	gtype        string // "classic" or "consumer" (ListGroups v5)
+	gtype        string // "classic", "consumer" or "streams" (ListGroups v5)
 }
 
 // forget removes a group from memory if it has no members: 0, or

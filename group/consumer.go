@@ -920,6 +920,20 @@ func (co *Coordinator) member848(gname, mid string) (*cgroup, *cmember) {
 
 // ---- metadata ----
 
+// TopicsChanged drops the cached topic list, so the next heartbeat lists
+// the topics again (after this gateway created some). Any goroutine.
+func (co *Coordinator) TopicsChanged() {
+	co.metaMu.Lock()
+	if co.meta != nil {
+		// A stale copy rather than nil: mixed groups' classic joins read
+		// the latest list as it is.
+		s := *co.meta
+		s.at = time.Time{}
+		co.meta = &s
+	}
+	co.metaMu.Unlock()
+}
+
 // topicSnapshot returns the stream's topics, listed at most every
 // MetadataMaxAge. A worker; co.mu must NOT be held (it calls the store).
 func (co *Coordinator) topicSnapshot(ctx context.Context) (*metaSnap, error) {

@@ -151,6 +151,13 @@ func (co *Coordinator) fetchCheck848(group string, memberID *string, epoch int32
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	g := co.groups[group]
+	if g != nil && g.streams != nil {
+		id := ""
+		if memberID != nil {
+			id = *memberID
+		}
+		return streamsEpochCode(g.streams.members[id], epoch)
+	}
 	if g == nil || g.consumer == nil {
 		return 0 // classic groups do not check (as Kafka)
 	}

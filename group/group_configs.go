@@ -21,11 +21,17 @@ import (
 const (
 	CfgConsumerSessionTimeout    = "consumer.session.timeout.ms"
 	CfgConsumerHeartbeatInterval = "consumer.heartbeat.interval.ms"
+	CfgStreamsSessionTimeout     = "streams.session.timeout.ms"
+	CfgStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
+	CfgStreamsStandbyReplicas    = "streams.num.standby.replicas"
 )
 
-// groupSettings are what a consumer group runs with.
+// groupSettings are what a consumer or streams group runs with.
 type groupSettings struct {
 	session, interval time.Duration
+	// Streams groups (streams.go); zero: the defaults.
+	streamsSession, streamsInterval time.Duration
+	standbys                        int
 }
 
 type cachedSettings struct {
@@ -54,6 +60,11 @@ func (c Config) settings(cfg bridge.GroupConfigs) groupSettings {
 	}
 	ms(CfgConsumerSessionTimeout, &s.session)
 	ms(CfgConsumerHeartbeatInterval, &s.interval)
+	ms(CfgStreamsSessionTimeout, &s.streamsSession)
+	ms(CfgStreamsHeartbeatInterval, &s.streamsInterval)
+	if n, err := strconv.Atoi(cfg[CfgStreamsStandbyReplicas]); err == nil && n > 0 {
+		s.standbys = n
+	}
 	return s
 }
 

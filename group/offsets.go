@@ -92,6 +92,9 @@ func (co *Coordinator) commitCheck(group, memberID, instance string, generation 
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	g := co.groups[group]
+	if g != nil && g.streams != nil {
+		return streamsCommitCheck(g.streams, memberID, generation)
+	}
 	if g != nil && g.consumer != nil {
 		// The generation field carries the member epoch (KIP-848).
 		return co.commitCheck848(g.consumer, memberID, generation, ver)

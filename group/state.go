@@ -93,12 +93,15 @@ type group struct {
 	// consumer is set when the group speaks the consumer protocol
 	// (KIP-848, consumer.go); its classic fields then stay unused.
 	consumer *cgroup
+	// streams is set for a streams group (KIP-1071, streams.go).
+	streams *sgroup
 }
 
 // idle: no member of either protocol and no pending member id.
 func (g *group) idle() bool {
 	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 &&
-		(g.consumer == nil || len(g.consumer.members) == 0)
+		(g.consumer == nil || len(g.consumer.members) == 0) &&
+		(g.streams == nil || len(g.streams.members) == 0)
 }
 
 // ---- timers ----
@@ -580,6 +583,11 @@ func (co *Coordinator) Close() {
 				co.stopTimers(m)
 			}
 		}
+		if g.streams != nil {
+			for _, m := range g.streams.members {
+				co.stopStreamsTimers(m)
+			}
+		}
 	}
 }
 
@@ -611,6 +619,12 @@ func (co *Coordinator) Forget(drop func(group string) bool) int {
 				co.members--
 			}
 		}
+		if g.streams != nil {
+			for _, m := range g.streams.members {
+				co.stopStreamsTimers(m)
+				co.members--
+			}
+		}
 		delete(co.groups, name)
 		n++
 	}
@@ -622,6 +636,7 @@ func (co *Coordinator) Forget(drop func(group string) bool) int {
 // groupView is a snapshot of a group for DescribeGroups and friends.
 type groupView struct {
 	consumer     bool // a consumer-protocol group (KIP-848)
+	streams      bool // a streams group (KIP-1071)
 	state        groupState
 	protocolType string
 	protocol     string
@@ -643,6 +658,14 @@ func (co *Coordinator) view(name string) (groupView, bool) {
 		return groupView{}, false
 	}
 	v := groupView{state: g.state, protocolType: g.protocolType, protocol: g.protocol}
+	if sg := g.streams; sg != nil {
+		v.streams = true
+		for _, id := range sortedKeys(sg.members) {
+			m := sg.members[id]
+			v.members = append(v.members, memberView{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost})
+		}
+		return v, true
+	}
 	if cg := g.consumer; cg != nil {
 		v.consumer = true
 		co.metaMu.Lock() // lock order: co.mu, then co.metaMu

@@ -64,6 +64,9 @@ type Config struct {
 	Transactions TxnConfig
 	// Shares bounds share groups or turns them off (share.go).
 	Shares ShareConfig
+	// StreamsGroupsDisabled leaves streams groups (KIP-1071) out: keys 88,
+	// 89 and 93 and the streams.version feature.
+	StreamsGroupsDisabled bool
 	// LogLevel is the level of the gateway's logger (Log), which
 	// IncrementalAlterConfigs of the BROKER_LOGGER resource changes
 	// (broker_loggers.go); nil: the level cannot change.

@@ -17,8 +17,9 @@ import (
 //   - metadata.version, kraft.version: the KRaft metadata log's format and
 //     its quorum's; a gateway has neither, and no client acts on them
 //     (docs/SCOPE.md, "Feature flags");
-//   - streams.version, eligible.leader.replicas.version: streams groups
-//     and ELR replication are not served;
+//   - eligible.leader.replicas.version: ELR replication is not served;
+//   - streams.version when streams groups are off (--streams-groups
+//     disabled);
 //   - share.version when share groups are off (--share-groups disabled,
 //     or cluster mode).
 //   - transaction.version unless transactions are on (--transactions
@@ -47,6 +48,10 @@ func servedFeatures(cfg *Config) []feature {
 		// share.version 1 is KIP-932's share groups; 2 (Kafka 4.2) adds
 		// ShareFetch v2's acquire modes and renew acknowledgements.
 		fs = append(fs, feature{name: "share.version", minSupported: 0, maxSupported: 2, finalized: 2})
+	}
+	if streamsServed(cfg) {
+		// streams.version 1 is KIP-1071's streams groups.
+		fs = append(fs, feature{name: "streams.version", minSupported: 0, maxSupported: 1, finalized: 1})
 	}
 	if t := &cfg.Transactions; t.Enabled {
 		// transaction.version 2 is KIP-890's protocol (Produce v12 adds

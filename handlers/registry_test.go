@@ -28,7 +28,8 @@ var sharedFiles = map[string]bool{
 	// The transaction coordinator's glue (Config.Transactions).
 	"txn.go": true,
 	// The share coordinator's glue (Config.Shares).
-	"share.go": true,
+	"share.go":   true,
+	"streams.go": true,
 	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
 	"fetch_pipeline.go": true, "fetch_sessions.go": true,
@@ -210,7 +211,8 @@ func TestApiVersionsListsRegistry(t *testing.T) {
 
 // ApiVersions advertises exactly the features served: group.version 1
 // (KIP-848 groups), share.version 2 (share groups, on by default),
-// nothing of transactions or streams groups, nor metadata.version. As Kafka 4.x: a v3 request gets no supported feature
+// streams.version 1 (streams groups, on by default), nothing of
+// transactions, nor metadata.version. As Kafka 4.x: a v3 request gets no supported feature
 // whose minimum is 0 (KIP-1022), a v4 one gets them all; finalized
 // features carry an epoch >= 0 from v3 on; v0-2 have no such fields.
 func TestApiVersionsFeatures(t *testing.T) {
@@ -224,6 +226,10 @@ func TestApiVersionsFeatures(t *testing.T) {
 	shareVersion.Name, shareVersion.MinVersionLevel, shareVersion.MaxVersionLevel = "share.version", 2, 2
 	shareRange := kmsg.NewApiVersionsResponseSupportedFeature()
 	shareRange.Name, shareRange.MinVersion, shareRange.MaxVersion = "share.version", 0, 2
+	streamsVersion := kmsg.NewApiVersionsResponseFinalizedFeature()
+	streamsVersion.Name, streamsVersion.MinVersionLevel, streamsVersion.MaxVersionLevel = "streams.version", 1, 1
+	streamsRange := kmsg.NewApiVersionsResponseSupportedFeature()
+	streamsRange.Name, streamsRange.MinVersion, streamsRange.MaxVersion = "streams.version", 0, 1
 	for _, tc := range []struct {
 		v         int16
 		supported []kmsg.ApiVersionsResponseSupportedFeature
@@ -231,8 +237,8 @@ func TestApiVersionsFeatures(t *testing.T) {
 	}{
 		{0, nil, nil},
 		{2, nil, nil},
-		{3, nil, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion, shareVersion}},
-		{4, []kmsg.ApiVersionsResponseSupportedFeature{groupRange, shareRange}, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion, shareVersion}},
+		{3, nil, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion, shareVersion, streamsVersion}},
+		{4, []kmsg.ApiVersionsResponseSupportedFeature{groupRange, shareRange, streamsRange}, []kmsg.ApiVersionsResponseFinalizedFeature{groupVersion, shareVersion, streamsVersion}},
 	} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = tc.v

@@ -29,7 +29,7 @@ func TestUpdateFeatures(t *testing.T) {
 		want string // "" success, else the message
 	}{
 		{"level in force", u("group.version", 1, 1), ""},
-		{"an unserved feature off", u("streams.version", 0, 1), ""},
+		{"an unserved feature off", u("eligible.leader.replicas.version", 0, 1), ""},
 		{"downgrade without saying", u("group.version", 0, 1), "Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."},
 		{"downgrade", u("group.version", 0, 2), "Invalid update version 0 for feature group.version. A gateway's feature levels follow from what it serves, set when it starts, and do not change at runtime."},
 		{"above the range", u("group.version", 2, 1), "Invalid update version 2 for feature group.version. This gateway only supports versions [0, 1]."},

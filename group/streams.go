@@ -1,0 +1,853 @@
+package group
+
+// Streams groups (KIP-1071, StreamsGroupHeartbeat): Kafka Streams apps with
+// group.protocol=streams. The coordinator keeps the app's topology (sent by
+// the first member), configures it against the stream's topics
+// (streams_topology.go: partition counts, missing source topics, internal
+// topics the handler then creates), assigns tasks with a sticky assignor
+// (streams_assignor.go: active tasks balanced over processes and members,
+// standby tasks on other processes) and moves each member towards its
+// target as the consumer protocol does (consumer.go): an active task is
+// revoked from its old owner (the member's heartbeat no longer lists it)
+// before it is given to its new one; standby tasks move at once. Member
+// and group epochs, session and rebalance timeouts, static membership and
+// leaving are those of the consumer protocol.
+//
+// Every function here runs with co.mu held except the exported entry
+// point, which takes it, and the timer callbacks, which take it first.
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Streams-protocol defaults (Kafka 4.4's group.streams.* broker configs).
+const (
+	defaultStreamsSession        = 45 * time.Second
+	defaultStreamsInterval       = 5 * time.Second
+	streamsAcceptableRecoveryLag = 10000
+	streamsTaskOffsetInterval    = 60000 // ms
+	maxStreamsTasksListed        = 1 << 17
+	maxStreamsTaskOffsets        = 1 << 16
+	maxClientTags                = 100
+)
+
+// StreamsTopic is an internal topic a streams group needs and the caller
+// should create (StreamsHeartbeat's result).
+type StreamsTopic struct {
+	Name       string
+	Partitions int32
+	Configs    [][2]string
+}
+
+type smember struct {
+	id, instance, rack, clientID, clientHost, process string
+	epoch, prevEpoch                                  int32
+	state                                             memberState
+	rebalance                                         time.Duration
+	topoEpoch                                         int32
+	endpoint                                          *kmsg.Endpoint
+	tags                                              [][2]string
+	offsets, endOffsets                               []kmsg.TaskOffset
+	active, standby, revoking                         taskSet
+	joinedAt                                          uint64
+
+	session  Timer
+	sessTok  uint64
+	revoke   Timer
+	revokTok uint64
+}
+
+// sgroup is a streams group (group.streams).
+type sgroup struct {
+	epoch, assignEpoch int32
+	members            map[string]*smember
+	static             map[string]string
+	target             map[string]tasksAssigned
+	owner              map[taskID]string // active task -> member holding it (assigned or revoking)
+	topo               *streamsTopology
+	conf               *configured
+	confHash           uint64
+	confMeta           *metaSnap
+	endpointEpoch      int32
+	shutdown           bool
+	desc               *kmsg.TopologyDescription
+	descEpoch          int32
+	seq                uint64
+	settings           groupSettings
+}
+
+func newSGroup() *sgroup {
+	return &sgroup{members: map[string]*smember{}, static: map[string]string{}, target: map[string]tasksAssigned{}, owner: map[taskID]string{}}
+}
+
+// state is the group state as StreamsGroupDescribe and ListGroups name it.
+func (sg *sgroup) state() string {
+	switch {
+	case len(sg.members) == 0:
+		return "Empty"
+	case sg.conf == nil || !sg.conf.ready:
+		return "NotReady"
+	case sg.epoch > sg.assignEpoch:
+		return "Assigning"
+	}
+	for _, m := range sg.members {
+		if m.epoch != sg.assignEpoch || m.state != mStable {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+// shbArgs is a decoded, validated StreamsGroupHeartbeat.
+type shbArgs struct {
+	ver                  int16
+	group, memberID      string
+	epoch, endpointEpoch int32
+	instance             string
+	rack, process        *string
+	rebalance            time.Duration
+	topo                 *streamsTopology
+	active               taskSet // nil: unchanged
+	endpoint             *kmsg.Endpoint
+	tags                 [][2]string
+	tagsSet              bool
+	offsets, endOffsets  []kmsg.TaskOffset
+	shutdown             bool
+	clientID, clientHost string
+	settings             groupSettings
+}
+
+// StreamsHeartbeat answers a StreamsGroupHeartbeat: join, heartbeat,
+// reconcile, leave. It returns the internal topics the group still misses,
+// for the caller to create (with the caller's permission checks); the
+// response then says MISSING_INTERNAL_TOPICS and the next heartbeat finds
+// them. It copies what it keeps. A worker: it may list the stream's topics
+// (a store call, without co.mu).
+func (co *Coordinator) StreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest, clientID, clientHost string) (*kmsg.StreamsGroupHeartbeatResponse, []StreamsTopic) {
+	resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+	if code := co.groupCode(req.Group); code != 0 && req.Group != "" {
+		return shbError(resp, code, ""), nil
+	}
+	a, code, msg := decodeStreamsHeartbeat(req, clientID, clientHost)
+	if code != 0 {
+		return shbError(resp, code, msg), nil
+	}
+	var meta *metaSnap
+	if a.epoch >= 0 {
+		var err error
+		if meta, err = co.topicSnapshot(ctx); err != nil {
+			return shbError(resp, offsetErrCode(err), "listing the topics failed: "+err.Error()), nil
+		}
+		if a.settings, err = co.groupSettings(ctx, a.group); err != nil {
+			return shbError(resp, offsetErrCode(err), "reading the group's configs failed: "+err.Error()), nil
+		}
+	}
+	var create []StreamsTopic
+	co.locked(func(wake *[]Ticket) { code, msg, create = co.streamsHeartbeat(a, meta, resp) })
+	if code != 0 {
+		return shbError(resp, code, msg), nil
+	}
+	return resp, create
+}
+
+func shbError(resp *kmsg.StreamsGroupHeartbeatResponse, code int16, msg string) *kmsg.StreamsGroupHeartbeatResponse {
+	resp.ErrorCode = code
+	resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = "", 0, 0
+	resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks, resp.Status = nil, nil, nil, nil
+	if msg != "" {
+		resp.ErrorMessage = kmsg.StringPtr(msg)
+	}
+	return resp
+}
+
+// decodeStreamsHeartbeat validates req as Kafka does (INVALID_REQUEST with
+// its messages) plus the gateway's caps, and copies what is kept.
+func decodeStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clientHost string) (*shbArgs, int16, string) {
+	bad := func(msg string) (*shbArgs, int16, string) { return nil, kerr.InvalidRequest.Code, msg }
+	switch {
+	case req.Group == "":
+		return bad("GroupId can't be empty.")
+	case len(req.Group) > MaxGroupIDLen:
+		return nil, kerr.InvalidGroupID.Code, ""
+	case req.InstanceID != nil && *req.InstanceID == "":
+		return bad("InstanceId can't be empty.")
+	case req.RackID != nil && *req.RackID == "":
+		return bad("RackId can't be empty.")
+	case req.MemberID == "":
+		return bad("MemberId can't be empty.")
+	case len(req.MemberID) > maxMemberIDLen:
+		return bad("MemberId is too long.")
+	case req.MemberEpoch < epochStaticLeave:
+		return bad(fmt.Sprintf("MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch))
+	}
+	if req.MemberEpoch == 0 {
+		switch {
+		case req.RebalanceTimeoutMillis == -1:
+			return bad("RebalanceTimeoutMs must be provided when joining.")
+		case req.Topology == nil:
+			return bad("Topology must be non-null when joining.")
+		case req.ProcessID == nil:
+			return bad("ProcessId must be provided when joining.")
+		case req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil:
+			return bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
+		case len(req.ActiveTasks)+len(req.StandbyTasks)+len(req.WarmupTasks) > 0:
+			return bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
+		}
+	} else if req.Topology != nil && req.MemberEpoch > 0 {
+		return bad("Topology can only be provided when (re-)joining.")
+	}
+	a := &shbArgs{ver: req.Version, group: strings.Clone(req.Group), memberID: strings.Clone(req.MemberID),
+		epoch: req.MemberEpoch, endpointEpoch: req.EndpointInformationEpoch, rebalance: -1,
+		shutdown: req.ShutdownApplication, clientID: clientID, clientHost: clientHost}
+	if req.InstanceID != nil {
+		a.instance = strings.Clone(*req.InstanceID)
+	}
+	if req.RackID != nil {
+		a.rack = kmsg.StringPtr(strings.Clone(*req.RackID))
+	}
+	if req.ProcessID != nil {
+		a.process = kmsg.StringPtr(strings.Clone(*req.ProcessID))
+	}
+	if req.RebalanceTimeoutMillis >= 0 {
+		a.rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if a.epoch < 0 {
+		return a, 0, ""
+	}
+	if req.Topology != nil {
+		t, msg := topologyFrom(req.Topology)
+		if msg != "" {
+			return bad(msg)
+		}
+		a.topo = t
+	}
+	if req.ActiveTasks != nil {
+		a.active = taskSet{}
+		n := 0
+		for _, ts := range req.ActiveTasks {
+			n += len(ts.Partitions)
+			if n > maxStreamsTasksListed {
+				return bad("Too many active tasks.")
+			}
+			for _, p := range ts.Partitions {
+				a.active[taskID{strings.Clone(ts.SubtopologyID), p}] = struct{}{}
+			}
+		}
+	}
+	if req.UserEndpoint != nil {
+		a.endpoint = &kmsg.Endpoint{Host: strings.Clone(req.UserEndpoint.Host), Port: req.UserEndpoint.Port}
+	}
+	if req.ClientTags != nil {
+		if len(req.ClientTags) > maxClientTags {
+			return bad("Too many client tags.")
+		}
+		a.tagsSet = true
+		for _, t := range req.ClientTags {
+			a.tags = append(a.tags, [2]string{strings.Clone(t.Key), strings.Clone(t.Value)})
+		}
+	}
+	if len(req.TaskOffsets) > maxStreamsTaskOffsets || len(req.TaskEndOffsets) > maxStreamsTaskOffsets {
+		return bad("Too many task offsets.")
+	}
+	a.offsets, a.endOffsets = copyTaskOffsets(req.TaskOffsets), copyTaskOffsets(req.TaskEndOffsets)
+	return a, 0, ""
+}
+
+func copyTaskOffsets(in []kmsg.TaskOffset) []kmsg.TaskOffset {
+	if in == nil {
+		return nil
+	}
+	out := make([]kmsg.TaskOffset, len(in))
+	for i, o := range in {
+		out[i] = kmsg.TaskOffset{SubtopologyID: strings.Clone(o.SubtopologyID), Partition: o.Partition, Offset: o.Offset}
+	}
+	return out
+}
+
+// streamsHeartbeat runs a decoded heartbeat and fills resp, or returns an
+// error code and message. co.mu is held.
+func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.StreamsGroupHeartbeatResponse) (int16, string, []StreamsTopic) {
+	g := co.groups[a.group]
+	if a.epoch < 0 {
+		code, msg := co.leaveStreams(g, a, resp)
+		return code, msg, nil
+	}
+	if g == nil {
+		if a.epoch != 0 {
+			// Memberships are soft state: after a restart the member
+			// rejoins (Kafka would still know it).
+			return kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group), nil
+		}
+		if !co.newGroupSlot() {
+			return kerr.CoordinatorNotAvailable.Code, "too many groups on this gateway", nil
+		}
+		g = &group{name: a.group, protocolType: "streams", members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
+		co.groups[a.group] = g
+	}
+	if g.streams == nil {
+		if g.consumer != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
+			return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", a.group), nil
+		}
+		if a.epoch != 0 {
+			return kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group), nil
+		}
+		// An empty classic group (or offsets alone) becomes a streams
+		// group; the offsets stay.
+		g.stopTimer()
+		g.streams, g.protocolType, g.protocol = newSGroup(), "streams", ""
+	}
+	sg := g.streams
+	sg.settings = a.settings
+
+	m, code, msg := co.streamsMemberFor(g, sg, a)
+	if code != 0 {
+		return code, msg, nil
+	}
+	beforeActive, beforeStandby := m.active, m.standby
+	bump := m.joinedAt == 0
+	if bump {
+		sg.seq++
+		m.joinedAt = sg.seq
+	}
+	if a.topo != nil {
+		m.topoEpoch = a.topo.epoch
+		if sg.topo == nil || a.topo.epoch > sg.topo.epoch {
+			sg.topo, sg.confMeta, bump = a.topo, nil, true
+			sg.desc = nil
+		}
+	}
+	if a.process != nil && *a.process != m.process {
+		m.process, bump = *a.process, true
+	}
+	if a.rack != nil {
+		m.rack = *a.rack
+	}
+	if a.rebalance >= 0 {
+		m.rebalance = a.rebalance
+	}
+	if a.endpoint != nil && (m.endpoint == nil || m.endpoint.Host != a.endpoint.Host || m.endpoint.Port != a.endpoint.Port) {
+		m.endpoint = a.endpoint
+		sg.endpointEpoch++
+	}
+	if a.tagsSet {
+		m.tags = a.tags
+	}
+	if a.offsets != nil {
+		m.offsets = a.offsets
+	}
+	if a.endOffsets != nil {
+		m.endOffsets = a.endOffsets
+	}
+	if a.shutdown && !sg.shutdown {
+		co.log.Info("streams group asked to shut down", "group", g.name, "member", m.id)
+		sg.shutdown = true
+	}
+	m.clientID, m.clientHost = a.clientID, a.clientHost
+	if sg.confMeta != meta && sg.topo != nil {
+		sg.conf, sg.confMeta = sg.topo.configure(meta.partitionsByName()), meta
+		if h := sg.conf.hash(); h != sg.confHash {
+			sg.confHash, bump = h, true
+		}
+	}
+	if bump {
+		sg.epoch++
+		co.log.Debug("streams group epoch bumped", "group", g.name, "epoch", sg.epoch)
+	}
+	if sg.epoch > sg.assignEpoch {
+		co.computeStreamsTarget(sg)
+	}
+	co.reconcileStreams(g, sg, m, a.active)
+	co.armStreamsSession(g, m)
+
+	resp.MemberID = m.id
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(co.streamsInterval(sg) / time.Millisecond)
+	resp.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
+	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
+	resp.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
+	resp.Status = co.streamsStatus(sg, m)
+	if a.epoch == 0 || !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby) {
+		resp.ActiveTasks = tasksByTopology(m.active)
+		resp.StandbyTasks = tasksByTopology(m.standby)
+		resp.WarmupTasks = []kmsg.TaskIDs{}
+		sg.endpointEpoch++ // where tasks live changed
+	}
+	resp.EndpointInformationEpoch = sg.endpointEpoch
+	if a.endpointEpoch != sg.endpointEpoch {
+		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
+	}
+	resp.TopologyDescriptionRequired = a.ver >= 1 && sg.topo != nil && (sg.desc == nil || sg.descEpoch != sg.topo.epoch)
+	var create []StreamsTopic
+	if sg.conf != nil {
+		for _, t := range sg.conf.create {
+			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
+		}
+	}
+	return 0, "", create
+}
+
+// streamsStatus is what the group tells m about itself. co.mu is held.
+func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroupHeartbeatResponseStatus {
+	out := []kmsg.StreamsGroupHeartbeatResponseStatus{}
+	add := func(code int8, detail string) {
+		s := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+		s.StatusCode, s.StatusDetail = code, detail
+		out = append(out, s)
+	}
+	if sg.shutdown {
+		add(statusShutdownApplication, "A member requested to shut down the application.")
+	}
+	if sg.topo != nil && m.topoEpoch < sg.topo.epoch {
+		add(statusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topoEpoch, sg.topo.epoch))
+	}
+	if sg.conf != nil {
+		for _, s := range sg.conf.status {
+			add(s.code, s.detail)
+		}
+	}
+	return out
+}
+
+// tasksByTopology is a task set in the response's shape, sorted.
+func tasksByTopology(s taskSet) []kmsg.TaskIDs {
+	out := []kmsg.TaskIDs{}
+	for _, t := range s.sorted() {
+		if len(out) == 0 || out[len(out)-1].SubtopologyID != t.sub {
+			out = append(out, kmsg.TaskIDs{SubtopologyID: t.sub})
+		}
+		out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, t.part)
+	}
+	return out
+}
+
+// partitionsByEndpoint is the interactive-query map: per member endpoint,
+// the source partitions of its active and standby tasks. co.mu is held.
+func (sg *sgroup) partitionsByEndpoint() []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
+	out := []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{}
+	if sg.conf == nil {
+		return out
+	}
+	for _, id := range sortedKeys(sg.members) {
+		m := sg.members[id]
+		if m.endpoint == nil {
+			continue
+		}
+		e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
+		e.UserEndpoint = *m.endpoint
+		for _, tp := range sg.sourcePartitions(m.active) {
+			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: tp.topic, Partitions: tp.parts})
+		}
+		for _, tp := range sg.sourcePartitions(m.standby) {
+			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: tp.topic, Partitions: tp.parts})
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+type topicParts struct {
+	topic string
+	parts []int32
+}
+
+// sourcePartitions maps tasks to the partitions of their subtopologies'
+// source topics, sorted by topic. co.mu is held.
+func (sg *sgroup) sourcePartitions(ts taskSet) []topicParts {
+	by := map[string][]int32{}
+	for t := range ts {
+		for _, name := range sg.conf.sources[t.sub] {
+			by[name] = append(by[name], t.part)
+		}
+	}
+	out := make([]topicParts, 0, len(by))
+	for _, name := range sortedKeys(by) {
+		ps := by[name]
+		slices.Sort(ps)
+		out = append(out, topicParts{name, ps})
+	}
+	return out
+}
+
+// hash covers what the assignment depends on: readiness and task counts.
+func (c *configured) hash() uint64 {
+	h := fnv.New64a()
+	if c.ready {
+		h.Write([]byte{1})
+	}
+	for _, sub := range sortedKeys(c.tasks) {
+		n := c.tasks[sub]
+		h.Write([]byte(sub))
+		h.Write([]byte{0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	}
+	return h.Sum64()
+}
+
+// partitionsByName is the snapshot as name -> partition count.
+func (s *metaSnap) partitionsByName() map[string]int32 {
+	out := make(map[string]int32, len(s.byName))
+	for n, t := range s.byName {
+		out[n] = t.partitions
+	}
+	return out
+}
+
+// streamsMemberFor finds or creates the member a heartbeat (epoch >= 0)
+// names: static membership, group size, epoch fencing. co.mu is held.
+func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smember, int16, string) {
+	if a.instance != "" {
+		cur := sg.members[sg.static[a.instance]]
+		if a.epoch != 0 {
+			switch {
+			case cur == nil:
+				return nil, kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
+			case cur.id != a.memberID:
+				return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, cur.id)
+			}
+			code, msg := checkStreamsEpoch(cur, a)
+			return cur, code, msg
+		}
+		if cur != nil {
+			if cur.epoch != epochStaticLeave && cur.id != a.memberID {
+				return nil, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", a.memberID, a.instance, cur.id)
+			}
+			if cur.id == a.memberID && cur.epoch != epochStaticLeave {
+				co.resetStreamsMember(sg, cur)
+				return cur, 0, ""
+			}
+			return co.replaceStaticStreams(g, sg, cur, a.memberID), 0, ""
+		}
+	} else if m := sg.members[a.memberID]; m != nil || a.epoch != 0 {
+		if m == nil {
+			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
+		}
+		if a.epoch == 0 {
+			co.resetStreamsMember(sg, m)
+			return m, 0, ""
+		}
+		code, msg := checkStreamsEpoch(m, a)
+		return m, code, msg
+	}
+	if len(sg.members) >= co.cfg.MaxGroupSize {
+		return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", co.cfg.MaxGroupSize)
+	}
+	if co.members >= co.cfg.MaxMembers {
+		return nil, kerr.CoordinatorNotAvailable.Code, "too many group members on this gateway"
+	}
+	m := &smember{id: a.memberID, instance: a.instance, rebalance: a.rebalance, active: taskSet{}, standby: taskSet{}, revoking: taskSet{}}
+	if m.rebalance < 0 {
+		m.rebalance = co.streamsSession(sg)
+	}
+	sg.members[m.id] = m
+	if a.instance != "" {
+		sg.static[a.instance] = m.id
+	}
+	co.members++
+	co.log.Info("streams group member joined", "group", g.name, "member", m.id, "instance", a.instance)
+	return m, 0, ""
+}
+
+// checkStreamsEpoch is the epoch fence of checkEpoch for a streams member.
+func checkStreamsEpoch(m *smember, a *shbArgs) (int16, string) {
+	switch {
+	case a.epoch > m.epoch:
+		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", a.epoch, m.epoch)
+	case a.epoch < m.epoch:
+		if a.epoch != m.prevEpoch || a.active == nil || !a.active.subsetOf(m.active) {
+			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", a.epoch, m.epoch)
+		}
+	}
+	return 0, ""
+}
+
+func (s taskSet) subsetOf(o taskSet) bool {
+	for t := range s {
+		if !o.has(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// resetStreamsMember makes m hold nothing at epoch 0; co.mu is held.
+func (co *Coordinator) resetStreamsMember(sg *sgroup, m *smember) {
+	sg.setOwned(m, taskSet{}, taskSet{})
+	m.standby = taskSet{}
+	m.epoch, m.prevEpoch, m.state = 0, 0, mStable
+	co.stopStreamsRevokeTimer(m)
+}
+
+// replaceStaticStreams gives a static member's place to its new member
+// id, with what it held; co.mu is held.
+func (co *Coordinator) replaceStaticStreams(g *group, sg *sgroup, old *smember, newID string) *smember {
+	co.stopStreamsTimers(old)
+	active, standby := old.active, old.standby
+	sg.setOwned(old, taskSet{}, taskSet{})
+	delete(sg.members, old.id)
+	n := *old
+	n.id, n.epoch, n.prevEpoch, n.state = newID, 0, 0, mStable
+	n.session, n.revoke = nil, nil
+	n.active, n.revoking, n.standby = taskSet{}, taskSet{}, standby
+	sg.members[newID] = &n
+	sg.setOwned(&n, active, taskSet{})
+	sg.static[n.instance] = newID
+	if t, ok := sg.target[old.id]; ok {
+		delete(sg.target, old.id)
+		sg.target[newID] = t
+	}
+	co.log.Info("streams group static member rejoined", "group", g.name, "instance", n.instance, "member", newID, "replaces", old.id)
+	return &n
+}
+
+// setOwned replaces the active tasks m holds, keeping sg.owner in step;
+// co.mu is held.
+func (sg *sgroup) setOwned(m *smember, active, revoking taskSet) {
+	for _, s := range []taskSet{m.active, m.revoking} {
+		for t := range s {
+			if sg.owner[t] == m.id {
+				delete(sg.owner, t)
+			}
+		}
+	}
+	m.active, m.revoking = active, revoking
+	for _, s := range []taskSet{active, revoking} {
+		for t := range s {
+			sg.owner[t] = m.id
+		}
+	}
+}
+
+// computeStreamsTarget runs the task assignor and moves the assignment
+// epoch to the group epoch. co.mu is held.
+func (co *Coordinator) computeStreamsTarget(sg *sgroup) {
+	tasks := map[string]int32{}
+	if sg.conf != nil && sg.conf.ready {
+		tasks = sg.conf.tasks
+	}
+	ms := make([]taskMember, 0, len(sg.members))
+	for _, id := range sortedKeys(sg.members) {
+		m := sg.members[id]
+		ms = append(ms, taskMember{id: id, process: m.process, prev: sg.target[id]})
+	}
+	sg.target = assignTasks(ms, tasks, sg.settings.standbys)
+	sg.assignEpoch = sg.epoch
+}
+
+// reconcileStreams moves m towards its target: active tasks it must give
+// up are revoked first (it stays at its epoch until its heartbeat no longer
+// lists them); active tasks another member still holds are withheld;
+// standby tasks follow the target at once. owned is the heartbeat's active
+// tasks (nil: unchanged). co.mu is held.
+func (co *Coordinator) reconcileStreams(g *group, sg *sgroup, m *smember, owned taskSet) {
+	target := sg.target[m.id]
+	switch m.state {
+	case mStable:
+		if m.epoch == sg.assignEpoch {
+			return
+		}
+	case mUnrevoked:
+		if ownsAnyTask(owned, m.revoking) {
+			return
+		}
+	}
+	keep, revoke := taskSet{}, taskSet{}
+	for t := range m.active {
+		if target.active.has(t) {
+			keep[t] = struct{}{}
+		} else {
+			revoke[t] = struct{}{}
+		}
+	}
+	standby := taskSet{}
+	for t := range target.standby {
+		if !keep.has(t) && !revoke.has(t) {
+			standby[t] = struct{}{}
+		}
+	}
+	m.standby = standby
+	if len(revoke) > 0 && ownsAnyTask(owned, revoke) {
+		was := m.state
+		m.state = mUnrevoked
+		sg.setOwned(m, keep, revoke)
+		if was != mUnrevoked {
+			co.armStreamsRevokeTimer(g, m)
+		}
+		return
+	}
+	unreleased := false
+	for t := range target.active {
+		if keep.has(t) {
+			continue
+		}
+		if o, held := sg.owner[t]; held && o != m.id {
+			unreleased = true
+			continue
+		}
+		keep[t] = struct{}{}
+	}
+	sg.setOwned(m, keep, taskSet{})
+	if m.epoch != sg.assignEpoch {
+		m.prevEpoch, m.epoch = m.epoch, sg.assignEpoch
+	}
+	m.state = mStable
+	if unreleased {
+		m.state = mUnreleased
+	}
+	co.stopStreamsRevokeTimer(m)
+}
+
+// ownsAnyTask: the heartbeat still lists one of set (unknown counts as yes).
+func ownsAnyTask(owned, set taskSet) bool {
+	if owned == nil {
+		return len(set) > 0
+	}
+	for t := range owned {
+		if set.has(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaveStreams runs a heartbeat with epoch -1 (leave) or -2 (a static
+// member leaving for now). co.mu is held.
+func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGroupHeartbeatResponse) (int16, string) {
+	if g == nil || g.streams == nil {
+		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Streams group %s not found.", a.group)
+	}
+	sg := g.streams
+	var m *smember
+	if a.instance == "" {
+		if m = sg.members[a.memberID]; m == nil {
+			return kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
+		}
+	} else {
+		m = sg.members[sg.static[a.instance]]
+		switch {
+		case m == nil:
+			return kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
+		case m.id != a.memberID:
+			return kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, m.id)
+		}
+	}
+	resp.MemberID, resp.MemberEpoch = a.memberID, a.epoch
+	if a.epoch == epochStaticLeave {
+		co.log.Info("streams group static member left for now", "group", g.name, "member", m.id, "instance", m.instance)
+		sg.setOwned(m, m.active, taskSet{})
+		m.prevEpoch, m.epoch, m.state = m.epoch, epochStaticLeave, mStable
+		co.stopStreamsRevokeTimer(m)
+		return 0, ""
+	}
+	co.log.Info("streams group member left", "group", g.name, "member", m.id)
+	co.removeStreamsMember(sg, m)
+	return 0, ""
+}
+
+// removeStreamsMember drops m, frees its tasks and bumps the group epoch;
+// co.mu is held.
+func (co *Coordinator) removeStreamsMember(sg *sgroup, m *smember) {
+	co.stopStreamsTimers(m)
+	sg.setOwned(m, taskSet{}, taskSet{})
+	delete(sg.members, m.id)
+	if sg.static[m.instance] == m.id {
+		delete(sg.static, m.instance)
+	}
+	delete(sg.target, m.id)
+	co.members--
+	sg.epoch++
+	sg.endpointEpoch++
+	if len(sg.members) == 0 {
+		sg.shutdown = false // a new start of the app runs again
+	}
+}
+
+// ---- timers ----
+
+func (co *Coordinator) streamsSession(sg *sgroup) time.Duration {
+	if sg != nil && sg.settings.streamsSession > 0 {
+		return sg.settings.streamsSession
+	}
+	return defaultStreamsSession
+}
+
+func (co *Coordinator) streamsInterval(sg *sgroup) time.Duration {
+	if sg != nil && sg.settings.streamsInterval > 0 {
+		return sg.settings.streamsInterval
+	}
+	return defaultStreamsInterval
+}
+
+// armStreamsSession restarts m's session timer; co.mu is held.
+func (co *Coordinator) armStreamsSession(g *group, m *smember) {
+	if m.session != nil {
+		m.session.Stop()
+		m.session = nil
+	}
+	if co.closed {
+		return
+	}
+	co.timerTok++
+	tok, gname, mid := co.timerTok, g.name, m.id
+	m.sessTok = tok
+	m.session = co.clock.AfterFunc(co.streamsSession(g.streams), func() {
+		co.mu.Lock()
+		defer co.mu.Unlock()
+		if sg, m := co.streamsMember(gname, mid); m != nil && m.sessTok == tok {
+			co.log.Info("streams group member session expired", "group", gname, "member", mid)
+			co.removeStreamsMember(sg, m)
+		}
+	})
+}
+
+// armStreamsRevokeTimer removes m if it has not revoked what it was asked
+// to within its rebalance timeout; co.mu is held.
+func (co *Coordinator) armStreamsRevokeTimer(g *group, m *smember) {
+	co.stopStreamsRevokeTimer(m)
+	if co.closed {
+		return
+	}
+	co.timerTok++
+	tok, gname, mid, epoch := co.timerTok, g.name, m.id, m.epoch
+	m.revokTok = tok
+	m.revoke = co.clock.AfterFunc(m.rebalance, func() {
+		co.mu.Lock()
+		defer co.mu.Unlock()
+		if sg, m := co.streamsMember(gname, mid); m != nil && m.revokTok == tok && m.state == mUnrevoked && m.epoch == epoch {
+			co.log.Info("streams group member fenced: it did not revoke its tasks within its rebalance timeout", "group", gname, "member", mid, "epoch", epoch)
+			co.removeStreamsMember(sg, m)
+		}
+	})
+}
+
+func (co *Coordinator) stopStreamsRevokeTimer(m *smember) {
+	if m.revoke != nil {
+		m.revoke.Stop()
+		m.revoke = nil
+	}
+	m.revokTok = 0
+}
+
+func (co *Coordinator) stopStreamsTimers(m *smember) {
+	co.stopStreamsRevokeTimer(m)
+	if m.session != nil {
+		m.session.Stop()
+		m.session = nil
+	}
+	m.sessTok = 0
+}
+
+// streamsMember finds a streams member; co.mu is held.
+func (co *Coordinator) streamsMember(gname, mid string) (*sgroup, *smember) {
+	g := co.groups[gname]
+	if g == nil || g.streams == nil {
+		return nil, nil
+	}
+	return g.streams, g.streams.members[mid]
+}

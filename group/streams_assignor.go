@@ -1,0 +1,185 @@
+package group
+
+// The task assignor of streams groups: sticky, balanced over processes and
+// then over the members (stream threads) of each process, with standby
+// tasks on other processes. A pure function of its input: no lock, no
+// clock, any goroutine.
+
+import (
+	"cmp"
+	"slices"
+)
+
+// taskID is one task: a subtopology and a partition.
+type taskID struct {
+	sub  string
+	part int32
+}
+
+func cmpTask(a, b taskID) int {
+	if c := cmp.Compare(a.sub, b.sub); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.part, b.part)
+}
+
+// taskSet is a set of tasks.
+type taskSet map[taskID]struct{}
+
+func (s taskSet) has(t taskID) bool { _, ok := s[t]; return ok }
+
+func (s taskSet) equal(o taskSet) bool {
+	if len(s) != len(o) {
+		return false
+	}
+	for t := range s {
+		if !o.has(t) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s taskSet) sorted() []taskID {
+	out := make([]taskID, 0, len(s))
+	for t := range s {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, cmpTask)
+	return out
+}
+
+// tasksAssigned is one member's share: its active and standby tasks.
+type tasksAssigned struct {
+	active, standby taskSet
+}
+
+// taskMember is a member as the assignor sees it.
+type taskMember struct {
+	id, process string
+	prev        tasksAssigned // its previous target
+}
+
+// assignTasks spreads every task of tasks (subtopology -> task count) over
+// members (sorted by id): each task active on one member, and standbys
+// (at most one per process, never on the active's process) up to standbys
+// per task. A task stays where it was active if that keeps the member
+// within its fair share; the rest go to the least loaded process, then the
+// least loaded member in it.
+func assignTasks(members []taskMember, tasks map[string]int32, standbys int) map[string]tasksAssigned {
+	out := make(map[string]tasksAssigned, len(members))
+	if len(members) == 0 {
+		return out
+	}
+	var all []taskID
+	for _, sub := range sortedKeys(tasks) {
+		for p := int32(0); p < tasks[sub]; p++ {
+			all = append(all, taskID{sub, p})
+		}
+	}
+	byID := make(map[string]*taskMember, len(members))
+	procLoad, procSize := map[string]int{}, map[string]int{}
+	load := map[string]int{}
+	for i := range members {
+		m := &members[i]
+		byID[m.id] = m
+		out[m.id] = tasksAssigned{active: taskSet{}, standby: taskSet{}}
+		procSize[m.process]++
+	}
+	capActive := (len(all) + len(members) - 1) / len(members)
+	give := func(m *taskMember, t taskID) {
+		out[m.id].active[t] = struct{}{}
+		load[m.id]++
+		procLoad[m.process]++
+	}
+	// Sticky: where a task was active, if that member has room.
+	prevOwner := map[taskID]string{}
+	for i := range members {
+		for t := range members[i].prev.active {
+			prevOwner[t] = members[i].id
+		}
+	}
+	var rest []taskID
+	for _, t := range all {
+		if id, ok := prevOwner[t]; ok && load[id] < capActive {
+			give(byID[id], t)
+			continue
+		}
+		rest = append(rest, t)
+	}
+	for _, t := range rest {
+		give(leastLoaded(members, procLoad, procSize, load, func(*taskMember) bool { return true }), t)
+	}
+	if standbys <= 0 {
+		return out
+	}
+	// Standbys: on other processes, preferring where the task was standby.
+	owner := map[taskID]*taskMember{}
+	for i := range members {
+		for t := range out[members[i].id].active {
+			owner[t] = &members[i]
+		}
+	}
+	prevStandby := map[taskID][]string{}
+	for i := range members {
+		for t := range members[i].prev.standby {
+			prevStandby[t] = append(prevStandby[t], members[i].id)
+		}
+	}
+	for _, t := range all {
+		used := map[string]bool{owner[t].process: true}
+		for n := 0; n < standbys; n++ {
+			var pick *taskMember
+			for _, id := range prevStandby[t] {
+				if m := byID[id]; m != nil && !used[m.process] {
+					pick = m
+					break
+				}
+			}
+			if pick == nil {
+				pick = leastLoaded(members, procLoad, procSize, load, func(m *taskMember) bool { return !used[m.process] })
+			}
+			if pick == nil {
+				break // fewer processes than replicas
+			}
+			used[pick.process] = true
+			out[pick.id].standby[t] = struct{}{}
+			load[pick.id]++
+			procLoad[pick.process]++
+		}
+	}
+	return out
+}
+
+// leastLoaded is the member ok allows in the least loaded process (tasks
+// per member of the process), the least loaded member of it, the smallest
+// id on ties; nil if ok allows none.
+func leastLoaded(members []taskMember, procLoad, procSize, load map[string]int, ok func(*taskMember) bool) *taskMember {
+	var best *taskMember
+	for i := range members {
+		m := &members[i]
+		if !ok(m) {
+			continue
+		}
+		if best == nil {
+			best = m
+			continue
+		}
+		// procLoad[m]/procSize[m] against procLoad[best]/procSize[best].
+		a := procLoad[m.process] * procSize[best.process]
+		b := procLoad[best.process] * procSize[m.process]
+		if a < b || (a == b && load[m.id] < load[best.id]) {
+			best = m
+		}
+	}
+	return best
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -237,6 +237,29 @@ func (a *streamsApp) standbyLoaded() map[string]int64 {
 	return out
 }
 
+// countTasks returns the count (subtopology 1) tasks among tasks.
+func countTasks(tasks []string) []string {
+	var out []string
+	for _, task := range tasks {
+		if strings.HasPrefix(task, "1_") {
+			out = append(out, task)
+		}
+	}
+	return out
+}
+
+// logTasks logs every TASKS line of apps, so a run shows how the tasks
+// were spread and moved.
+func logTasks(t *testing.T, apps ...*streamsApp) {
+	for _, a := range apps {
+		var ls []string
+		for _, f := range a.lines("TASKS", 0) {
+			ls = append(ls, strings.Join(f, " "))
+		}
+		t.Logf("%s tasks over time:\n%s", a.name, strings.Join(ls, "\n"))
+	}
+}
+
 // spread is nil once every instance has some active tasks and together
 // they own each task of the topology exactly once.
 func spread(apps ...*streamsApp) error {
@@ -271,7 +294,19 @@ func TestStreamsGroupWordCountFailover(t *testing.T) {
 	r := newStreamsRun(t, addr, name, "sg-failover")
 	r.produce(200)
 	a, b := r.start("WordCount A"), r.start("WordCount B")
-	await.Until(t, 3*time.Minute, func() error { return spread(a, b) })
+	defer logTasks(t, a, b)
+	// Kafka 4.4's sticky assignor spreads each subtopology's tasks over
+	// both instances (A 0_0 0_1 1_0 1_1, B 0_2 0_3 1_2 1_3 when B joined
+	// A): B owns count tasks, whose stores must move with them.
+	await.Until(t, 3*time.Minute, func() error {
+		if err := spread(a, b); err != nil {
+			return err
+		}
+		if act, _ := b.tasks(); len(countTasks(act)) == 0 {
+			return fmt.Errorf("B owns no count task: %v", act)
+		}
+		return nil
+	})
 	r.awaitSettled("two instances")
 
 	gone, _ := b.tasks()
@@ -284,11 +319,10 @@ func TestStreamsGroupWordCountFailover(t *testing.T) {
 	r.awaitSettled("after the kill")
 	// Each count task that moved restored its store from the changelog.
 	restored := a.restoreStarts(mark)
-	for _, task := range gone {
-		if sub, p, _ := strings.Cut(task, "_"); sub == "1" {
-			if _, ok := restored[r.changelog()+"-"+p]; !ok {
-				t.Errorf("task %s moved to A, which printed no restoration of %s-%s (restorations: %v)", task, r.changelog(), p, restored)
-			}
+	for _, task := range countTasks(gone) {
+		p := strings.TrimPrefix(task, "1_")
+		if _, ok := restored[r.changelog()+"-"+p]; !ok {
+			t.Errorf("task %s moved to A, which printed no restoration of %s-%s (restorations: %v)", task, r.changelog(), p, restored)
 		}
 	}
 	if err := a.running(); err != nil {
@@ -299,16 +333,19 @@ func TestStreamsGroupWordCountFailover(t *testing.T) {
 
 // TestStreamsGroupStandbyFailover: the group config
 // streams.num.standby.replicas=1 (the streams protocol ignores the app's
-// num.standby.replicas; the group config is where it is set) gives the
-// second instance standby tasks for the first one's count tasks, which it
-// loads from the changelog; when the first is killed its tasks become
-// active on the second, which restores them from where its standby was, not
-// from the changelog's start, and the counts are exact.
+// num.standby.replicas; the group config is where it is set) gives each
+// instance standby tasks for the other's count tasks; the instance owning
+// count tasks is killed (-9), its tasks become active on the other, which
+// restores their stores from where its standby was, not from the
+// changelog's start, and the counts are exact.
 //
-// The first instance is the one killed: it owned every task before the
-// second joined, so its own standby tasks (for the count tasks it handed
-// over) are its former active stores and load nothing it could print,
-// while the second's standby stores start empty and load the changelog.
+// On Kafka 4.4 the first instance keeps count tasks 1_0 1_1 when the
+// second joins, and the second loads its standby stores for them from the
+// changelog (STANDBY_LOADED up to the end); after the kill the second
+// printed RESTORE_START from the changelog's end (114 of 114), nothing to
+// replay. A standby task on the instance that had the task active before
+// keeps its store and loads nothing, so the test waits for loads only
+// where the standby printed some.
 func TestStreamsGroupStandbyFailover(t *testing.T) {
 	t.Parallel()
 	needJar(t, "kafka-streams-*.jar")
@@ -323,61 +360,63 @@ func TestStreamsGroupStandbyFailover(t *testing.T) {
 	a := r.start("WordCount A")
 	await.Until(t, 3*time.Minute, func() error { return spread(a) })
 	b := r.start("WordCount B")
-	// Standby tasks exist only for stateful tasks (subtopology 1): B
-	// stands by for each count task active on A.
+	defer logTasks(t, a, b)
+	// Standby tasks exist only for stateful tasks (subtopology 1): each
+	// count task active on one instance is a standby task of the other.
+	var victim, survivor *streamsApp
 	var gone []string
 	await.Until(t, 3*time.Minute, func() error {
 		if err := spread(a, b); err != nil {
 			return err
 		}
-		gone, _ = a.tasks()
-		_, stb := b.tasks()
-		for _, task := range gone {
-			if strings.HasPrefix(task, "1_") && !slices.Contains(stb, task) {
-				return fmt.Errorf("A's active task %s is not a standby task of B (B's standby tasks: %v)", task, stb)
+		victim, survivor, gone = nil, nil, nil
+		for _, pair := range [][2]*streamsApp{{a, b}, {b, a}} {
+			act, _ := pair[0].tasks()
+			_, stb := pair[1].tasks()
+			for _, task := range countTasks(act) {
+				if !slices.Contains(stb, task) {
+					return fmt.Errorf("%s's active task %s is not a standby task of %s (its standby tasks: %v)", pair[0].name, task, pair[1].name, stb)
+				}
+			}
+			if victim == nil && len(countTasks(act)) > 0 {
+				victim, survivor, gone = pair[0], pair[1], countTasks(act)
 			}
 		}
 		return nil
 	})
 	r.awaitSettled("two instances")
-	// Settled: the changelog holds every count; wait until B's standby
-	// tasks applied all of it (the offset printed is a batch's last).
-	var movedChangelog []string
+	var moved []string
 	for _, task := range gone {
-		if sub, p, _ := strings.Cut(task, "_"); sub == "1" {
-			movedChangelog = append(movedChangelog, r.changelog()+"-"+p)
-		}
+		moved = append(moved, r.changelog()+"-"+strings.TrimPrefix(task, "1_"))
 	}
 	ends := changelogEnds(t, r.cl, r.changelog())
 	await.Until(t, 2*time.Minute, func() error {
-		loaded := b.standbyLoaded()
-		for _, tp := range movedChangelog {
-			if ends[tp] > 0 && loaded[tp] < ends[tp]-1 {
-				return fmt.Errorf("B's standby of %s loaded up to %d, changelog end %d", tp, loaded[tp], ends[tp])
+		loaded := survivor.standbyLoaded()
+		for _, tp := range moved {
+			// The offset printed is a batch's last record's.
+			if n, ok := loaded[tp]; ok && n < ends[tp]-1 {
+				return fmt.Errorf("%s's standby of %s loaded up to %d, changelog end %d", survivor.name, tp, n, ends[tp])
 			}
 		}
 		return nil
 	})
-	loaded := b.standbyLoaded()
 
-	mark := b.mark()
-	a.p.kill()
+	mark := survivor.mark()
+	victim.p.kill()
 	r.produce(200)
-	await.Until(t, 3*time.Minute, func() error { return spread(b) })
+	await.Until(t, 3*time.Minute, func() error { return spread(survivor) })
 	r.awaitSettled("after the kill")
-	// A restoration after the kill, if B printed one, started where the
-	// standby had got to, not at the changelog's start.
-	restored := b.restoreStarts(mark)
-	for _, tp := range movedChangelog {
-		if from, ok := restored[tp]; ok && from < loaded[tp] {
-			t.Errorf("%s restored from offset %d after the kill, but B's standby had loaded it up to %d", tp, from, loaded[tp])
+	restored := survivor.restoreStarts(mark)
+	for _, tp := range moved {
+		if from, ok := restored[tp]; ok && ends[tp] > 0 && from == 0 {
+			t.Errorf("%s restored %s from offset 0 after the kill, not from its standby store (changelog end before the kill %d)", survivor.name, tp, ends[tp])
 		}
 	}
-	t.Logf("changelog ends %v; standby loaded %v; restorations after the kill %v", ends, loaded, restored)
-	if err := b.running(); err != nil {
+	t.Logf("killed %s; changelog ends %v; standby loaded %v; restorations after the kill %v", victim.name, ends, survivor.standbyLoaded(), restored)
+	if err := survivor.running(); err != nil {
 		t.Fatal(err)
 	}
-	b.p.stop(t, time.Minute)
+	survivor.p.stop(t, time.Minute)
 }
 
 // changelogEnds returns the end offsets of topic by "topic-p".

@@ -56,6 +56,7 @@ type streamsRun struct {
 	cl       *kgo.Client
 	want     map[string]int
 	nextLine int
+	apps     []*streamsApp // started, and not killed by the test
 }
 
 // newStreamsRun creates the word count's input and output topics (wcParts
@@ -90,6 +91,13 @@ func (r *streamsRun) changelog() string { return r.app + "-counts-changelog" }
 // input is counted and a crash from here on reprocesses nothing, so even
 // at_least_once counts stay exact after a kill -9.
 func (r *streamsRun) settled() error {
+	for _, a := range r.apps {
+		select {
+		case <-a.p.done:
+			r.t.Fatalf("%s exited: %v", a.name, a.lines("STATE", 0))
+		default:
+		}
+	}
 	got, err := latestValues(r.t, r.addr, r.out)
 	if err != nil {
 		return err
@@ -150,7 +158,21 @@ func (r *streamsRun) start(name string) *streamsApp {
 	a := &streamsApp{name: name, p: javaStart(r.t, name, src, r.addr, r.app, r.in, r.out, r.t.TempDir(),
 		"at_least_once", "group.protocol=streams")}
 	a.p.waitOutput(r.t, "RUNNING", 3*time.Minute)
+	r.apps = append(r.apps, a)
 	return a
+}
+
+// kill kills instance a (-9).
+func (r *streamsRun) kill(a *streamsApp) {
+	r.apps = slices.DeleteFunc(r.apps, func(x *streamsApp) bool { return x == a })
+	a.p.kill()
+}
+
+// stop stops instance a cleanly (stdin closed).
+func (r *streamsRun) stop(a *streamsApp) {
+	r.t.Helper()
+	r.apps = slices.DeleteFunc(r.apps, func(x *streamsApp) bool { return x == a })
+	a.p.stop(r.t, time.Minute)
 }
 
 // lines returns the output lines of a that start with prefix+" ", split
@@ -311,7 +333,7 @@ func TestStreamsGroupWordCountFailover(t *testing.T) {
 
 	gone, _ := b.tasks()
 	mark := a.mark()
-	b.p.kill()
+	r.kill(b)
 	r.produce(200)
 	// The coordinator notices the dead member when its session times out
 	// (streams.session.timeout.ms, 45 s by default).
@@ -328,7 +350,7 @@ func TestStreamsGroupWordCountFailover(t *testing.T) {
 	if err := a.running(); err != nil {
 		t.Fatal(err)
 	}
-	a.p.stop(t, time.Minute)
+	r.stop(a)
 }
 
 // TestStreamsGroupStandbyFailover: the group config
@@ -402,7 +424,7 @@ func TestStreamsGroupStandbyFailover(t *testing.T) {
 	})
 
 	mark := survivor.mark()
-	victim.p.kill()
+	r.kill(victim)
 	r.produce(200)
 	await.Until(t, 3*time.Minute, func() error { return spread(survivor) })
 	r.awaitSettled("after the kill")
@@ -416,7 +438,7 @@ func TestStreamsGroupStandbyFailover(t *testing.T) {
 	if err := survivor.running(); err != nil {
 		t.Fatal(err)
 	}
-	survivor.p.stop(t, time.Minute)
+	r.stop(survivor)
 }
 
 // changelogEnds returns the end offsets of topic by "topic-p".
@@ -539,7 +561,7 @@ func TestStreamsGroupsTool(t *testing.T) {
 		t.Errorf("--describe --offsets --verbose:\n%s\nwant %d rows of %s", out, wcParts, r.in)
 	}
 
-	a.p.stop(t, time.Minute)
+	r.stop(a)
 	// GROUP STATE
 	// A     Empty
 	if out := tool("--list", "--state"); !slices.ContainsFunc(rows(out), func(f []string) bool { return slices.Equal(f, []string{"Empty"}) }) {
@@ -614,5 +636,5 @@ func TestStreamsGroupGatewayRestart(t *testing.T) {
 		}
 		return spread(a)
 	})
-	a.p.stop(t, time.Minute)
+	r.stop(a)
 }

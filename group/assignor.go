@@ -31,39 +31,7 @@ func cmpTP(a, b tp) int {
 }
 
 // partSet is a set of partitions.
-type partSet map[tp]struct{}
-
-func (s partSet) has(p tp) bool { _, ok := s[p]; return ok }
-
-func (s partSet) clone() partSet {
-	c := make(partSet, len(s))
-	for p := range s {
-		c[p] = struct{}{}
-	}
-	return c
-}
-
-func (s partSet) equal(o partSet) bool {
-	if len(s) != len(o) {
-		return false
-	}
-	for p := range s {
-		if !o.has(p) {
-			return false
-		}
-	}
-	return true
-}
-
-// sorted returns the partitions in (topic id, partition) order.
-func (s partSet) sorted() []tp {
-	out := make([]tp, 0, len(s))
-	for p := range s {
-		out = append(out, p)
-	}
-	slices.SortFunc(out, cmpTP)
-	return out
-}
+type partSet = set[tp]
 
 // assignTopic is one subscribed topic as the assignor sees it.
 type assignTopic struct {
@@ -113,7 +81,7 @@ func assignUniform(in assignInput) map[string]partSet {
 	}
 	for i, m := range in.members {
 		out[m.id] = partSet{}
-		for _, p := range m.current.sorted() {
+		for _, p := range m.current.sortedBy(cmpTP) {
 			if _, taken := owner[p]; taken || !m.topics[p.topic] || p.part >= parts[p.topic] {
 				continue
 			}

@@ -62,6 +62,10 @@ type Config struct {
 	// topics at most this often. Default 1s; negative means every
 	// heartbeat.
 	MetadataMaxAge time.Duration
+	// StreamsInitialRebalanceDelay holds a new streams group's first
+	// assignment so the app's other instances can join first (Kafka's
+	// group.streams.initial.rebalance.delay.ms); < 0 is none.
+	StreamsInitialRebalanceDelay time.Duration
 	// MaxSubscribedTopics caps one member's subscribed topic names, and
 	// MaxRegexLen its regular expression; INVALID_REQUEST beyond. Defaults
 	// 10000 and 4096 bytes.
@@ -70,25 +74,26 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	defaultMinSession       = 6 * time.Second
-	defaultMaxSession       = 30 * time.Minute
-	defaultMaxRebalance     = 30 * time.Minute
-	defaultInitialDelay     = 3 * time.Second
-	defaultNewMemberTimeout = 5 * time.Minute
-	defaultMaxGroups        = 10000
-	defaultMaxGroupSize     = 1000
-	defaultMaxMembers       = 20000
-	defaultMaxProtocols     = 32
-	defaultMaxBlob          = 1 << 20
-	defaultConsumerSession  = 45 * time.Second
-	defaultConsumerInterval = 5 * time.Second
-	defaultConsumerMinSess  = 45 * time.Second
-	defaultConsumerMaxSess  = 60 * time.Second
-	defaultConsumerMinHB    = 5 * time.Second
-	defaultConsumerMaxHB    = 15 * time.Second
-	defaultMetadataMaxAge   = time.Second
-	defaultMaxSubscribed    = 10000
-	defaultMaxRegexLen      = 4096
+	defaultMinSession          = 6 * time.Second
+	defaultMaxSession          = 30 * time.Minute
+	defaultMaxRebalance        = 30 * time.Minute
+	defaultInitialDelay        = 3 * time.Second
+	defaultNewMemberTimeout    = 5 * time.Minute
+	defaultMaxGroups           = 10000
+	defaultMaxGroupSize        = 1000
+	defaultMaxMembers          = 20000
+	defaultMaxProtocols        = 32
+	defaultMaxBlob             = 1 << 20
+	defaultConsumerSession     = 45 * time.Second
+	defaultConsumerInterval    = 5 * time.Second
+	defaultConsumerMinSess     = 45 * time.Second
+	defaultConsumerMaxSess     = 60 * time.Second
+	defaultConsumerMinHB       = 5 * time.Second
+	defaultConsumerMaxHB       = 15 * time.Second
+	defaultMetadataMaxAge      = time.Second
+	defaultStreamsInitialDelay = 3 * time.Second
+	defaultMaxSubscribed       = 10000
+	defaultMaxRegexLen         = 4096
 	// parkSlack is added to a wait's deadline: the coordinator's own
 	// timers settle every ticket before it, the deadline is a backstop.
 	parkSlack = 5 * time.Second
@@ -129,6 +134,10 @@ func (c Config) withDefaults() Config {
 	c.ConsumerMaxSessionTimeout = max(c.ConsumerMaxSessionTimeout, c.ConsumerSessionTimeout)
 	c.ConsumerMinHeartbeatInterval = min(c.ConsumerMinHeartbeatInterval, c.ConsumerHeartbeatInterval)
 	c.ConsumerMaxHeartbeatInterval = max(c.ConsumerMaxHeartbeatInterval, c.ConsumerHeartbeatInterval)
+	def(&c.StreamsInitialRebalanceDelay, defaultStreamsInitialDelay)
+	if c.StreamsInitialRebalanceDelay < 0 {
+		c.StreamsInitialRebalanceDelay = 0
+	}
 	def(&c.MetadataMaxAge, defaultMetadataMaxAge)
 	if c.MetadataMaxAge < 0 {
 		c.MetadataMaxAge = 0

@@ -82,22 +82,13 @@ func (s memberState) String() string {
 }
 
 type cmember struct {
-	id, instance, rack, clientID, clientHost string
-	epoch, prevEpoch                         int32
-	state                                    memberState
-	rebalance                                time.Duration
-	topics                                   []string // subscribed names, sorted
-	regex                                    string   // "" = none
-	re                                       *regexp.Regexp
-	assignor                                 string // the ServerAssignor it asked for; "" = none
-	assigned, revoking                       partSet
-	joinedAt                                 uint64
-	classic                                  *classicInfo // a classic-protocol member of a mixed group (mixed.go)
-
-	session  Timer
-	sessTok  uint64 // the armed session timer's token; a stale fire does nothing
-	revoke   Timer
-	revokTok uint64
+	memberCore
+	topics             []string // subscribed names, sorted
+	regex              string   // "" = none
+	re                 *regexp.Regexp
+	assignor           string // the ServerAssignor it asked for; "" = none
+	assigned, revoking partSet
+	classic            *classicInfo // a classic-protocol member of a mixed group (mixed.go)
 }
 
 // cgroup is the consumer-protocol half of a group (group.consumer).
@@ -365,6 +356,12 @@ func (co *Coordinator) heartbeat848(a *hbArgs, meta *metaSnap, resp *kmsg.Consum
 		g = &group{name: a.group, protocolType: "consumer", members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
 		co.groups[a.group] = g
 	}
+	if g.streams != nil {
+		if len(g.streams.members) > 0 || a.epoch != 0 {
+			return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", a.group)
+		}
+		g.streams = nil // an empty streams group becomes a consumer group; the offsets stay
+	}
 	if g.consumer == nil {
 		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
 			// Online upgrade (mixed.go): the classic members become
@@ -461,42 +458,18 @@ func (co *Coordinator) advance(g *group, cg *cgroup, m *cmember, bump bool, meta
 // with Kafka's checks: static membership, GROUP_MAX_SIZE_REACHED, epoch
 // fencing. co.mu is held.
 func (co *Coordinator) memberFor(g *group, cg *cgroup, a *hbArgs) (*cmember, int16, string) {
-	if a.instance != "" {
-		cur := cg.members[cg.static[a.instance]]
-		if a.epoch != 0 {
-			switch {
-			case cur == nil:
-				return nil, kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
-			case cur.id != a.memberID:
-				return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, cur.id)
-			}
-			code, msg := checkEpoch(cur, a)
-			return cur, code, msg
-		}
-		if cur != nil {
-			if cur.epoch != epochStaticLeave && cur.id != a.memberID {
-				return nil, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", a.memberID, a.instance, cur.id)
-			}
-			if cur.id == a.memberID && cur.epoch != epochStaticLeave {
-				co.resetMember(cg, cur)
-				return cur, 0, ""
-			}
-			// The returning static member takes the place of its previous
-			// incarnation with what it held: no rebalance (KIP-848).
-			return co.replaceStatic(g, cg, cur, a.memberID), 0, ""
-		}
-	} else if m := cg.members[a.memberID]; m != nil || a.epoch != 0 {
-		if m == nil {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
-		}
-		if a.epoch == 0 {
-			// A rejoin (after a fence or a fatal error): the member holds
-			// nothing any more.
-			co.resetMember(cg, m)
-			return m, 0, ""
-		}
+	m, found, code, msg := lookupMember(cg.members, cg.static, g.name, a.memberID, a.instance, a.epoch)
+	switch {
+	case code != 0:
+		return nil, code, msg
+	case found == lookupCheck:
 		code, msg := checkEpoch(m, a)
 		return m, code, msg
+	case found == lookupRejoin:
+		co.resetMember(cg, m)
+		return m, 0, ""
+	case found == lookupReplace:
+		return co.replaceStatic(g, cg, m, a.memberID), 0, ""
 	}
 	if len(cg.members) >= co.cfg.MaxGroupSize {
 		return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", co.cfg.MaxGroupSize)
@@ -511,7 +484,7 @@ func (co *Coordinator) memberFor(g *group, cg *cgroup, a *hbArgs) (*cmember, int
 	if _, taken := cg.members[id]; taken {
 		return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member id %s is in use.", id)
 	}
-	m := &cmember{id: id, instance: a.instance, rebalance: a.rebalance, assigned: partSet{}, revoking: partSet{}}
+	m = &cmember{memberCore: memberCore{id: id, instance: a.instance, rebalance: a.rebalance}, assigned: partSet{}, revoking: partSet{}}
 	if m.rebalance < 0 {
 		m.rebalance = co.cfg.ConsumerSessionTimeout
 	}
@@ -532,35 +505,25 @@ func checkEpoch(m *cmember, a *hbArgs) (int16, string) {
 	case a.epoch > m.epoch:
 		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", a.epoch, m.epoch)
 	case a.epoch < m.epoch:
-		if a.epoch != m.prevEpoch || a.ownedNull || !subset(a.owned, m.assigned) {
+		if a.epoch != m.prevEpoch || a.ownedNull || !a.owned.subsetOf(m.assigned) {
 			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", a.epoch, m.epoch)
 		}
 	}
 	return 0, ""
 }
 
-func subset(s, of partSet) bool {
-	for p := range s {
-		if !of.has(p) {
-			return false
-		}
-	}
-	return true
-}
-
 // resetMember makes m a member that holds nothing at epoch 0 (it rejoined);
 // co.mu is held.
 func (co *Coordinator) resetMember(cg *cgroup, m *cmember) {
 	cg.setOwned(m, partSet{}, partSet{})
-	m.epoch, m.prevEpoch, m.state = 0, 0, mStable
+	m.reset()
 	m.classic = nil // it speaks the consumer protocol now
-	co.stopRevokeTimer(m)
 }
 
 // replaceStatic moves a static member's place to its new member id;
 // co.mu is held.
 func (co *Coordinator) replaceStatic(g *group, cg *cgroup, old *cmember, newID string) *cmember {
-	co.stopTimers(old)
+	old.stopTimers()
 	assigned := old.assigned
 	cg.setOwned(old, partSet{}, partSet{})
 	delete(cg.members, old.id)
@@ -614,27 +577,11 @@ func (co *Coordinator) reconcile(g *group, cg *cgroup, m *cmember, owned partSet
 			return
 		}
 	}
-	target := cg.target[m.id]
-	keep, revoke, pend := partSet{}, partSet{}, partSet{}
-	unreleased := false
-	for p := range m.assigned {
-		if target.has(p) {
-			keep[p] = struct{}{}
-		} else {
-			revoke[p] = struct{}{}
-		}
-	}
-	for p := range target {
-		if keep.has(p) {
-			continue
-		}
-		if o, held := cg.owner[p]; held && o != m.id {
-			unreleased = true
-			continue
-		}
-		pend[p] = struct{}{}
-	}
-	if len(revoke) > 0 && ownsAny(owned, known, revoke) {
+	keep, revoke, revoking, unreleased := reconcileStep(m.assigned, cg.target[m.id], owned, known, func(p tp) bool {
+		o, held := cg.owner[p]
+		return held && o != m.id
+	})
+	if revoking {
 		was := m.state
 		m.state = mUnrevoked
 		cg.setOwned(m, keep, revoke)
@@ -643,31 +590,8 @@ func (co *Coordinator) reconcile(g *group, cg *cgroup, m *cmember, owned partSet
 		}
 		return
 	}
-	for p := range pend {
-		keep[p] = struct{}{}
-	}
 	cg.setOwned(m, keep, partSet{})
-	if m.epoch != cg.assignEpoch {
-		m.prevEpoch, m.epoch = m.epoch, cg.assignEpoch
-	}
-	m.state = mStable
-	if unreleased {
-		m.state = mUnreleased
-	}
-	co.stopRevokeTimer(m)
-}
-
-// ownsAny: the heartbeat still lists one of set (unknown counts as yes).
-func ownsAny(owned partSet, known bool, set partSet) bool {
-	if !known {
-		return true
-	}
-	for p := range owned {
-		if set.has(p) {
-			return true
-		}
-	}
-	return false
+	m.settle(cg.assignEpoch, unreleased)
 }
 
 // resolve is the set of existing topics m subscribes to, by name or regex.
@@ -755,7 +679,7 @@ func (co *Coordinator) computeTarget(cg *cgroup, meta *metaSnap) {
 // topics and partitions sorted.
 func assignmentTopics(s partSet) []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic {
 	out := []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
-	for _, p := range s.sorted() {
+	for _, p := range s.sortedBy(cmpTP) {
 		if len(out) == 0 || out[len(out)-1].TopicID != p.topic {
 			out = append(out, kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: p.topic})
 		}
@@ -772,19 +696,9 @@ func (co *Coordinator) leave848(g *group, a *hbArgs, resp *kmsg.ConsumerGroupHea
 		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", a.group)
 	}
 	cg := g.consumer
-	var m *cmember
-	if a.instance == "" {
-		if m = cg.members[a.memberID]; m == nil {
-			return kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
-		}
-	} else {
-		m = cg.members[cg.static[a.instance]]
-		switch {
-		case m == nil:
-			return kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
-		case m.id != a.memberID:
-			return kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, m.id)
-		}
+	m, code, msg := leavingMember(cg.members, cg.static, g.name, a.memberID, a.instance)
+	if code != 0 {
+		return code, msg
 	}
 	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(a.memberID), a.epoch
 	if a.epoch == epochStaticLeave {
@@ -792,8 +706,7 @@ func (co *Coordinator) leave848(g *group, a *hbArgs, resp *kmsg.ConsumerGroupHea
 		// revoking is free now.
 		co.log.Info("consumer group static member left for now", "group", g.name, "member", m.id, "instance", m.instance)
 		cg.setOwned(m, m.assigned, partSet{})
-		m.prevEpoch, m.epoch, m.state = m.epoch, epochStaticLeave, mStable
-		co.stopRevokeTimer(m)
+		m.leaveForNow()
 		return 0, ""
 	}
 	co.log.Info("consumer group member left", "group", g.name, "member", m.id)
@@ -805,7 +718,7 @@ func (co *Coordinator) leave848(g *group, a *hbArgs, resp *kmsg.ConsumerGroupHea
 // removeMember848 drops m, frees its partitions and bumps the group epoch;
 // co.mu is held.
 func (co *Coordinator) removeMember848(cg *cgroup, m *cmember) {
-	co.stopTimers(m)
+	m.stopTimers()
 	cg.setOwned(m, partSet{}, partSet{})
 	delete(cg.members, m.id)
 	if cg.static[m.instance] == m.id {
@@ -842,71 +755,31 @@ func (co *Coordinator) heartbeatInterval(cg *cgroup) time.Duration {
 
 // armSession restarts m's session timer; co.mu is held.
 func (co *Coordinator) armSession(g *group, m *cmember) {
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	if co.closed {
-		return
-	}
-	co.timerTok++
-	tok, gname, mid := co.timerTok, g.name, m.id
-	m.sessTok = tok
+	gname, mid := g.name, m.id
 	d := co.sessionTimeout(g.consumer)
 	if m.classic != nil {
 		d = m.classic.session // its JoinGroup's session timeout
 	}
-	m.session = co.clock.AfterFunc(d, func() {
-		var wake []Ticket
-		co.mu.Lock()
+	co.armTimer(&m.session, &m.sessTok, d, func(tok uint64, wake *[]Ticket) {
 		if cg, m := co.member848(gname, mid); m != nil && m.sessTok == tok {
 			co.log.Info("consumer group member session expired", "group", gname, "member", mid)
 			co.removeMember848(cg, m)
-			co.maybeDowngrade(co.groups[gname], &wake)
+			co.maybeDowngrade(co.groups[gname], wake)
 		}
-		co.mu.Unlock()
-		co.wakeAll(wake)
 	})
 }
 
 // armRevokeTimer fences m if it still has not revoked what it was asked
 // to when its rebalance timeout ends; co.mu is held.
 func (co *Coordinator) armRevokeTimer(g *group, m *cmember) {
-	co.stopRevokeTimer(m)
-	if co.closed {
-		return
-	}
-	co.timerTok++
-	tok, gname, mid, epoch := co.timerTok, g.name, m.id, m.epoch
-	m.revokTok = tok
-	m.revoke = co.clock.AfterFunc(m.rebalance, func() {
-		var wake []Ticket
-		co.mu.Lock()
+	gname, mid, epoch := g.name, m.id, m.epoch
+	co.armTimer(&m.revoke, &m.revokTok, m.rebalance, func(tok uint64, wake *[]Ticket) {
 		if cg, m := co.member848(gname, mid); m != nil && m.revokTok == tok && m.state == mUnrevoked && m.epoch == epoch {
 			co.log.Info("consumer group member fenced: it did not revoke its partitions within its rebalance timeout", "group", gname, "member", mid, "epoch", epoch)
 			co.removeMember848(cg, m)
-			co.maybeDowngrade(co.groups[gname], &wake)
+			co.maybeDowngrade(co.groups[gname], wake)
 		}
-		co.mu.Unlock()
-		co.wakeAll(wake)
 	})
-}
-
-func (co *Coordinator) stopRevokeTimer(m *cmember) {
-	if m.revoke != nil {
-		m.revoke.Stop()
-		m.revoke = nil
-	}
-	m.revokTok = 0
-}
-
-func (co *Coordinator) stopTimers(m *cmember) {
-	co.stopRevokeTimer(m)
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	m.sessTok = 0
 }
 
 // member848 finds a consumer-protocol member; co.mu is held.

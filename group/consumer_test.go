@@ -94,7 +94,7 @@ type coord848 struct {
 func newCoord848(tb testing.TB, mods ...func(*Config)) *coord848 {
 	tb.Helper()
 	st, log := openTestStore(tb)
-	cfg := Config{InitialRebalanceDelay: -1, MinSessionTimeout: 10 * time.Millisecond, MetadataMaxAge: -1}
+	cfg := Config{InitialRebalanceDelay: -1, MinSessionTimeout: 10 * time.Millisecond, MetadataMaxAge: -1, StreamsInitialRebalanceDelay: -1}
 	for _, m := range mods {
 		m(&cfg)
 	}
@@ -147,7 +147,7 @@ func (m *cmem) request() *kmsg.ConsumerGroupHeartbeatRequest {
 		r.InstanceID = kmsg.StringPtr(m.instance)
 	}
 	r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	for _, p := range m.owned.sorted() {
+	for _, p := range m.owned.sortedBy(cmpTP) {
 		if n := len(r.Topics); n == 0 || r.Topics[n-1].TopicID != p.topic {
 			r.Topics = append(r.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: p.topic})
 		}
@@ -344,7 +344,7 @@ func TestConsumerSpreadAndJoinLeave(t *testing.T) {
 	}
 	// Sticky: the three old members kept 3 of their 4 each.
 	for _, m := range ms[:3] {
-		if !subset(m.owned, before[m.id]) {
+		if !m.owned.subsetOf(before[m.id]) {
 			t.Fatalf("%s moved partitions it did not have to", m.id)
 		}
 	}
@@ -479,7 +479,7 @@ func TestConsumerStaticMember(t *testing.T) {
 	}
 	dup.mustBeat()
 	if !dup.owned.equal(mine) {
-		t.Fatalf("restarted static member got %v, had %v", dup.owned.sorted(), mine.sorted())
+		t.Fatalf("restarted static member got %v, had %v", dup.owned.sortedBy(cmpTP), mine.sortedBy(cmpTP))
 	}
 	if e := groupEpoch(c, "g"); e != epoch {
 		t.Fatalf("group epoch moved %d -> %d on a static rejoin", epoch, e)
@@ -640,7 +640,7 @@ func TestConsumerRangeAssignor(t *testing.T) {
 			exp[tp{id, p}] = struct{}{}
 		}
 		if !m.owned.equal(exp) {
-			t.Fatalf("%s owns %v, want %v", m.id, m.owned.sorted(), exp.sorted())
+			t.Fatalf("%s owns %v, want %v", m.id, m.owned.sortedBy(cmpTP), exp.sortedBy(cmpTP))
 		}
 	}
 	want(a, 0, 1, 2)

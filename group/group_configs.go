@@ -24,6 +24,7 @@ const (
 	CfgStreamsSessionTimeout     = "streams.session.timeout.ms"
 	CfgStreamsHeartbeatInterval  = "streams.heartbeat.interval.ms"
 	CfgStreamsStandbyReplicas    = "streams.num.standby.replicas"
+	CfgStreamsInitialDelay       = "streams.initial.rebalance.delay.ms"
 )
 
 // groupSettings are what a consumer or streams group runs with.
@@ -32,6 +33,7 @@ type groupSettings struct {
 	// Streams groups (streams.go); zero: the defaults.
 	streamsSession, streamsInterval time.Duration
 	standbys                        int
+	streamsDelay                    *time.Duration // nil: the coordinator's default
 }
 
 type cachedSettings struct {
@@ -64,6 +66,10 @@ func (c Config) settings(cfg bridge.GroupConfigs) groupSettings {
 	ms(CfgStreamsHeartbeatInterval, &s.streamsInterval)
 	if n, err := strconv.Atoi(cfg[CfgStreamsStandbyReplicas]); err == nil && n > 0 {
 		s.standbys = n
+	}
+	if n, err := strconv.ParseInt(cfg[CfgStreamsInitialDelay], 10, 32); err == nil && n >= 0 {
+		d := time.Duration(n) * time.Millisecond
+		s.streamsDelay = &d
 	}
 	return s
 }

@@ -208,6 +208,15 @@ func (co *Coordinator) join(a *joinArgs, wake *[]Ticket) (kmsg.Response, Ticket,
 		g = &group{name: a.group, members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
 		co.groups[a.group] = g
 	}
+	if g.streams != nil {
+		if len(g.streams.members) > 0 {
+			// A live streams group takes no classic member (as Kafka 4.4).
+			return joinError(ver, kerr.InconsistentGroupProtocol.Code, a.memberID), 0, time.Time{}
+		}
+		// An empty streams group becomes a classic one (an app moved back
+		// to the classic protocol); its committed offsets stay.
+		g.streams = nil
+	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
 			// A mixed group: the consumer group answers (mixed.go).

@@ -84,9 +84,9 @@ func (co *Coordinator) upgrade(g *group, meta *metaSnap, wake *[]Ticket) bool {
 		topics := slices.Clone(sub.Topics)
 		slices.Sort(topics)
 		cm := &cmember{
-			id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost,
-			epoch: g.generation, prevEpoch: g.generation, rebalance: m.rebalance,
-			topics: slices.Compact(topics), assigned: partSet{}, revoking: partSet{}, joinedAt: m.joinedAt,
+			memberCore: memberCore{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost,
+				epoch: g.generation, prevEpoch: g.generation, rebalance: m.rebalance, joinedAt: m.joinedAt},
+			topics: slices.Compact(topics), assigned: partSet{}, revoking: partSet{},
 			classic: &classicInfo{session: m.session, protocols: m.protocols},
 		}
 		cg.members[cm.id] = cm // owner bookkeeping below needs it in place
@@ -138,7 +138,7 @@ func (co *Coordinator) maybeDowngrade(g *group, wake *[]Ticket) {
 	g.consumer = nil
 	g.members, g.static = map[string]*member{}, map[string]string{}
 	for _, cm := range cg.sortedMembers() {
-		co.stopTimers(cm)
+		cm.stopTimers()
 		m := &member{
 			id: cm.id, instance: cm.instance, clientID: cm.clientID, clientHost: cm.clientHost,
 			session: cm.classic.session, rebalance: cm.rebalance, protocolType: "consumer",
@@ -246,7 +246,7 @@ func (co *Coordinator) classicJoin848(g *group, a *joinArgs) kmsg.Response {
 		if co.members >= co.cfg.MaxMembers {
 			return joinError(ver, kerr.CoordinatorNotAvailable.Code, id)
 		}
-		m = &cmember{id: id, instance: a.instance, assigned: partSet{}, revoking: partSet{}}
+		m = &cmember{memberCore: memberCore{id: id, instance: a.instance}, assigned: partSet{}, revoking: partSet{}}
 		cg.members[id] = m
 		if a.instance != "" {
 			cg.static[a.instance] = id

@@ -93,7 +93,7 @@ func (co *Coordinator) commitCheck(group, memberID, instance string, generation 
 	defer co.mu.Unlock()
 	g := co.groups[group]
 	if g != nil && g.streams != nil {
-		return streamsCommitCheck(g.streams, memberID, generation)
+		return streamsCommitCheck(g.streams, memberID, generation, ver)
 	}
 	if g != nil && g.consumer != nil {
 		// The generation field carries the member epoch (KIP-848).

@@ -580,12 +580,12 @@ func (co *Coordinator) Close() {
 		}
 		if g.consumer != nil {
 			for _, m := range g.consumer.members {
-				co.stopTimers(m)
+				m.stopTimers()
 			}
 		}
 		if g.streams != nil {
 			for _, m := range g.streams.members {
-				co.stopStreamsTimers(m)
+				m.stopTimers()
 			}
 		}
 	}
@@ -615,13 +615,13 @@ func (co *Coordinator) Forget(drop func(group string) bool) int {
 		}
 		if g.consumer != nil {
 			for _, m := range g.consumer.members {
-				co.stopTimers(m)
+				m.stopTimers()
 				co.members--
 			}
 		}
 		if g.streams != nil {
 			for _, m := range g.streams.members {
-				co.stopStreamsTimers(m)
+				m.stopTimers()
 				co.members--
 			}
 		}
@@ -660,9 +660,15 @@ func (co *Coordinator) view(name string) (groupView, bool) {
 	v := groupView{state: g.state, protocolType: g.protocolType, protocol: g.protocol}
 	if sg := g.streams; sg != nil {
 		v.streams = true
+		var topics []string // what OffsetDelete refuses to drop while live
+		if sg.conf != nil {
+			for _, sub := range sortedKeys(sg.conf.sources) {
+				topics = append(topics, sg.conf.sources[sub]...)
+			}
+		}
 		for _, id := range sortedKeys(sg.members) {
 			m := sg.members[id]
-			v.members = append(v.members, memberView{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost})
+			v.members = append(v.members, memberView{id: m.id, instance: m.instance, clientID: m.clientID, clientHost: m.clientHost, topics: topics})
 		}
 		return v, true
 	}

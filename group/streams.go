@@ -48,21 +48,13 @@ type StreamsTopic struct {
 }
 
 type smember struct {
-	id, instance, rack, clientID, clientHost, process string
-	epoch, prevEpoch                                  int32
-	state                                             memberState
-	rebalance                                         time.Duration
-	topoEpoch                                         int32
-	endpoint                                          *kmsg.Endpoint
-	tags                                              [][2]string
-	offsets, endOffsets                               []kmsg.TaskOffset
-	active, standby, revoking                         taskSet
-	joinedAt                                          uint64
-
-	session  Timer
-	sessTok  uint64
-	revoke   Timer
-	revokTok uint64
+	memberCore
+	process                   string
+	topoEpoch                 int32
+	endpoint                  *kmsg.Endpoint
+	tags                      [][2]string
+	offsets, endOffsets       []kmsg.TaskOffset
+	active, standby, revoking taskSet
 }
 
 // sgroup is a streams group (group.streams).
@@ -77,9 +69,8 @@ type sgroup struct {
 	confHash           uint64
 	confMeta           *metaSnap
 	endpointEpoch      int32
-	shutdown           bool
-	desc               *kmsg.TopologyDescription
-	descEpoch          int32
+	shutdownBy         string    // the member that asked the app to shut down
+	delayUntil         time.Time // the initial rebalance delay's end; zero once over
 	seq                uint64
 	settings           groupSettings
 }
@@ -160,11 +151,21 @@ func (co *Coordinator) StreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGr
 
 func shbError(resp *kmsg.StreamsGroupHeartbeatResponse, code int16, msg string) *kmsg.StreamsGroupHeartbeatResponse {
 	resp.ErrorCode = code
-	resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = "", 0, 0
-	resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks, resp.Status = nil, nil, nil, nil
 	if msg != "" {
 		resp.ErrorMessage = kmsg.StringPtr(msg)
 	}
+	return shbBare(resp, "", 0)
+}
+
+// shbBare empties resp but for the member id and epoch, as Kafka answers
+// errors and leaves.
+func shbBare(resp *kmsg.StreamsGroupHeartbeatResponse, member string, epoch int32) *kmsg.StreamsGroupHeartbeatResponse {
+	resp.MemberID, resp.MemberEpoch = member, epoch
+	resp.HeartbeatIntervalMillis, resp.TaskOffsetIntervalMillis = 0, 0
+	resp.AcceptableRecoveryLagLegacy, resp.AcceptableRecoveryLag = 0, -1
+	resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+	resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks = nil, nil, nil
+	resp.TopologyDescriptionRequired, resp.EndpointInformationEpoch, resp.PartitionsByUserEndpoint = false, 0, nil
 	return resp
 }
 
@@ -181,28 +182,35 @@ func decodeStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientID, cl
 		return bad("InstanceId can't be empty.")
 	case req.RackID != nil && *req.RackID == "":
 		return bad("RackId can't be empty.")
+	case req.MemberEpoch < epochStaticLeave:
+		return bad(fmt.Sprintf("MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch))
+	case req.MemberEpoch == epochStaticLeave && req.InstanceID == nil:
+		return bad("InstanceId can't be null.")
 	case req.MemberID == "":
 		return bad("MemberId can't be empty.")
 	case len(req.MemberID) > maxMemberIDLen:
 		return bad("MemberId is too long.")
-	case req.MemberEpoch < epochStaticLeave:
-		return bad(fmt.Sprintf("MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch))
 	}
 	if req.MemberEpoch == 0 {
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
-			return bad("RebalanceTimeoutMs must be provided when joining.")
+			return bad("RebalanceTimeoutMs must be provided in first request.")
 		case req.Topology == nil:
-			return bad("Topology must be non-null when joining.")
-		case req.ProcessID == nil:
-			return bad("ProcessId must be provided when joining.")
-		case req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil:
-			return bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
-		case len(req.ActiveTasks)+len(req.StandbyTasks)+len(req.WarmupTasks) > 0:
-			return bad("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
+			return bad("Topology must be non-null when (re-)joining.")
+		case req.ActiveTasks == nil || len(req.ActiveTasks) > 0:
+			return bad("ActiveTasks must be empty when (re-)joining.")
+		case req.StandbyTasks == nil || len(req.StandbyTasks) > 0:
+			return bad("StandbyTasks must be empty when (re-)joining.")
+		case req.WarmupTasks == nil || len(req.WarmupTasks) > 0:
+			return bad("WarmupTasks must be empty when (re-)joining.")
 		}
-	} else if req.Topology != nil && req.MemberEpoch > 0 {
-		return bad("Topology can only be provided when (re-)joining.")
+	} else if req.MemberEpoch > 0 {
+		switch {
+		case req.Topology != nil:
+			return bad("Topology can only be provided when (re-)joining.")
+		case (req.ActiveTasks == nil) != (req.StandbyTasks == nil) || (req.ActiveTasks == nil) != (req.WarmupTasks == nil):
+			return bad("If one task-type is non-null, all must be non-null.")
+		}
 	}
 	a := &shbArgs{ver: req.Version, group: strings.Clone(req.Group), memberID: strings.Clone(req.MemberID),
 		epoch: req.MemberEpoch, endpointEpoch: req.EndpointInformationEpoch, rebalance: -1,
@@ -223,9 +231,9 @@ func decodeStreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientID, cl
 		return a, 0, ""
 	}
 	if req.Topology != nil {
-		t, msg := topologyFrom(req.Topology)
-		if msg != "" {
-			return bad(msg)
+		t, code, msg := topologyFrom(req.Topology)
+		if code != 0 {
+			return nil, code, msg
 		}
 		a.topo = t
 	}
@@ -303,29 +311,92 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 		// group; the offsets stay.
 		g.stopTimer()
 		g.streams, g.protocolType, g.protocol = newSGroup(), "streams", ""
+		if d := co.streamsInitialDelay(a.settings); d > 0 {
+			g.streams.delayUntil = co.clock.Now().Add(d)
+		}
 	}
 	sg := g.streams
+	bump := sg.settings.standbys != a.settings.standbys && len(sg.members) > 0
 	sg.settings = a.settings
+	if a.topo != nil && sg.topo != nil && (a.topo.epoch != sg.topo.epoch || !a.topo.equal(sg.topo)) && sg.liveOthers(a.memberID) {
+		return kerr.InvalidRequest.Code, "Topology updates are not supported yet.", nil
+	}
 
 	m, code, msg := co.streamsMemberFor(g, sg, a)
 	if code != 0 {
 		return code, msg, nil
 	}
 	beforeActive, beforeStandby := m.active, m.standby
-	bump := m.joinedAt == 0
-	if bump {
+	if m.joinedAt == 0 {
 		sg.seq++
-		m.joinedAt = sg.seq
+		m.joinedAt, bump = sg.seq, true
 	}
 	if a.topo != nil {
 		m.topoEpoch = a.topo.epoch
-		if sg.topo == nil || a.topo.epoch > sg.topo.epoch {
+		if sg.topo == nil || !a.topo.equal(sg.topo) || a.topo.epoch != sg.topo.epoch {
 			sg.topo, sg.confMeta, bump = a.topo, nil, true
-			sg.desc = nil
 		}
 	}
+	if co.updateStreamsMember(g, sg, m, a) {
+		bump = true
+	}
+	if sg.confMeta != meta && sg.topo != nil {
+		sg.conf, sg.confMeta = sg.topo.configure(meta.partitionsByName()), meta
+		if h := sg.conf.hash(); h != sg.confHash {
+			sg.confHash, bump = h, true
+		}
+	}
+	if code, msg := sg.checkOwned(a.active); code != 0 {
+		return code, msg, nil
+	}
+	if sg.delayed() && !co.clock.Now().Before(sg.delayUntil) {
+		sg.delayUntil, bump = time.Time{}, true
+	}
+	if bump {
+		sg.epoch++
+		co.log.Debug("streams group epoch bumped", "group", g.name, "epoch", sg.epoch)
+	}
+	if sg.epoch > sg.assignEpoch {
+		co.computeStreamsTarget(sg)
+	}
+	co.reconcileStreams(g, sg, m, a.active)
+	co.armStreamsSession(g, m)
+
+	resp.MemberID = m.id
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(co.streamsInterval(sg) / time.Millisecond)
+	resp.AcceptableRecoveryLagLegacy = 0 // Kafka 4.4 leaves the v0 field unset
+	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
+	resp.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
+	resp.Status = co.streamsStatus(sg, m)
+	if a.epoch == 0 || !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby) {
+		resp.ActiveTasks = tasksByTopology(m.active)
+		resp.StandbyTasks = tasksByTopology(m.standby)
+		resp.WarmupTasks = []kmsg.TaskIDs{}
+		if a.epoch != 0 {
+			sg.endpointEpoch++ // where tasks live changed
+		}
+	}
+	resp.EndpointInformationEpoch = sg.endpointEpoch
+	if a.endpointEpoch != sg.endpointEpoch {
+		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
+	}
+	var create []StreamsTopic
+	if sg.conf != nil {
+		for _, t := range sg.conf.create {
+			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
+		}
+	}
+	return 0, "", create
+}
+
+// updateStreamsMember applies what a heartbeat says of m besides its
+// topology and tasks; true when the assignment depends on the change (the
+// process: tasks balance over processes). co.mu is held.
+func (co *Coordinator) updateStreamsMember(g *group, sg *sgroup, m *smember, a *shbArgs) bool {
+	changed := false
 	if a.process != nil && *a.process != m.process {
-		m.process, bump = *a.process, true
+		m.process, changed = *a.process, true
 	}
 	if a.rack != nil {
 		m.rack = *a.rack
@@ -346,53 +417,41 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	if a.endOffsets != nil {
 		m.endOffsets = a.endOffsets
 	}
-	if a.shutdown && !sg.shutdown {
+	if a.shutdown && sg.shutdownBy == "" {
 		co.log.Info("streams group asked to shut down", "group", g.name, "member", m.id)
-		sg.shutdown = true
+		sg.shutdownBy = m.id
 	}
 	m.clientID, m.clientHost = a.clientID, a.clientHost
-	if sg.confMeta != meta && sg.topo != nil {
-		sg.conf, sg.confMeta = sg.topo.configure(meta.partitionsByName()), meta
-		if h := sg.conf.hash(); h != sg.confHash {
-			sg.confHash, bump = h, true
-		}
-	}
-	if bump {
-		sg.epoch++
-		co.log.Debug("streams group epoch bumped", "group", g.name, "epoch", sg.epoch)
-	}
-	if sg.epoch > sg.assignEpoch {
-		co.computeStreamsTarget(sg)
-	}
-	co.reconcileStreams(g, sg, m, a.active)
-	co.armStreamsSession(g, m)
-
-	resp.MemberID = m.id
-	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(co.streamsInterval(sg) / time.Millisecond)
-	resp.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
-	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
-	resp.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
-	resp.Status = co.streamsStatus(sg, m)
-	if a.epoch == 0 || !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby) {
-		resp.ActiveTasks = tasksByTopology(m.active)
-		resp.StandbyTasks = tasksByTopology(m.standby)
-		resp.WarmupTasks = []kmsg.TaskIDs{}
-		sg.endpointEpoch++ // where tasks live changed
-	}
-	resp.EndpointInformationEpoch = sg.endpointEpoch
-	if a.endpointEpoch != sg.endpointEpoch {
-		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
-	}
-	resp.TopologyDescriptionRequired = a.ver >= 1 && sg.topo != nil && (sg.desc == nil || sg.descEpoch != sg.topo.epoch)
-	var create []StreamsTopic
-	if sg.conf != nil {
-		for _, t := range sg.conf.create {
-			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
-		}
-	}
-	return 0, "", create
+	return changed
 }
+
+// liveOthers: the group has a member other than id that is not a static
+// member gone for now. co.mu is held.
+func (sg *sgroup) liveOthers(id string) bool {
+	for mid := range sg.members {
+		if mid != id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOwned refuses active tasks the configured topology does not have
+// (Kafka's INVALID_REQUEST). co.mu is held.
+func (sg *sgroup) checkOwned(owned taskSet) (int16, string) {
+	if owned == nil || sg.conf == nil || !sg.conf.ready {
+		return 0, ""
+	}
+	for t := range owned {
+		n := sg.conf.tasks[t.sub]
+		if t.part < 0 || t.part >= n {
+			return kerr.InvalidRequest.Code, fmt.Sprintf("Task %d for subtopology %s is invalid. Number of tasks for this subtopology: %d", t.part, t.sub, n)
+		}
+	}
+	return 0, ""
+}
+
+func (sg *sgroup) delayed() bool { return !sg.delayUntil.IsZero() }
 
 // streamsStatus is what the group tells m about itself. co.mu is held.
 func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroupHeartbeatResponseStatus {
@@ -402,8 +461,11 @@ func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroup
 		s.StatusCode, s.StatusDetail = code, detail
 		out = append(out, s)
 	}
-	if sg.shutdown {
-		add(statusShutdownApplication, "A member requested to shut down the application.")
+	if sg.shutdownBy != "" {
+		add(statusShutdownApplication, fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", sg.shutdownBy))
+	}
+	if sg.delayed() {
+		add(statusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
 	}
 	if sg.topo != nil && m.topoEpoch < sg.topo.epoch {
 		add(statusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topoEpoch, sg.topo.epoch))
@@ -419,7 +481,7 @@ func (co *Coordinator) streamsStatus(sg *sgroup, m *smember) []kmsg.StreamsGroup
 // tasksByTopology is a task set in the response's shape, sorted.
 func tasksByTopology(s taskSet) []kmsg.TaskIDs {
 	out := []kmsg.TaskIDs{}
-	for _, t := range s.sorted() {
+	for _, t := range s.sortedBy(cmpTask) {
 		if len(out) == 0 || out[len(out)-1].SubtopologyID != t.sub {
 			out = append(out, kmsg.TaskIDs{SubtopologyID: t.sub})
 		}
@@ -502,38 +564,18 @@ func (s *metaSnap) partitionsByName() map[string]int32 {
 // streamsMemberFor finds or creates the member a heartbeat (epoch >= 0)
 // names: static membership, group size, epoch fencing. co.mu is held.
 func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smember, int16, string) {
-	if a.instance != "" {
-		cur := sg.members[sg.static[a.instance]]
-		if a.epoch != 0 {
-			switch {
-			case cur == nil:
-				return nil, kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
-			case cur.id != a.memberID:
-				return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, cur.id)
-			}
-			code, msg := checkStreamsEpoch(cur, a)
-			return cur, code, msg
-		}
-		if cur != nil {
-			if cur.epoch != epochStaticLeave && cur.id != a.memberID {
-				return nil, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", a.memberID, a.instance, cur.id)
-			}
-			if cur.id == a.memberID && cur.epoch != epochStaticLeave {
-				co.resetStreamsMember(sg, cur)
-				return cur, 0, ""
-			}
-			return co.replaceStaticStreams(g, sg, cur, a.memberID), 0, ""
-		}
-	} else if m := sg.members[a.memberID]; m != nil || a.epoch != 0 {
-		if m == nil {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
-		}
-		if a.epoch == 0 {
-			co.resetStreamsMember(sg, m)
-			return m, 0, ""
-		}
+	m, found, code, msg := lookupMember(sg.members, sg.static, g.name, a.memberID, a.instance, a.epoch)
+	switch {
+	case code != 0:
+		return nil, code, msg
+	case found == lookupCheck:
 		code, msg := checkStreamsEpoch(m, a)
 		return m, code, msg
+	case found == lookupRejoin:
+		co.resetStreamsMember(sg, m)
+		return m, 0, ""
+	case found == lookupReplace:
+		return co.replaceStaticStreams(g, sg, m, a.memberID), 0, ""
 	}
 	if len(sg.members) >= co.cfg.MaxGroupSize {
 		return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", co.cfg.MaxGroupSize)
@@ -541,7 +583,7 @@ func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smem
 	if co.members >= co.cfg.MaxMembers {
 		return nil, kerr.CoordinatorNotAvailable.Code, "too many group members on this gateway"
 	}
-	m := &smember{id: a.memberID, instance: a.instance, rebalance: a.rebalance, active: taskSet{}, standby: taskSet{}, revoking: taskSet{}}
+	m = &smember{memberCore: memberCore{id: a.memberID, instance: a.instance, rebalance: a.rebalance}, active: taskSet{}, standby: taskSet{}, revoking: taskSet{}}
 	if m.rebalance < 0 {
 		m.rebalance = co.streamsSession(sg)
 	}
@@ -558,36 +600,26 @@ func (co *Coordinator) streamsMemberFor(g *group, sg *sgroup, a *shbArgs) (*smem
 func checkStreamsEpoch(m *smember, a *shbArgs) (int16, string) {
 	switch {
 	case a.epoch > m.epoch:
-		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", a.epoch, m.epoch)
+		return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", a.epoch, m.epoch)
 	case a.epoch < m.epoch:
 		if a.epoch != m.prevEpoch || a.active == nil || !a.active.subsetOf(m.active) {
-			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", a.epoch, m.epoch)
+			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", a.epoch, m.epoch)
 		}
 	}
 	return 0, ""
-}
-
-func (s taskSet) subsetOf(o taskSet) bool {
-	for t := range s {
-		if !o.has(t) {
-			return false
-		}
-	}
-	return true
 }
 
 // resetStreamsMember makes m hold nothing at epoch 0; co.mu is held.
 func (co *Coordinator) resetStreamsMember(sg *sgroup, m *smember) {
 	sg.setOwned(m, taskSet{}, taskSet{})
 	m.standby = taskSet{}
-	m.epoch, m.prevEpoch, m.state = 0, 0, mStable
-	co.stopStreamsRevokeTimer(m)
+	m.reset()
 }
 
 // replaceStaticStreams gives a static member's place to its new member
 // id, with what it held; co.mu is held.
 func (co *Coordinator) replaceStaticStreams(g *group, sg *sgroup, old *smember, newID string) *smember {
-	co.stopStreamsTimers(old)
+	old.stopTimers()
 	active, standby := old.active, old.standby
 	sg.setOwned(old, taskSet{}, taskSet{})
 	delete(sg.members, old.id)
@@ -627,16 +659,19 @@ func (sg *sgroup) setOwned(m *smember, active, revoking taskSet) {
 // computeStreamsTarget runs the task assignor and moves the assignment
 // epoch to the group epoch. co.mu is held.
 func (co *Coordinator) computeStreamsTarget(sg *sgroup) {
-	tasks := map[string]int32{}
-	if sg.conf != nil && sg.conf.ready {
+	tasks, stateful := map[string]int32{}, map[string]bool{}
+	if sg.conf != nil && sg.conf.ready && !sg.delayed() {
 		tasks = sg.conf.tasks
+		for i := range sg.topo.subs {
+			stateful[sg.topo.subs[i].id] = len(sg.topo.subs[i].changelogs) > 0
+		}
 	}
 	ms := make([]taskMember, 0, len(sg.members))
 	for _, id := range sortedKeys(sg.members) {
 		m := sg.members[id]
 		ms = append(ms, taskMember{id: id, process: m.process, prev: sg.target[id]})
 	}
-	sg.target = assignTasks(ms, tasks, sg.settings.standbys)
+	sg.target = assignTasks(ms, tasks, stateful, sg.settings.standbys)
 	sg.assignEpoch = sg.epoch
 }
 
@@ -653,26 +688,21 @@ func (co *Coordinator) reconcileStreams(g *group, sg *sgroup, m *smember, owned 
 			return
 		}
 	case mUnrevoked:
-		if ownsAnyTask(owned, m.revoking) {
+		if ownsAny(owned, owned != nil, m.revoking) {
 			return
 		}
 	}
-	keep, revoke := taskSet{}, taskSet{}
-	for t := range m.active {
-		if target.active.has(t) {
-			keep[t] = struct{}{}
-		} else {
-			revoke[t] = struct{}{}
-		}
-	}
-	standby := taskSet{}
+	keep, revoke, revoking, unreleased := reconcileStep(m.active, target.active, owned, owned != nil, func(t taskID) bool {
+		o, held := sg.owner[t]
+		return held && o != m.id
+	})
+	m.standby = taskSet{}
 	for t := range target.standby {
-		if !keep.has(t) && !revoke.has(t) {
-			standby[t] = struct{}{}
+		if !m.active.has(t) {
+			m.standby[t] = struct{}{}
 		}
 	}
-	m.standby = standby
-	if len(revoke) > 0 && ownsAnyTask(owned, revoke) {
+	if revoking {
 		was := m.state
 		m.state = mUnrevoked
 		sg.setOwned(m, keep, revoke)
@@ -681,39 +711,8 @@ func (co *Coordinator) reconcileStreams(g *group, sg *sgroup, m *smember, owned 
 		}
 		return
 	}
-	unreleased := false
-	for t := range target.active {
-		if keep.has(t) {
-			continue
-		}
-		if o, held := sg.owner[t]; held && o != m.id {
-			unreleased = true
-			continue
-		}
-		keep[t] = struct{}{}
-	}
 	sg.setOwned(m, keep, taskSet{})
-	if m.epoch != sg.assignEpoch {
-		m.prevEpoch, m.epoch = m.epoch, sg.assignEpoch
-	}
-	m.state = mStable
-	if unreleased {
-		m.state = mUnreleased
-	}
-	co.stopStreamsRevokeTimer(m)
-}
-
-// ownsAnyTask: the heartbeat still lists one of set (unknown counts as yes).
-func ownsAnyTask(owned, set taskSet) bool {
-	if owned == nil {
-		return len(set) > 0
-	}
-	for t := range owned {
-		if set.has(t) {
-			return true
-		}
-	}
-	return false
+	m.settle(sg.assignEpoch, unreleased)
 }
 
 // leaveStreams runs a heartbeat with epoch -1 (leave) or -2 (a static
@@ -723,26 +722,15 @@ func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGrou
 		return kerr.GroupIDNotFound.Code, fmt.Sprintf("Streams group %s not found.", a.group)
 	}
 	sg := g.streams
-	var m *smember
-	if a.instance == "" {
-		if m = sg.members[a.memberID]; m == nil {
-			return kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", a.memberID, g.name)
-		}
-	} else {
-		m = sg.members[sg.static[a.instance]]
-		switch {
-		case m == nil:
-			return kerr.UnknownMemberID.Code, "Instance id " + a.instance + " is unknown."
-		case m.id != a.memberID:
-			return kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", a.memberID, a.instance, m.id)
-		}
+	m, code, msg := leavingMember(sg.members, sg.static, g.name, a.memberID, a.instance)
+	if code != 0 {
+		return code, msg
 	}
-	resp.MemberID, resp.MemberEpoch = a.memberID, a.epoch
+	shbBare(resp, a.memberID, a.epoch)
 	if a.epoch == epochStaticLeave {
 		co.log.Info("streams group static member left for now", "group", g.name, "member", m.id, "instance", m.instance)
 		sg.setOwned(m, m.active, taskSet{})
-		m.prevEpoch, m.epoch, m.state = m.epoch, epochStaticLeave, mStable
-		co.stopStreamsRevokeTimer(m)
+		m.leaveForNow()
 		return 0, ""
 	}
 	co.log.Info("streams group member left", "group", g.name, "member", m.id)
@@ -753,7 +741,7 @@ func (co *Coordinator) leaveStreams(g *group, a *shbArgs, resp *kmsg.StreamsGrou
 // removeStreamsMember drops m, frees its tasks and bumps the group epoch;
 // co.mu is held.
 func (co *Coordinator) removeStreamsMember(sg *sgroup, m *smember) {
-	co.stopStreamsTimers(m)
+	m.stopTimers()
 	sg.setOwned(m, taskSet{}, taskSet{})
 	delete(sg.members, m.id)
 	if sg.static[m.instance] == m.id {
@@ -764,7 +752,7 @@ func (co *Coordinator) removeStreamsMember(sg *sgroup, m *smember) {
 	sg.epoch++
 	sg.endpointEpoch++
 	if len(sg.members) == 0 {
-		sg.shutdown = false // a new start of the app runs again
+		sg.shutdownBy = "" // a new start of the app runs again
 	}
 }
 
@@ -777,6 +765,15 @@ func (co *Coordinator) streamsSession(sg *sgroup) time.Duration {
 	return defaultStreamsSession
 }
 
+// streamsInitialDelay is the initial rebalance delay of a new streams group
+// with settings s.
+func (co *Coordinator) streamsInitialDelay(s groupSettings) time.Duration {
+	if s.streamsDelay != nil {
+		return *s.streamsDelay
+	}
+	return co.cfg.StreamsInitialRebalanceDelay
+}
+
 func (co *Coordinator) streamsInterval(sg *sgroup) time.Duration {
 	if sg != nil && sg.settings.streamsInterval > 0 {
 		return sg.settings.streamsInterval
@@ -786,19 +783,8 @@ func (co *Coordinator) streamsInterval(sg *sgroup) time.Duration {
 
 // armStreamsSession restarts m's session timer; co.mu is held.
 func (co *Coordinator) armStreamsSession(g *group, m *smember) {
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	if co.closed {
-		return
-	}
-	co.timerTok++
-	tok, gname, mid := co.timerTok, g.name, m.id
-	m.sessTok = tok
-	m.session = co.clock.AfterFunc(co.streamsSession(g.streams), func() {
-		co.mu.Lock()
-		defer co.mu.Unlock()
+	gname, mid := g.name, m.id
+	co.armTimer(&m.session, &m.sessTok, co.streamsSession(g.streams), func(tok uint64, _ *[]Ticket) {
 		if sg, m := co.streamsMember(gname, mid); m != nil && m.sessTok == tok {
 			co.log.Info("streams group member session expired", "group", gname, "member", mid)
 			co.removeStreamsMember(sg, m)
@@ -809,38 +795,13 @@ func (co *Coordinator) armStreamsSession(g *group, m *smember) {
 // armStreamsRevokeTimer removes m if it has not revoked what it was asked
 // to within its rebalance timeout; co.mu is held.
 func (co *Coordinator) armStreamsRevokeTimer(g *group, m *smember) {
-	co.stopStreamsRevokeTimer(m)
-	if co.closed {
-		return
-	}
-	co.timerTok++
-	tok, gname, mid, epoch := co.timerTok, g.name, m.id, m.epoch
-	m.revokTok = tok
-	m.revoke = co.clock.AfterFunc(m.rebalance, func() {
-		co.mu.Lock()
-		defer co.mu.Unlock()
+	gname, mid, epoch := g.name, m.id, m.epoch
+	co.armTimer(&m.revoke, &m.revokTok, m.rebalance, func(tok uint64, _ *[]Ticket) {
 		if sg, m := co.streamsMember(gname, mid); m != nil && m.revokTok == tok && m.state == mUnrevoked && m.epoch == epoch {
 			co.log.Info("streams group member fenced: it did not revoke its tasks within its rebalance timeout", "group", gname, "member", mid, "epoch", epoch)
 			co.removeStreamsMember(sg, m)
 		}
 	})
-}
-
-func (co *Coordinator) stopStreamsRevokeTimer(m *smember) {
-	if m.revoke != nil {
-		m.revoke.Stop()
-		m.revoke = nil
-	}
-	m.revokTok = 0
-}
-
-func (co *Coordinator) stopStreamsTimers(m *smember) {
-	co.stopStreamsRevokeTimer(m)
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	m.sessTok = 0
 }
 
 // streamsMember finds a streams member; co.mu is held.

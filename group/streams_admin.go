@@ -12,35 +12,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxTopologyDescriptionBytes bounds the description a group keeps (the
-// client sends it once per topology epoch).
-const maxTopologyDescriptionBytes = 1 << 20
-
-// Topology description statuses of StreamsGroupDescribe v1.
+// Topology description statuses of StreamsGroupDescribe v1. The gateway,
+// as a Kafka 4.4 broker without a topology description plugin, stores
+// none.
 const (
 	descNotRequested int8 = 0
 	descNotStored    int8 = 1
-	descAvailable    int8 = 3
 )
 
 // streamsCommitCheck is the member check of an OffsetCommit to a streams
-// group: admin tools (no member, a negative epoch) pass while it has no
-// members; members must send their epoch. co.mu is held.
-func streamsCommitCheck(sg *sgroup, memberID string, epoch int32) int16 {
+// group, as Kafka 4.4's: admin tools (no member, a negative epoch) pass
+// while it has no members; members must send their epoch, with
+// OffsetCommit v9 or later. co.mu is held.
+func streamsCommitCheck(sg *sgroup, memberID string, epoch int32, ver int16) int16 {
 	if epoch < 0 && memberID == "" && len(sg.members) == 0 {
 		return 0
 	}
-	return streamsEpochCode(sg.members[memberID], epoch)
+	m := sg.members[memberID]
+	if m != nil && ver < 9 {
+		return kerr.UnsupportedVersion.Code
+	}
+	return streamsEpochCode(m, epoch)
 }
 
-// streamsEpochCode is epochCode for a streams member. co.mu is held.
+// streamsEpochCode checks the epoch a streams member sent with an offset
+// commit or fetch: any other than its own is STALE_MEMBER_EPOCH (Kafka
+// 4.4 answers 113 for a higher epoch too). co.mu is held.
 func streamsEpochCode(m *smember, epoch int32) int16 {
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case epoch > m.epoch:
-		return kerr.FencedMemberEpoch.Code
-	case epoch < m.epoch:
+	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch.Code
 	}
 	return 0
@@ -95,10 +97,10 @@ func (sg *sgroup) describe(rg *kmsg.StreamsGroupDescribeResponseGroup, req *kmsg
 				s := &sg.topo.subs[i]
 				d := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
 				d.SubtopologyID = s.id
-				d.SourceTopics = append([]string{}, sg.conf.sources[s.id]...)
+				d.SourceTopics = append([]string{}, s.sources...)
 				d.RepartitionSinkTopics = append([]string{}, s.repartitionSink...)
-				d.StateChangelogTopics = describeTopics(s.changelogs)
-				d.RepartitionSourceTopics = describeTopics(s.repartitionSrc)
+				d.StateChangelogTopics = describeTopics(s.changelogs, sg.conf.internal)
+				d.RepartitionSourceTopics = describeTopics(s.repartitionSrc, sg.conf.internal)
 				topo.Subtopologies = append(topo.Subtopologies, d)
 			}
 		}
@@ -130,26 +132,19 @@ func (sg *sgroup) describe(rg *kmsg.StreamsGroupDescribeResponseGroup, req *kmsg
 		rm.TargetAssignment = streamsAssignment(t.active, t.standby)
 		rg.Members = append(rg.Members, rm)
 	}
-	if req.Version >= 1 {
-		switch {
-		case !req.IncludeTopologyDescription:
-			rg.TopologyDescriptionStatus = descNotRequested
-		case sg.desc != nil && sg.topo != nil && sg.descEpoch == sg.topo.epoch:
-			rg.TopologyDescriptionStatus = descAvailable
-			rg.TopologyDescription = &kmsg.StreamsGroupDescribeResponseGroupTopologyDescription{
-				Subtopologies: sg.desc.Subtopologies, GlobalStores: sg.desc.GlobalStores,
-			}
-		default:
-			rg.TopologyDescriptionStatus = descNotStored
-		}
+	rg.TopologyDescriptionStatus = descNotRequested
+	if req.IncludeTopologyDescription {
+		rg.TopologyDescriptionStatus = descNotStored
 	}
 }
 
-func describeTopics(ts []streamsTopic) []kmsg.TopicInfo {
+// describeTopics is ts as StreamsGroupDescribe shows them: with the
+// partition counts the configured topology resolved (parts).
+func describeTopics(ts []streamsTopic, parts map[string]int32) []kmsg.TopicInfo {
 	out := make([]kmsg.TopicInfo, 0, len(ts))
 	for _, t := range ts {
 		ti := kmsg.NewTopicInfo()
-		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = t.name, t.partitions, t.repl
+		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = t.name, parts[t.name], t.repl
 		for _, c := range t.configs {
 			ti.Configs = append(ti.Configs, kmsg.TopicInfoConfig{Key: c[0], Value: c[1]})
 		}
@@ -165,49 +160,4 @@ func streamsAssignment(active, standby taskSet) kmsg.StreamsAssignment {
 	a := kmsg.NewStreamsAssignment()
 	a.ActiveTasks, a.StandbyTasks, a.WarmupTasks = tasksByTopology(active), tasksByTopology(standby), []kmsg.TaskIDs{}
 	return a
-}
-
-// StreamsTopologyDescription keeps the description a member of group sends
-// for its topology epoch (StreamsGroupTopologyDescriptionUpdate). It copies
-// what it keeps. A worker.
-func (co *Coordinator) StreamsTopologyDescription(req *kmsg.StreamsGroupTopologyDescriptionUpdateRequest) *kmsg.StreamsGroupTopologyDescriptionUpdateResponse {
-	resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
-	fail := func(code int16, msg string) *kmsg.StreamsGroupTopologyDescriptionUpdateResponse {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		return resp
-	}
-	if code := co.groupCode(req.Group); code != 0 {
-		return fail(code, "")
-	}
-	// A deep copy with no reference into the request's buffer: encode the
-	// description and decode it again (bounded by the request's size).
-	wrap := kmsg.NewStreamsGroupTopologyDescriptionUpdateRequest()
-	wrap.TopologyDescription = req.TopologyDescription
-	raw := wrap.AppendTo(nil)
-	if len(raw) > maxTopologyDescriptionBytes {
-		return fail(kerr.InvalidRequest.Code, "The topology description is too large.")
-	}
-	var cp kmsg.StreamsGroupTopologyDescriptionUpdateRequest
-	cp.Version = wrap.Version
-	if err := cp.ReadFrom(raw); err != nil {
-		return fail(kerr.InvalidRequest.Code, "The topology description does not decode: "+err.Error())
-	}
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	g := co.groups[req.Group]
-	if g == nil || g.streams == nil {
-		return fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Streams group %s not found.", req.Group))
-	}
-	sg := g.streams
-	if sg.members[req.MemberID] == nil {
-		return fail(kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.Group))
-	}
-	if sg.topo == nil || req.TopologyEpoch != sg.topo.epoch {
-		return fail(kerr.InvalidRequest.Code, fmt.Sprintf("Topology epoch %d is not the group's current topology epoch.", req.TopologyEpoch))
-	}
-	sg.desc, sg.descEpoch = &cp.TopologyDescription, req.TopologyEpoch
-	return resp
 }

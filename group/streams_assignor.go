@@ -24,30 +24,7 @@ func cmpTask(a, b taskID) int {
 }
 
 // taskSet is a set of tasks.
-type taskSet map[taskID]struct{}
-
-func (s taskSet) has(t taskID) bool { _, ok := s[t]; return ok }
-
-func (s taskSet) equal(o taskSet) bool {
-	if len(s) != len(o) {
-		return false
-	}
-	for t := range s {
-		if !o.has(t) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s taskSet) sorted() []taskID {
-	out := make([]taskID, 0, len(s))
-	for t := range s {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, cmpTask)
-	return out
-}
+type taskSet = set[taskID]
 
 // tasksAssigned is one member's share: its active and standby tasks.
 type tasksAssigned struct {
@@ -61,72 +38,88 @@ type taskMember struct {
 }
 
 // assignTasks spreads every task of tasks (subtopology -> task count) over
-// members (sorted by id): each task active on one member, and standbys
-// (at most one per process, never on the active's process) up to standbys
-// per task. A task stays where it was active if that keeps the member
-// within its fair share; the rest go to the least loaded process, then the
-// least loaded member in it.
-func assignTasks(members []taskMember, tasks map[string]int32, standbys int) map[string]tasksAssigned {
+// members (sorted by id), as Kafka's sticky task assignor does: stateful
+// tasks (of the subtopologies in stateful) and stateless ones are balanced
+// each on their own; a task stays where it was active while that member is
+// within its fair share, else goes to a member that held it as a standby
+// (its state is there), else to the least loaded process and its least
+// loaded member. Stateful tasks then get up to standbys standby tasks, one
+// per process, never on the process running the task, preferring where
+// they were before.
+func assignTasks(members []taskMember, tasks map[string]int32, stateful map[string]bool, standbys int) map[string]tasksAssigned {
 	out := make(map[string]tasksAssigned, len(members))
 	if len(members) == 0 {
 		return out
 	}
-	var all []taskID
+	var withState, without []taskID
 	for _, sub := range sortedKeys(tasks) {
 		for p := int32(0); p < tasks[sub]; p++ {
-			all = append(all, taskID{sub, p})
+			if stateful[sub] {
+				withState = append(withState, taskID{sub, p})
+			} else {
+				without = append(without, taskID{sub, p})
+			}
 		}
 	}
 	byID := make(map[string]*taskMember, len(members))
-	procLoad, procSize := map[string]int{}, map[string]int{}
-	load := map[string]int{}
+	procSize := map[string]int{}
 	for i := range members {
 		m := &members[i]
 		byID[m.id] = m
 		out[m.id] = tasksAssigned{active: taskSet{}, standby: taskSet{}}
 		procSize[m.process]++
 	}
-	capActive := (len(all) + len(members) - 1) / len(members)
-	give := func(m *taskMember, t taskID) {
-		out[m.id].active[t] = struct{}{}
-		load[m.id]++
-		procLoad[m.process]++
-	}
-	// Sticky: where a task was active, if that member has room.
-	prevOwner := map[taskID]string{}
+	prevOwner, prevStandby := map[taskID]string{}, map[taskID][]string{}
 	for i := range members {
 		for t := range members[i].prev.active {
 			prevOwner[t] = members[i].id
 		}
-	}
-	var rest []taskID
-	for _, t := range all {
-		if id, ok := prevOwner[t]; ok && load[id] < capActive {
-			give(byID[id], t)
-			continue
+		for t := range members[i].prev.standby {
+			prevStandby[t] = append(prevStandby[t], members[i].id)
 		}
-		rest = append(rest, t)
 	}
-	for _, t := range rest {
-		give(leastLoaded(members, procLoad, procSize, load, func(*taskMember) bool { return true }), t)
+	load, procLoad := map[string]int{}, map[string]int{} // over both kinds, for standbys
+	for _, all := range [][]taskID{withState, without} {
+		quota := (len(all) + len(members) - 1) / len(members)
+		passLoad, passProc := map[string]int{}, map[string]int{}
+		give := func(m *taskMember, t taskID) {
+			out[m.id].active[t] = struct{}{}
+			passLoad[m.id]++
+			passProc[m.process]++
+			load[m.id]++
+			procLoad[m.process]++
+		}
+		var rest []taskID
+		for _, t := range all {
+			if id, ok := prevOwner[t]; ok && passLoad[id] < quota {
+				give(byID[id], t)
+				continue
+			}
+			rest = append(rest, t)
+		}
+		for _, t := range rest {
+			var pick *taskMember
+			for _, id := range prevStandby[t] {
+				if m := byID[id]; m != nil && passLoad[id] < quota && (pick == nil || passLoad[id] < passLoad[pick.id]) {
+					pick = m
+				}
+			}
+			if pick == nil {
+				pick = leastLoaded(members, passProc, procSize, passLoad, func(*taskMember) bool { return true })
+			}
+			give(pick, t)
+		}
 	}
 	if standbys <= 0 {
 		return out
 	}
-	// Standbys: on other processes, preferring where the task was standby.
 	owner := map[taskID]*taskMember{}
 	for i := range members {
 		for t := range out[members[i].id].active {
 			owner[t] = &members[i]
 		}
 	}
-	prevStandby := map[taskID][]string{}
-	for i := range members {
-		for t := range members[i].prev.standby {
-			prevStandby[t] = append(prevStandby[t], members[i].id)
-		}
-	}
-	for _, t := range all {
+	for _, t := range withState {
 		used := map[string]bool{owner[t].process: true}
 		for n := 0; n < standbys; n++ {
 			var pick *taskMember
@@ -140,7 +133,7 @@ func assignTasks(members []taskMember, tasks map[string]int32, standbys int) map
 				pick = leastLoaded(members, procLoad, procSize, load, func(m *taskMember) bool { return !used[m.process] })
 			}
 			if pick == nil {
-				break // fewer processes than replicas
+				break // fewer processes than replicas: fewer standbys, as Kafka
 			}
 			used[pick.process] = true
 			out[pick.id].standby[t] = struct{}{}

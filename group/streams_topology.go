@@ -13,11 +13,10 @@ package group
 
 import (
 	"fmt"
-	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,6 +27,7 @@ const (
 	statusIncorrectlyPartitioned int8 = 2
 	statusMissingInternalTopics  int8 = 3
 	statusShutdownApplication    int8 = 4
+	statusAssignmentDelayed      int8 = 5
 )
 
 // Caps on a topology a heartbeat may carry (INVALID_REQUEST beyond them):
@@ -36,7 +36,6 @@ const (
 	maxSubtopologies      = 1000
 	maxTopologyTopics     = 10000 // topic names over all subtopologies
 	maxTopicConfigs       = 100   // configs per internal topic
-	maxStreamsRegexes     = 100
 	maxCopartitionMembers = 1000
 )
 
@@ -52,8 +51,6 @@ type streamsTopic struct {
 type subtopology struct {
 	id              string
 	sources         []string
-	regexes         []string
-	res             []*regexp.Regexp
 	changelogs      []streamsTopic
 	repartitionSink []string
 	repartitionSrc  []streamsTopic
@@ -67,10 +64,12 @@ type streamsTopology struct {
 }
 
 // topologyFrom copies req's topology, checked as Kafka checks it, or
-// returns INVALID_REQUEST's message.
-func topologyFrom(t *kmsg.StreamsGroupHeartbeatRequestTopology) (*streamsTopology, string) {
+// returns the error code and message (INVALID_REQUEST, or
+// STREAMS_INVALID_TOPOLOGY for a changelog topic with a partition count).
+func topologyFrom(t *kmsg.StreamsGroupHeartbeatRequestTopology) (*streamsTopology, int16, string) {
+	bad := func(msg string) (*streamsTopology, int16, string) { return nil, kerr.InvalidRequest.Code, msg }
 	if len(t.Subtopologies) > maxSubtopologies {
-		return nil, fmt.Sprintf("The topology has more than %d subtopologies.", maxSubtopologies)
+		return bad(fmt.Sprintf("The topology has more than %d subtopologies.", maxSubtopologies))
 	}
 	out := &streamsTopology{epoch: t.Epoch}
 	names, seen := 0, map[string]bool{}
@@ -97,56 +96,52 @@ func topologyFrom(t *kmsg.StreamsGroupHeartbeatRequestTopology) (*streamsTopolog
 	}
 	for i := range t.Subtopologies {
 		in := &t.Subtopologies[i]
-		if in.SubtopologyID == "" {
-			return nil, "Subtopology id can't be empty."
-		}
-		if seen[in.SubtopologyID] {
-			return nil, "Subtopology " + in.SubtopologyID + " is named twice."
+		switch {
+		case in.SubtopologyID == "":
+			return bad("Subtopology id can't be empty.")
+		case seen[in.SubtopologyID]:
+			return bad("Subtopology " + in.SubtopologyID + " is named twice.")
+		case len(in.SourceTopicRegex) > 0:
+			return bad("Regular expressions for source topics are not supported yet.")
 		}
 		seen[in.SubtopologyID] = true
-		names += len(in.SourceTopics) + len(in.SourceTopicRegex) + len(in.StateChangelogTopics) +
-			len(in.RepartitionSinkTopics) + len(in.RepartitionSourceTopics)
+		names += len(in.SourceTopics) + len(in.StateChangelogTopics) + len(in.RepartitionSinkTopics) + len(in.RepartitionSourceTopics)
 		if names > maxTopologyTopics {
-			return nil, fmt.Sprintf("The topology names more than %d topics.", maxTopologyTopics)
+			return bad(fmt.Sprintf("The topology names more than %d topics.", maxTopologyTopics))
 		}
-		if len(in.SourceTopicRegex) > maxStreamsRegexes {
-			return nil, fmt.Sprintf("Subtopology %s has more than %d source topic patterns.", in.SubtopologyID, maxStreamsRegexes)
+		for _, cl := range in.StateChangelogTopics {
+			if cl.NumPartitions != 0 {
+				return nil, kerr.StreamsInvalidTopology.Code, fmt.Sprintf("Changelog topic %s must have an undefined partition count, but it is set to %d.", cl.Topic, cl.NumPartitions)
+			}
 		}
 		s := subtopology{id: strings.Clone(in.SubtopologyID)}
 		for _, n := range in.SourceTopics {
 			s.sources = append(s.sources, strings.Clone(n))
-		}
-		for _, r := range in.SourceTopicRegex {
-			re, err := regexp.Compile("^(?:" + r + ")$")
-			if err != nil {
-				return nil, fmt.Sprintf("Subtopology %s has an invalid source topic pattern %s: %v", in.SubtopologyID, r, err)
-			}
-			s.regexes, s.res = append(s.regexes, strings.Clone(r)), append(s.res, re)
 		}
 		for _, n := range in.RepartitionSinkTopics {
 			s.repartitionSink = append(s.repartitionSink, strings.Clone(n))
 		}
 		var msg string
 		if s.changelogs, msg = copyTopics(in.StateChangelogTopics); msg != "" {
-			return nil, msg
+			return bad(msg)
 		}
 		if s.repartitionSrc, msg = copyTopics(in.RepartitionSourceTopics); msg != "" {
-			return nil, msg
+			return bad(msg)
 		}
 		for _, cg := range in.CopartitionGroups {
 			if len(cg.SourceTopics)+len(cg.RepartitionSourceTopics) > maxCopartitionMembers {
-				return nil, "A copartition group is too large."
+				return bad("A copartition group is too large.")
 			}
 			var grp []string
 			for _, ix := range cg.SourceTopics {
 				if ix < 0 || int(ix) >= len(s.sources) {
-					return nil, fmt.Sprintf("Copartition group of subtopology %s names source topic index %d out of range.", in.SubtopologyID, ix)
+					return bad(fmt.Sprintf("Copartition group of subtopology %s names source topic index %d out of range.", in.SubtopologyID, ix))
 				}
 				grp = append(grp, s.sources[ix])
 			}
 			for _, ix := range cg.RepartitionSourceTopics {
 				if ix < 0 || int(ix) >= len(s.repartitionSrc) {
-					return nil, fmt.Sprintf("Copartition group of subtopology %s names repartition source topic index %d out of range.", in.SubtopologyID, ix)
+					return bad(fmt.Sprintf("Copartition group of subtopology %s names repartition source topic index %d out of range.", in.SubtopologyID, ix))
 				}
 				grp = append(grp, s.repartitionSrc[ix].name)
 			}
@@ -155,7 +150,7 @@ func topologyFrom(t *kmsg.StreamsGroupHeartbeatRequestTopology) (*streamsTopolog
 		out.subs = append(out.subs, s)
 	}
 	slices.SortFunc(out.subs, func(a, b subtopology) int { return strings.Compare(a.id, b.id) })
-	return out, ""
+	return out, 0, ""
 }
 
 // streamsStatus is one status entry of a heartbeat response.
@@ -174,12 +169,10 @@ type configured struct {
 	internal map[string]int32 // internal topic -> required partitions
 }
 
-// configure works out t over the topics of meta (name -> partitions).
+// configure works out t over the topics of meta (name -> partitions), as
+// Kafka's coordinator does: the status texts are Kafka's.
 func (t *streamsTopology) configure(meta map[string]int32) *configured {
 	c := &configured{tasks: map[string]int32{}, sources: map[string][]string{}, internal: map[string]int32{}}
-	var missing []string
-	// Partition counts of external sources; repartition topics come after.
-	parts := map[string]int32{}
 	repart := map[string]*streamsTopic{}
 	for i := range t.subs {
 		s := &t.subs[i]
@@ -187,50 +180,115 @@ func (t *streamsTopology) configure(meta map[string]int32) *configured {
 			repart[s.repartitionSrc[j].name] = &s.repartitionSrc[j]
 		}
 	}
+	// External source topics must exist; repartition topics are sized next.
+	parts := map[string]int32{}
+	var missing []string
 	for i := range t.subs {
 		s := &t.subs[i]
 		var src []string
 		for _, n := range s.sources {
-			if repart[n] != nil {
-				continue
-			}
-			if p, ok := meta[n]; ok {
-				parts[n] = p
-			} else if !slices.Contains(missing, n) {
-				missing = append(missing, n)
-			}
-			src = append(src, n)
-		}
-		for _, re := range s.res {
-			for _, n := range slices.Sorted(maps.Keys(meta)) {
-				if re.MatchString(n) && repart[n] == nil && !slices.Contains(src, n) {
-					parts[n] = meta[n]
-					src = append(src, n)
+			if repart[n] == nil {
+				if p, ok := meta[n]; ok {
+					parts[n] = p
+				} else if !slices.Contains(missing, n) {
+					missing = append(missing, n)
 				}
+			}
+			if !slices.Contains(src, n) {
+				src = append(src, n)
 			}
 		}
 		for _, r := range s.repartitionSrc {
-			src = append(src, r.name)
+			if !slices.Contains(src, r.name) {
+				src = append(src, r.name)
+			}
 		}
 		c.sources[s.id] = src
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		c.status = append(c.status, streamsStatus{statusMissingSourceTopics, "Source topics " + strings.Join(missing, ", ") + " are missing."})
+		c.status = append(c.status, streamsStatus{statusMissingSourceTopics, "Source topics " + summarizeTopics(missing) + " are missing."})
 		return c
 	}
-	// Repartition topics: an explicit count, else the largest source of
-	// the subtopologies writing them, until nothing changes (each round
-	// fixes at least one topic or stops).
+	t.sizeRepartitionTopics(c, parts, repart)
+	for i := range t.subs {
+		s := &t.subs[i]
+		for _, grp := range s.copartition {
+			for _, name := range grp {
+				if parts[name] != parts[grp[0]] {
+					pairs := make([]string, 0, len(grp))
+					for _, n := range slices.Sorted(slices.Values(grp)) {
+						pairs = append(pairs, fmt.Sprintf("%s=%d", n, parts[n]))
+					}
+					c.status = append(c.status, streamsStatus{statusIncorrectlyPartitioned,
+						"Following topics do not have the same number of partitions: [{" + strings.Join(pairs, ", ") + "}]"})
+					return c
+				}
+			}
+		}
+	}
+	// Internal topics: repartition topics first, then changelogs, in
+	// subtopology order (as Kafka lists them).
+	var order []string
+	for i := range t.subs {
+		s := &t.subs[i]
+		var n int32
+		for _, src := range c.sources[s.id] {
+			n = max(n, parts[src])
+		}
+		c.tasks[s.id] = n
+		for _, r := range s.repartitionSrc {
+			c.internal[r.name] = parts[r.name]
+			order = append(order, r.name)
+		}
+	}
+	for i := range t.subs {
+		for _, cl := range t.subs[i].changelogs {
+			c.internal[cl.name] = c.tasks[t.subs[i].id]
+			order = append(order, cl.name)
+		}
+	}
+	var absent []string
+	for _, name := range order {
+		want := c.internal[name]
+		have, ok := meta[name]
+		switch {
+		case want <= 0:
+			// Written by no subtopology with a source: nothing sizes it.
+			c.status = append(c.status, streamsStatus{statusIncorrectlyPartitioned, "Number of partitions of internal topic " + name + " cannot be determined."})
+			return c
+		case ok && have != want:
+			c.status = append(c.status, streamsStatus{statusIncorrectlyPartitioned,
+				fmt.Sprintf("Existing topic %s has different number of partitions: expected %d, found %d", name, want, have)})
+			return c
+		case !ok && !slices.Contains(absent, name):
+			absent = append(absent, name)
+			c.create = append(c.create, t.internalTopic(name, want))
+		}
+	}
+	if len(absent) > 0 {
+		c.status = append(c.status, streamsStatus{statusMissingInternalTopics, "Internal topics are missing: " + summarizeTopics(absent)})
+		return c
+	}
+	c.ready = true
+	return c
+}
+
+// sizeRepartitionTopics sets the partition count of every repartition
+// topic in parts: its explicit count, else the largest source of the
+// subtopologies writing it; copartitioned ones without an explicit count
+// take their group's largest. Repeated until nothing changes (each round
+// sizes at least one more topic or ends).
+func (t *streamsTopology) sizeRepartitionTopics(c *configured, parts map[string]int32, repart map[string]*streamsTopic) {
 	for name, r := range repart {
 		if r.partitions > 0 {
 			parts[name] = r.partitions
 		}
 	}
-	writers := map[string][]*subtopology{}
+	writers := map[string][]string{}
 	for i := range t.subs {
 		for _, n := range t.subs[i].repartitionSink {
-			writers[n] = append(writers[n], &t.subs[i])
+			writers[n] = append(writers[n], t.subs[i].id)
 		}
 	}
 	for changed := true; changed; {
@@ -241,7 +299,7 @@ func (t *streamsTopology) configure(meta map[string]int32) *configured {
 			}
 			var n int32
 			for _, w := range writers[name] {
-				for _, src := range c.sources[w.id] {
+				for _, src := range c.sources[w] {
 					n = max(n, parts[src])
 				}
 			}
@@ -249,8 +307,6 @@ func (t *streamsTopology) configure(meta map[string]int32) *configured {
 				parts[name], changed = n, true
 			}
 		}
-		// Copartitioned repartition topics without an explicit count take
-		// the largest count of their group.
 		for i := range t.subs {
 			for _, grp := range t.subs[i].copartition {
 				var n int32
@@ -258,67 +314,21 @@ func (t *streamsTopology) configure(meta map[string]int32) *configured {
 					n = max(n, parts[name])
 				}
 				for _, name := range grp {
-					if r := repart[name]; r != nil && r.partitions == 0 && parts[name] != n && n > 0 {
+					if r := repart[name]; r != nil && r.partitions == 0 && n > 0 && parts[name] != n {
 						parts[name], changed = n, true
 					}
 				}
 			}
 		}
 	}
-	var wrong []string
-	for i := range t.subs {
-		s := &t.subs[i]
-		var n int32
-		for _, src := range c.sources[s.id] {
-			n = max(n, parts[src])
-		}
-		c.tasks[s.id] = n
-		for _, grp := range s.copartition {
-			for _, name := range grp {
-				if parts[name] != parts[grp[0]] && !slices.Contains(wrong, name) {
-					wrong = append(wrong, name)
-				}
-			}
-		}
-		for _, r := range s.repartitionSrc {
-			c.internal[r.name] = parts[r.name]
-		}
-		for _, cl := range s.changelogs {
-			c.internal[cl.name] = n
-		}
+}
+
+// summarizeTopics names at most three topics, as Kafka's status texts do.
+func summarizeTopics(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
 	}
-	if len(wrong) > 0 {
-		slices.Sort(wrong)
-		c.status = append(c.status, streamsStatus{statusIncorrectlyPartitioned, "Following topics are not copartitioned: [" + strings.Join(wrong, ", ") + "]"})
-		return c
-	}
-	var absent []string
-	for _, name := range slices.Sorted(maps.Keys(c.internal)) {
-		want := c.internal[name]
-		if want <= 0 {
-			// Written by no subtopology with a source: nothing to size it by.
-			wrong = append(wrong, name)
-			continue
-		}
-		have, ok := meta[name]
-		switch {
-		case !ok:
-			absent = append(absent, name)
-			c.create = append(c.create, t.internalTopic(name, want))
-		case have != want:
-			wrong = append(wrong, name)
-		}
-	}
-	if len(wrong) > 0 {
-		c.status = append(c.status, streamsStatus{statusIncorrectlyPartitioned, "Internal topics have the wrong number of partitions: [" + strings.Join(wrong, ", ") + "]"})
-		return c
-	}
-	if len(absent) > 0 {
-		c.status = append(c.status, streamsStatus{statusMissingInternalTopics, "Internal topics are missing: [" + strings.Join(absent, ", ") + "]"})
-		return c
-	}
-	c.ready = true
-	return c
+	return strings.Join(names[:3], ", ") + fmt.Sprintf(" and %d additional topics", len(names)-3)
 }
 
 // internalTopic is the internal topic name with its configs, to create
@@ -335,4 +345,20 @@ func (t *streamsTopology) internalTopic(name string, partitions int32) streamsTo
 		}
 	}
 	return streamsTopic{name: name, partitions: partitions}
+}
+
+// equal reports whether two topologies have the same subtopologies (the
+// epoch aside).
+func (t *streamsTopology) equal(o *streamsTopology) bool {
+	return slices.EqualFunc(t.subs, o.subs, func(a, b subtopology) bool {
+		return a.id == b.id && slices.Equal(a.sources, b.sources) && slices.Equal(a.repartitionSink, b.repartitionSink) &&
+			topicsEqual(a.changelogs, b.changelogs) && topicsEqual(a.repartitionSrc, b.repartitionSrc) &&
+			slices.EqualFunc(a.copartition, b.copartition, slices.Equal)
+	})
+}
+
+func topicsEqual(a, b []streamsTopic) bool {
+	return slices.EqualFunc(a, b, func(x, y streamsTopic) bool {
+		return x.name == y.name && x.partitions == y.partitions && x.repl == y.repl && slices.Equal(x.configs, y.configs)
+	})
 }

@@ -1,15 +1,14 @@
 // StreamsGroupTopologyDescriptionUpdate: v0-0
 //
 // Behavior:
-//   - A member of a streams group sends its app's full topology
-//     description (processors, stores, global stores) for the group's
-//     current topology epoch when a v1 heartbeat asked for it
-//     (TopologyDescriptionRequired); StreamsGroupDescribe v1 returns it.
-//   - An unknown group is GROUP_ID_NOT_FOUND, an unknown member
-//     UNKNOWN_MEMBER_ID, another topology epoch or a description over
-//     1 MiB INVALID_REQUEST.
+//   - Answered as a Kafka 4.4 broker without a topology description plugin
+//     (group.streams.topology.description.plugin.class unset, the
+//     default) answers it: UNSUPPORTED_VERSION "The broker has no streams
+//     group topology description plugin configured.", whatever the group.
+//     StreamsGroupHeartbeat never asks for a description
+//     (TopologyDescriptionRequired false), so Kafka Streams never sends it.
 //   - ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
-//   - Served unless --streams-groups disabled.
+//   - Served unless --streams-groups disabled (Kafka 4.4 advertises it).
 
 package handlers
 
@@ -28,5 +27,9 @@ func streamsGroupTopologyDescriptionUpdate(c *Call, req *kmsg.StreamsGroupTopolo
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	return c.G.coordinator().StreamsTopologyDescription(req), nil
+	// No plugin stores descriptions here (nor on a default Kafka 4.4).
+	resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ErrorMessage = kmsg.StringPtr("The broker has no streams group topology description plugin configured.")
+	return resp, nil
 }

@@ -607,34 +607,55 @@ func TestStreamsGroupsTool(t *testing.T) {
 	}
 }
 
-// TestStreamsGroupGatewayRestart: the gateway binary is stopped and
-// started again on the same data behind the same address while one
-// instance of the word count runs; the app carries on (RUNNING, all tasks
-// active) and counts the input produced after the restart on top of the
-// counts from before, none lost. The restart comes after the counts are
-// settled, so the exact counts do not depend on at_least_once.
+// TestStreamsGroupGatewayRestart: the gateway binary is stopped (SIGTERM)
+// or killed (SIGKILL) and started again on the same data behind the same
+// address while one instance of the word count runs; the app carries on
+// (RUNNING, all tasks active) and counts the input produced after the
+// restart on top of the counts from before, none lost. The restart comes
+// after the counts are settled, so the exact counts do not depend on
+// at_least_once.
+//
+// A single Kafka 4.4 broker restarted (SIGTERM) under the same app, by
+// hand: the app stays RUNNING throughout, without a rebalance (no state
+// change), and the counts are exact; its member keeps its id and epoch,
+// because Kafka keeps the streams group in __consumer_offsets.
 func TestStreamsGroupGatewayRestart(t *testing.T) {
 	if os.Getenv(kafkaAddrEnv) != "" {
 		t.Skip("restarts a gateway binary")
 	}
 	t.Parallel()
 	needJar(t, "kafka-streams-*.jar")
-	g := newProxiedGateway(t, 1<<62, t.TempDir())
-	r := newStreamsRun(t, g.proxy.Addr(), func(s string) string { return s }, "sg-restart")
-	r.produce(200)
-	a := r.start("WordCount")
-	await.Until(t, 3*time.Minute, func() error { return spread(a) })
-	r.awaitSettled("before the restart")
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "SIGTERM", true: "SIGKILL"}[kill], func(t *testing.T) {
+			t.Parallel()
+			g := newProxiedGateway(t, 1<<62, t.TempDir())
+			r := newStreamsRun(t, g.proxy.Addr(), func(s string) string { return s }, "sg-restart")
+			r.produce(200)
+			a := r.start("WordCount")
+			defer logTasks(t, a)
+			await.Until(t, 3*time.Minute, func() error { return spread(a) })
+			r.awaitSettled("before the restart")
 
-	g.cur.Stop()
-	g.start()
-	r.produce(200)
-	r.awaitSettled("after the restart")
-	await.Until(t, 3*time.Minute, func() error {
-		if err := a.running(); err != nil {
-			return err
-		}
-		return spread(a)
-	})
-	r.stop(a)
+			if kill {
+				g.cur.Kill()
+			} else {
+				g.cur.Stop()
+			}
+			g.start()
+			// The group's committed offsets are where they were: the app
+			// resumes from them instead of re-counting from the start.
+			if err := committedAtEnd(t, r.cl, r.app, r.in, r.repartition()); err != nil {
+				t.Errorf("right after the restart: %v", err)
+			}
+			r.produce(200)
+			r.awaitSettled("after the restart")
+			await.Until(t, 3*time.Minute, func() error {
+				if err := a.running(); err != nil {
+					return err
+				}
+				return spread(a)
+			})
+			r.stop(a)
+		})
+	}
 }

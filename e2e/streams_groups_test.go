@@ -59,12 +59,21 @@ type streamsRun struct {
 	apps     []*streamsApp // started, and not killed by the test
 }
 
-// newStreamsRun creates the word count's input and output topics (wcParts
+// newStreamsRun is streamsRunOn what the test runs against (shareTarget),
+// once the Streams jars are there.
+func newStreamsRun(t *testing.T, base string) *streamsRun {
+	t.Helper()
+	needJar(t, "kafka-streams-*.jar")
+	addr, name := shareTarget(t)
+	return streamsRunOn(t, addr, name, base)
+}
+
+// streamsRunOn creates the word count's input and output topics (wcParts
 // partitions each) on addr, named by name (unique on a shared broker).
 // The input topic must exist before the app starts: a streams group
 // member whose source topic is missing gets status MISSING_SOURCE_TOPICS
 // and the app fails after 10 s.
-func newStreamsRun(t *testing.T, addr string, name func(string) string, base string) *streamsRun {
+func streamsRunOn(t *testing.T, addr string, name func(string) string, base string) *streamsRun {
 	t.Helper()
 	r := &streamsRun{t: t, addr: addr, app: name(base + "-app"), in: name(base + "-lines"), out: name(base + "-counts"),
 		cl: newClient(t, addr), want: map[string]int{}}
@@ -311,9 +320,7 @@ func spread(apps ...*streamsApp) error {
 // the coordinator, not that.
 func TestStreamsGroupWordCountFailover(t *testing.T) {
 	t.Parallel()
-	needJar(t, "kafka-streams-*.jar")
-	addr, name := shareTarget(t)
-	r := newStreamsRun(t, addr, name, "sg-failover")
+	r := newStreamsRun(t, "sg-failover")
 	r.produce(200)
 	a, b := r.start("WordCount A"), r.start("WordCount B")
 	defer logTasks(t, a, b)
@@ -370,10 +377,8 @@ func TestStreamsGroupWordCountFailover(t *testing.T) {
 // where the standby printed some.
 func TestStreamsGroupStandbyFailover(t *testing.T) {
 	t.Parallel()
-	needJar(t, "kafka-streams-*.jar")
-	addr, name := shareTarget(t)
-	r := newStreamsRun(t, addr, name, "sg-standby")
-	out, _ := kafkaTool(t, addr, configsClass, "--alter", "--entity-type", "groups", "--entity-name", r.app,
+	r := newStreamsRun(t, "sg-standby")
+	out, _ := kafkaTool(t, r.addr, configsClass, "--alter", "--entity-type", "groups", "--entity-name", r.app,
 		"--add-config", "streams.num.standby.replicas=1")
 	if !strings.Contains(out, "Completed updating config") {
 		t.Fatalf("kafka-configs --alter --entity-type groups %s: %s", r.app, out)
@@ -461,12 +466,10 @@ func changelogEnds(t testing.TB, cl *kgo.Client, topic string) map[string]int64 
 // 4.4.0 broker, app "A", input "L").
 func TestStreamsGroupsTool(t *testing.T) {
 	t.Parallel()
-	needJar(t, "kafka-streams-*.jar")
-	addr, name := shareTarget(t)
-	r := newStreamsRun(t, addr, name, "sg-tool")
+	r := newStreamsRun(t, "sg-tool")
 	tool := func(args ...string) string {
 		t.Helper()
-		out, _ := kafkaTool(t, addr, streamsGroupsClass, args...)
+		out, _ := kafkaTool(t, r.addr, streamsGroupsClass, args...)
 		return out
 	}
 	// rows returns the lines of out that start with the group, split into
@@ -496,8 +499,8 @@ func TestStreamsGroupsTool(t *testing.T) {
 	// GROUP COORDINATOR (ID)          ASSIGNOR STATE  #MEMBERS
 	// A     127.0.0.1:19192 (1)       sticky   Stable 1
 	out := tool("--describe", "--group", r.app, "--state")
-	if rs := rows(out); len(rs) != 1 || len(rs[0]) != 5 || rs[0][0] != addr || rs[0][2] != "sticky" || rs[0][3] != "Stable" || rs[0][4] != "1" {
-		t.Errorf("--describe --state:\n%s\nwant one row: %s (id) sticky Stable 1", out, addr)
+	if rs := rows(out); len(rs) != 1 || len(rs[0]) != 5 || rs[0][0] != r.addr || rs[0][2] != "sticky" || rs[0][3] != "Stable" || rs[0][4] != "1" {
+		t.Errorf("--describe --state:\n%s\nwant one row: %s (id) sticky Stable 1", out, r.addr)
 	}
 	// GROUP COORDINATOR (ID) ASSIGNOR STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
 	// A     127.0.0.1:19192 (1) sticky Stable 3       3                       1
@@ -629,7 +632,7 @@ func TestStreamsGroupGatewayRestart(t *testing.T) {
 		t.Run(map[bool]string{false: "SIGTERM", true: "SIGKILL"}[kill], func(t *testing.T) {
 			t.Parallel()
 			g := newProxiedGateway(t, 1<<62, t.TempDir())
-			r := newStreamsRun(t, g.proxy.Addr(), func(s string) string { return s }, "sg-restart")
+			r := streamsRunOn(t, g.proxy.Addr(), func(s string) string { return s }, "sg-restart")
 			r.produce(200)
 			a := r.start("WordCount")
 			defer logTasks(t, a)

@@ -27,6 +27,10 @@ type TxnStateStore interface {
 // share) keeps in the same store; the transaction coordinator skips them.
 const ShareStateKeyPrefix = "share/"
 
+// StreamsStateKeyPrefix starts the keys of the streams groups the group
+// coordinator (package group) keeps in the same store.
+const StreamsStateKeyPrefix = "streams/"
+
 // TxnStateEntry is one key's new value; nil deletes the key.
 type TxnStateEntry struct {
 	Key   string

@@ -180,6 +180,10 @@ func (r *Running) start(ctx context.Context, cfg Config) error {
 		log.Error("loading the share-group state", "err", err)
 		return err
 	}
+	if err := g.StartStreamsGroups(ctx); err != nil {
+		log.Error("loading the streams groups", "err", err)
+		return err
+	}
 	gwRef.Store(g)
 	if v := r.node.View(); v != nil {
 		// Views applied before the gateway existed had nothing to drop.

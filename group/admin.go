@@ -124,7 +124,8 @@ func (co *Coordinator) Delete(ctx context.Context, req *kmsg.DeleteGroupsRequest
 			rg.ErrorCode = code
 			continue
 		}
-		if v, live := co.view(name); live && len(v.members) > 0 {
+		v, live := co.view(name)
+		if live && len(v.members) > 0 {
 			rg.ErrorCode = kerr.NonEmptyGroup.Code
 			continue
 		}
@@ -137,6 +138,12 @@ func (co *Coordinator) Delete(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		if code != 0 {
 			rg.ErrorCode = code
 			continue
+		}
+		if v.streams {
+			if err := co.persistStreams(ctx, name); err != nil { // the group is gone: its kept state too
+				rg.ErrorCode = offsetErrCode(err)
+				continue
+			}
 		}
 		if !known && !has {
 			rg.ErrorCode = kerr.GroupIDNotFound.Code

@@ -45,6 +45,11 @@ type Options struct {
 	// COORDINATOR_NOT_AVAILABLE). Called without co.mu; must not block.
 	// Nil: every group is coordinated here.
 	Placement func(group string) int16
+	// StreamsState keeps streams groups (topology, members, epochs,
+	// assignments) across restarts of this gateway (streams_state.go).
+	// Nil: streams groups are soft state, as in cluster mode, where the
+	// store is not shared safely between gateways.
+	StreamsState bridge.TxnStateStore
 }
 
 // Coordinator is the group coordinator of this gateway. Safe for
@@ -74,6 +79,10 @@ type Coordinator struct {
 	// puts between the coordinator and it.
 	groupCfgs bridge.GroupConfigStore
 	settings  settingsCache
+	// Streams groups kept in the store (streams_state.go); persistMu
+	// orders their writes, taken before co.mu.
+	streamsState bridge.TxnStateStore
+	persistMu    sync.Mutex
 }
 
 // New returns a coordinator over o.Store that wakes parked calls through
@@ -92,17 +101,18 @@ func New(o Options) *Coordinator {
 		o.TopicID = standInTopicID
 	}
 	return &Coordinator{
-		groupCfgs: o.Store,
-		cfg:       o.Config.withDefaults(),
-		store:     o.Store,
-		stream:    o.Stream,
-		wake:      o.Wake,
-		log:       o.Log,
-		groups:    make(map[string]*group),
-		results:   make(map[Ticket]kmsg.Response),
-		clock:     o.Clock,
-		topicID:   o.TopicID,
-		placement: o.Placement,
+		groupCfgs:    o.Store,
+		cfg:          o.Config.withDefaults(),
+		store:        o.Store,
+		stream:       o.Stream,
+		wake:         o.Wake,
+		log:          o.Log,
+		groups:       make(map[string]*group),
+		results:      make(map[Ticket]kmsg.Response),
+		clock:        o.Clock,
+		topicID:      o.TopicID,
+		placement:    o.Placement,
+		streamsState: o.StreamsState,
 	}
 }
 

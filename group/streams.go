@@ -71,6 +71,7 @@ type sgroup struct {
 	endpointEpoch      int32
 	shutdownBy         string    // the member that asked the app to shut down
 	delayUntil         time.Time // the initial rebalance delay's end; zero once over
+	persisted          []byte    // the snapshot last written to the store (streams_state.go)
 	seq                uint64
 	settings           groupSettings
 }
@@ -143,6 +144,11 @@ func (co *Coordinator) StreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGr
 	}
 	var create []StreamsTopic
 	co.locked(func(wake *[]Ticket) { code, msg, create = co.streamsHeartbeat(a, meta, resp) })
+	// Kept before the member hears of it, so a restart right after does
+	// not lose what it was told.
+	if err := co.persistStreams(ctx, a.group); err != nil && code == 0 {
+		return shbError(resp, offsetErrCode(err), "keeping the group's state failed: "+err.Error()), nil
+	}
 	if code != 0 {
 		return shbError(resp, code, msg), nil
 	}
@@ -792,6 +798,7 @@ func (co *Coordinator) armStreamsSession(g *group, m *smember) {
 		if sg, m := co.streamsMember(gname, mid); m != nil && m.sessTok == tok {
 			co.log.Info("streams group member session expired", "group", gname, "member", mid)
 			co.removeStreamsMember(sg, m)
+			co.persistStreamsLater(gname)
 		}
 	})
 }
@@ -804,6 +811,7 @@ func (co *Coordinator) armStreamsRevokeTimer(g *group, m *smember) {
 		if sg, m := co.streamsMember(gname, mid); m != nil && m.revokTok == tok && m.state == mUnrevoked && m.epoch == epoch {
 			co.log.Info("streams group member fenced: it did not revoke its tasks within its rebalance timeout", "group", gname, "member", mid, "epoch", epoch)
 			co.removeStreamsMember(sg, m)
+			co.persistStreamsLater(gname)
 		}
 	})
 }

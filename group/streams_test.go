@@ -668,3 +668,65 @@ func TestStreamsEndpointInformation(t *testing.T) {
 		t.Fatalf("endpoints sent at the current epoch: %+v", r.PartitionsByUserEndpoint)
 	}
 }
+
+// A streams group kept in the store survives a restart of the coordinator:
+// its members heartbeat and commit at their epochs as if nothing happened,
+// with their tasks; a deleted group's state goes with it.
+func TestStreamsGroupSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	c := newCoord848(t)
+	c.Coordinator.Close()
+	open := func() *Coordinator {
+		co := New(Options{Config: Config{MetadataMaxAge: -1, StreamsInitialRebalanceDelay: -1}, Store: c.store, Stream: testStream,
+			Clock: c.clock, StreamsState: c.store})
+		t.Cleanup(co.Close)
+		return co
+	}
+	c.Coordinator = open()
+	c.topic(t, "lines", 2)
+	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
+	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
+	a.mustBeat()
+	a.createInternal()
+	for range 3 {
+		a.mustBeat()
+		b.mustBeat()
+	}
+	epochA, tasksA := a.epoch, a.active
+	if len(tasksA) != 2 || len(b.active) != 2 {
+		t.Fatalf("before: a %v, b %v", tasksA, b.active)
+	}
+
+	c.Coordinator.Close()
+	c.Coordinator = open()
+	if err := c.LoadStreams(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.commitCheck("app", "a", "", epochA, 9); code != 0 {
+		t.Fatalf("a's commit after the restart: %v", kerr.ErrorForCode(code))
+	}
+	r := a.mustBeat()
+	if a.epoch != epochA || r.ActiveTasks != nil || !a.active.equal(tasksA) {
+		t.Fatalf("a after the restart: epoch %d (was %d), tasks sent %v", a.epoch, epochA, r.ActiveTasks)
+	}
+	b.mustBeat()
+
+	// Both leave; DeleteGroups deletes the kept state too.
+	for _, m := range []*smem{a, b} {
+		req := m.request()
+		req.MemberEpoch = epochLeave
+		m.send(req)
+	}
+	d := c.Delete(context.Background(), &kmsg.DeleteGroupsRequest{Groups: []string{"app"}})
+	if d.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(d.Groups[0].ErrorCode))
+	}
+	c.Coordinator.Close()
+	c.Coordinator = open()
+	if err := c.LoadStreams(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.send(a.request()); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("a member of a deleted group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

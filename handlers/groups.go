@@ -25,6 +25,11 @@ import (
 // consumer group operation, as Kafka answers a group of another type.
 func newCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Logger, shares *share.Coordinator) *group.Coordinator {
 	o := group.Options{Config: cfg.Groups, Store: store, Stream: cfg.Stream, Wake: w.wakeTicket, Log: log, TopicID: topicID}
+	if cfg.Cluster == nil {
+		// Streams groups survive a restart; in cluster mode the state
+		// store is not shared safely, so they are soft state there.
+		o.StreamsState = store
+	}
 	switch {
 	case cfg.Cluster != nil:
 		o.Placement = cfg.Cluster.GroupCode

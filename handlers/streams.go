@@ -5,6 +5,7 @@ package handlers
 // checks as CreateTopics.
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -14,6 +15,12 @@ import (
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/group"
 )
+
+// StartStreamsGroups loads the streams groups an earlier run kept (not in
+// cluster mode). Before the gateway serves.
+func (g *Gateway) StartStreamsGroups(ctx context.Context) error {
+	return g.coordinator().LoadStreams(ctx)
+}
 
 // statusMissingInternalTopics is StreamsGroupHeartbeat's status code for
 // internal topics not there yet.

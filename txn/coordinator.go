@@ -134,8 +134,9 @@ func (co *Coordinator) Load(ctx context.Context) error {
 				return
 			}
 			aborted = append(aborted, ab{p, a})
-		case strings.HasPrefix(key, bridge.ShareStateKeyPrefix):
-			// The share-group coordinator's state (package share).
+		case strings.HasPrefix(key, bridge.ShareStateKeyPrefix), strings.HasPrefix(key, bridge.StreamsStateKeyPrefix):
+			// The share-group coordinator's state (package share), the
+			// streams groups' (package group).
 		default:
 			bad++
 		}

@@ -36,11 +36,36 @@ import (
 // what was processed and not committed, which here is nothing. Committed
 // offsets and the changelog are in the shared store, so a count below the
 // input means the failover lost committed progress or state, and a count
-// above it means the app redid committed work.
+// above it means the app redid committed work. (Lines arriving during the
+// failover are another matter: TestClusterStreamsGroupFailoverUnderLoad.)
 func TestClusterStreamsGroupFailover(t *testing.T) {
 	// Serial: three gateways, two JVMs and session leases of 3 s.
 	w := startClusterWordCount(t, "csg")
 	w.killCoordinator()
+	w.awaitReformed()
+	w.r.produce(200)
+	w.awaitCounts("after the failover")
+	w.stop()
+}
+
+// TestClusterStreamsGroupFailoverUnderLoad is TestClusterStreamsGroupFailover
+// with 200 lines produced right after the kill, which the members process
+// while their coordinator is gone. Their commits cannot complete until a
+// coordinator answers and are retried, not dropped. Kafka's new
+// coordinator keeps the group's membership (it is in __consumer_offsets),
+// accepts those commits, and the counts stay exact; so exact counts are
+// the assertion here too. Two ways a coordinator without the membership
+// fails it: it answers the commit UNKNOWN_MEMBER_ID, Streams closes the
+// member's tasks dirty and redoes the uncommitted work (counts above the
+// input); and if the fenced member's leave heartbeat reaches it before any
+// member rejoined, an answer the Java client treats as fatal
+// (GROUP_ID_NOT_FOUND) stops that instance (ERROR: the group never again
+// has two members).
+func TestClusterStreamsGroupFailoverUnderLoad(t *testing.T) {
+	// Serial: three gateways, two JVMs and session leases of 3 s.
+	w := startClusterWordCount(t, "csgl")
+	w.killCoordinator()
+	w.r.produce(200)
 	w.awaitReformed()
 	w.r.produce(200)
 	w.awaitCounts("after the failover")
@@ -129,6 +154,10 @@ func (w *clusterWordCount) awaitReformed() {
 			return fmt.Errorf("gateway %d: %w", w.coord, err)
 		}
 		for _, x := range []*streamsApp{w.a, w.b} {
+			// An instance in ERROR never recovers.
+			if strings.Contains(x.p.out.String(), "-> ERROR") {
+				w.t.Fatalf("%s stopped (ERROR) during the failover:\n%s", x.name, tail(x.p.err.String(), 40))
+			}
 			if err := x.running(); err != nil {
 				return err
 			}

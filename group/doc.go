@@ -3,7 +3,10 @@
 // generations, rebalance and session timers, static membership), the
 // consumer protocol of KIP-848 (ConsumerGroupHeartbeat and
 // ConsumerGroupDescribe: server-side assignors, member and group epochs,
-// target assignment, reconciliation; consumer.go) and the group
+// target assignment, reconciliation; consumer.go), the streams groups of
+// KIP-1071 (StreamsGroupHeartbeat and StreamsGroupDescribe: the app's
+// topology, internal topics, the sticky task assignor; streams*.go; the
+// consumer and streams members share member_core.go) and the group
 // operations over committed offsets (OffsetCommit, OffsetFetch,
 // OffsetDelete, DescribeGroups, ListGroups, DeleteGroups). A group speaks
 // one protocol at a time (group.consumer set or not); an empty group may
@@ -59,8 +62,10 @@
 //     parked on the ticket yet (the worker returned but the loop has not
 //     registered the watch), Wake reports false and the coordinator calls
 //     it again after 1, 4, 16 ... ms while the answer lies uncollected.
-//   - What may block: only the offset and admin operations and
-//     ConsumerHeartbeat, in their Store calls (CommitOffset/CommitOffsets,
+//   - What may block: only the offset and admin operations,
+//     ConsumerHeartbeat and StreamsHeartbeat (which also writes the
+//     group's kept state, Options.StreamsState, under persistMu, taken
+//     before co.mu), in their Store calls (CommitOffset/CommitOffsets,
 //     FetchOffset, GroupOffsets, OffsetGroups, DeleteOffset,
 //     DeleteGroupOffsets, Topic, Topics), always
 //     without co.mu. They run under the caller's ctx (the loop's, ended at

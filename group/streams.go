@@ -296,8 +296,9 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	}
 	if g == nil {
 		if a.epoch != 0 {
-			// Memberships are soft state: after a restart the member
-			// rejoins (Kafka would still know it).
+			// A group this gateway does not know (cluster mode, where
+			// streams groups are soft state, after a coordinator move):
+			// the member rejoins (Kafka would still know it).
 			return kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group), nil
 		}
 		if !co.newGroupSlot() {

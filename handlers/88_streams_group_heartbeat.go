@@ -23,9 +23,12 @@
 //     ShutdownApplication tells every member SHUTDOWN_APPLICATION until the
 //     group is empty. v1 asks for the topology description
 //     (TopologyDescriptionRequired) until the group has it (key 93).
-//   - Differences from Kafka: memberships are soft state (after a gateway
-//     restart a member's heartbeat is UNKNOWN_MEMBER_ID and it rejoins);
-//     no warm-up tasks; rack ids and client tags are kept, not used.
+//   - Groups are kept in the store after every change and loaded at start,
+//     so an app goes on through a gateway restart (group/streams_state.go).
+//   - Differences from Kafka: in cluster mode memberships are soft state (a
+//     member of a group its new coordinator does not know is
+//     UNKNOWN_MEMBER_ID, its leave too, and it rejoins); no warm-up tasks;
+//     rack ids and client tags are kept, not used.
 //   - ACLs: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on the
 //     source topics (TOPIC_AUTHORIZATION_FAILED naming them).
 //   - A classic, consumer or share group's id is GROUP_ID_NOT_FOUND

@@ -289,38 +289,13 @@ func copyTaskOffsets(in []kmsg.TaskOffset) []kmsg.TaskOffset {
 // streamsHeartbeat runs a decoded heartbeat and fills resp, or returns an
 // error code and message. co.mu is held.
 func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.StreamsGroupHeartbeatResponse) (int16, string, []StreamsTopic) {
-	g := co.groups[a.group]
 	if a.epoch < 0 {
-		code, msg := co.leaveStreams(g, a, resp)
+		code, msg := co.leaveStreams(co.groups[a.group], a, resp)
 		return code, msg, nil
 	}
-	if g == nil {
-		if a.epoch != 0 {
-			// A group this gateway does not know (cluster mode, where
-			// streams groups are soft state, after a coordinator move):
-			// the member rejoins (Kafka would still know it).
-			return kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group), nil
-		}
-		if !co.newGroupSlot() {
-			return kerr.CoordinatorNotAvailable.Code, "too many groups on this gateway", nil
-		}
-		g = &group{name: a.group, protocolType: "streams", members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
-		co.groups[a.group] = g
-	}
-	if g.streams == nil {
-		if g.consumer != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
-			return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", a.group), nil
-		}
-		if a.epoch != 0 {
-			return kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group), nil
-		}
-		// An empty classic group (or offsets alone) becomes a streams
-		// group; the offsets stay.
-		g.stopTimer()
-		g.streams, g.protocolType, g.protocol = newSGroup(), "streams", ""
-		if d := co.streamsInitialDelay(a.settings); d > 0 {
-			g.streams.delayUntil = co.clock.Now().Add(d)
-		}
+	g, code, msg := co.streamsGroupFor(a)
+	if code != 0 {
+		return code, msg, nil
 	}
 	sg := g.streams
 	bump := sg.settings.standbys != a.settings.standbys && len(sg.members) > 0
@@ -368,7 +343,54 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	}
 	co.reconcileStreams(g, sg, m, a.active)
 	co.armStreamsSession(g, m)
+	co.answerStreams(sg, m, a, !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby), resp)
+	var create []StreamsTopic
+	if sg.conf != nil {
+		for _, t := range sg.conf.create {
+			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
+		}
+	}
+	return 0, "", create
+}
 
+// streamsGroupFor finds or makes the streams group a heartbeat (epoch >= 0)
+// names, or refuses it. co.mu is held.
+func (co *Coordinator) streamsGroupFor(a *shbArgs) (*group, int16, string) {
+	g := co.groups[a.group]
+	if g == nil {
+		if a.epoch != 0 {
+			// A group this gateway does not know (cluster mode, where
+			// streams groups are soft state, after a coordinator move):
+			// the member rejoins (Kafka would still know it).
+			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group)
+		}
+		if !co.newGroupSlot() {
+			return nil, kerr.CoordinatorNotAvailable.Code, "too many groups on this gateway"
+		}
+		g = &group{name: a.group, protocolType: "streams", members: map[string]*member{}, static: map[string]string{}, pending: map[string]*time.Timer{}}
+		co.groups[a.group] = g
+	}
+	if g.streams == nil {
+		if g.consumer != nil || len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", a.group)
+		}
+		if a.epoch != 0 {
+			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Streams group %s not found: the member must rejoin.", a.group)
+		}
+		// An empty classic group (or offsets alone) becomes a streams
+		// group; the offsets stay.
+		g.stopTimer()
+		g.streams, g.protocolType, g.protocol = newSGroup(), "streams", ""
+		if d := co.streamsInitialDelay(a.settings); d > 0 {
+			g.streams.delayUntil = co.clock.Now().Add(d)
+		}
+	}
+	return g, 0, ""
+}
+
+// answerStreams fills a successful heartbeat's answer for m; changed says
+// its tasks changed (they are sent then, and on a join). co.mu is held.
+func (co *Coordinator) answerStreams(sg *sgroup, m *smember, a *shbArgs, changed bool, resp *kmsg.StreamsGroupHeartbeatResponse) {
 	resp.MemberID = m.id
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(co.streamsInterval(sg) / time.Millisecond)
@@ -376,7 +398,7 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	resp.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
 	resp.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
 	resp.Status = co.streamsStatus(sg, m)
-	if a.epoch == 0 || !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby) {
+	if a.epoch == 0 || changed {
 		resp.ActiveTasks = tasksByTopology(m.active)
 		resp.StandbyTasks = tasksByTopology(m.standby)
 		resp.WarmupTasks = []kmsg.TaskIDs{}
@@ -388,13 +410,6 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	if a.endpointEpoch != sg.endpointEpoch {
 		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
 	}
-	var create []StreamsTopic
-	if sg.conf != nil {
-		for _, t := range sg.conf.create {
-			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
-		}
-	}
-	return 0, "", create
 }
 
 // updateStreamsMember applies what a heartbeat says of m besides its

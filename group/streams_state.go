@@ -83,6 +83,7 @@ type streamsSnap struct {
 	Seq           uint64                `json:"seq"`
 	ConfHash      uint64                `json:"ch"`
 	ShutdownBy    string                `json:"sd,omitempty"`
+	Standbys      int                   `json:"sb,omitempty"` // the group config the target was computed with
 	TopoEpoch     int32                 `json:"te"`
 	Subs          []snapSub             `json:"subs,omitempty"`
 	HasTopo       bool                  `json:"ht"`
@@ -126,7 +127,7 @@ func fromSnapTopics(in []snapTopic) []streamsTopic {
 // tasks and map keys in order). co.mu is held.
 func (sg *sgroup) snapshot() []byte {
 	s := streamsSnap{Epoch: sg.epoch, AssignEpoch: sg.assignEpoch, EndpointEpoch: sg.endpointEpoch, Seq: sg.seq,
-		ConfHash: sg.confHash, ShutdownBy: sg.shutdownBy, Target: map[string]snapTarget{}}
+		ConfHash: sg.confHash, ShutdownBy: sg.shutdownBy, Standbys: sg.settings.standbys, Target: map[string]snapTarget{}}
 	if t := sg.topo; t != nil {
 		s.HasTopo, s.TopoEpoch = true, t.epoch
 		for i := range t.subs {
@@ -161,7 +162,7 @@ func restoreSGroup(b []byte) (*sgroup, error) {
 	}
 	sg := newSGroup()
 	sg.epoch, sg.assignEpoch, sg.endpointEpoch, sg.seq = s.Epoch, s.AssignEpoch, s.EndpointEpoch, s.Seq
-	sg.confHash, sg.shutdownBy = s.ConfHash, s.ShutdownBy
+	sg.confHash, sg.shutdownBy, sg.settings.standbys = s.ConfHash, s.ShutdownBy, s.Standbys
 	if s.HasTopo {
 		t := &streamsTopology{epoch: s.TopoEpoch}
 		for _, sub := range s.Subs {

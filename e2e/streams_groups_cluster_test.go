@@ -103,6 +103,14 @@ func startClusterWordCount(t *testing.T, base string) *clusterWordCount {
 	w.b.p.waitOutput(t, "RUNNING", 3*time.Minute)
 	await.Until(t, 3*time.Minute, func() error { return spread(w.a, w.b) })
 	w.r.awaitSettled("two instances")
+	// The placement read before the group existed may have moved while
+	// the gateways' views settled: ask again, and read through another.
+	w.coord = cg.coordinatorOf(ctx, t, cl, app)
+	for id, p := range cg.procs {
+		if id != w.coord {
+			w.r.addr = p.Addr
+		}
+	}
 	if err := describedSpread(ctx, cl, w.coord, app); err != nil {
 		t.Fatalf("before the kill, gateway %d: %v", w.coord, err)
 	}

@@ -124,10 +124,22 @@ func committedLatest(t *testing.T, addr, topic string) map[string]string {
 // processing.guarantee=exactly_once_v2 (transactions, a RocksDB store with
 // a changelog) is killed with kill -9 while it counts and restarted with
 // an empty state dir: it restores from the changelog read_committed, and
-// the final counts equal the input exactly (no double counting).
+// the final counts equal the input exactly (no double counting). With the
+// classic group protocol and with KIP-1071's streams group (where the
+// restarted instance is a new member: the killed one keeps its tasks until
+// its session ends, then they move).
 func TestStreamsWordCountExactlyOnce(t *testing.T) {
 	t.Parallel()
 	needJar(t, "kafka-streams-*.jar")
+	for _, protocol := range []string{"classic", "streams"} {
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			streamsWordCountExactlyOnce(t, protocol)
+		})
+	}
+}
+
+func streamsWordCountExactlyOnce(t *testing.T, protocol string) {
 	gw := startGateway(t, withTransactions(2))
 	cl := newClient(t, gw.Addr)
 	const app, in, out = "wc-eos", "wc-eos-lines", "wc-eos-counts"
@@ -140,7 +152,7 @@ func TestStreamsWordCountExactlyOnce(t *testing.T) {
 		return countsEqual(committedLatest(t, gw.Addr, out), want)
 	}
 	produceLines(0, 200)
-	wc := javaStart(t, "WordCount EOS", src, gw.Addr, app, in, out, t.TempDir(), "exactly_once_v2")
+	wc := javaStart(t, "WordCount EOS", src, gw.Addr, app, in, out, t.TempDir(), "exactly_once_v2", "group.protocol="+protocol)
 	wc.waitOutput(t, "RUNNING", 3*time.Minute)
 	if err := await.Poll(2*time.Minute, time.Second, countsMatch); err != nil {
 		t.Fatalf("still not so after %v: %v", 2*time.Minute, err)
@@ -159,7 +171,7 @@ func TestStreamsWordCountExactlyOnce(t *testing.T) {
 		return false
 	})
 	wc.kill()
-	wc = javaStart(t, "WordCount EOS (restarted)", src, gw.Addr, app, in, out, t.TempDir(), "exactly_once_v2")
+	wc = javaStart(t, "WordCount EOS (restarted)", src, gw.Addr, app, in, out, t.TempDir(), "exactly_once_v2", "group.protocol="+protocol)
 	wc.waitOutput(t, "RUNNING", 3*time.Minute)
 	if err := await.Poll(3*time.Minute, time.Second, countsMatch); err != nil {
 		t.Fatalf("still not so after %v: %v", 3*time.Minute, err)

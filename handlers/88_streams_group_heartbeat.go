@@ -7,22 +7,27 @@
 //     a static member leaving for now. Any other epoch must be the member's
 //     (or the one before it with a subset of its active tasks), else
 //     FENCED_MEMBER_EPOCH; an unknown member is UNKNOWN_MEMBER_ID.
-//   - The topology of the first member (or a higher topology epoch) is the
-//     group's; a member on an older epoch is told STALE_TOPOLOGY. It is
+//   - The first member's topology is the group's; another topology or
+//     topology epoch joining a live group is INVALID_REQUEST "Topology
+//     updates are not supported yet." (an empty group takes the new one),
+//     a source regex INVALID_REQUEST, a changelog with a partition count
+//     STREAMS_INVALID_TOPOLOGY, all with Kafka 4.4's messages. It is
 //     configured against the stream's topics on every heartbeat: missing
 //     source topics are MISSING_SOURCE_TOPICS, internal (repartition and
 //     changelog) topics are sized from their subtopologies and created
 //     here with the configs the topology gives (MISSING_INTERNAL_TOPICS
 //     until they exist; CREATE on the topic or cluster is needed, else the
 //     status says so), wrong partition counts INCORRECTLY_PARTITIONED_TOPICS.
-//   - Tasks: a sticky assignor balances active tasks over processes and
-//     their members; streams.num.standby.replicas standby tasks per task on
-//     other processes; no warm-up tasks. An active task reaches its new
-//     owner only after the old owner's heartbeat no longer lists it.
+//   - Tasks: a new group's first assignment waits
+//     streams.initial.rebalance.delay.ms (ASSIGNMENT_DELAYED); a sticky
+//     assignor balances active tasks over processes and their members;
+//     streams.num.standby.replicas standby tasks per stateful task on other
+//     processes; no warm-up tasks. An active task reaches its new owner
+//     only after the old owner's heartbeat no longer lists it.
 //   - streams.session.timeout.ms and streams.heartbeat.interval.ms act;
 //     ShutdownApplication tells every member SHUTDOWN_APPLICATION until the
-//     group is empty. v1 asks for the topology description
-//     (TopologyDescriptionRequired) until the group has it (key 93).
+//     group is empty. TopologyDescriptionRequired is never set (as Kafka 4.4
+//     without a topology description plugin).
 //   - Groups are kept in the store after every change and loaded at start,
 //     so an app goes on through a gateway restart (group/streams_state.go).
 //   - Differences from Kafka: in cluster mode memberships are soft state (a

@@ -14,31 +14,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// featureLine and shareLine are kafka-features describe's lines for
-// group.version and share.version as the gateway serves them (Kafka 4.4's
-// tool pads the columns with spaces; 4.1 put tabs between them).
+// featureLine, shareLine and streamsLine are kafka-features describe's
+// lines for group.version, share.version and streams.version as the
+// gateway serves them (Kafka 4.4's tool pads the columns with spaces; 4.1
+// put tabs between them).
 var (
 	featureLine = regexp.MustCompile(`(?m)^Feature: group\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s+Epoch: \d+$`)
 	shareLine   = regexp.MustCompile(`(?m)^Feature: share\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 2\s+FinalizedVersionLevel: 2\s+Epoch: \d+$`)
+	streamsLine = regexp.MustCompile(`(?m)^Feature: streams\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s+Epoch: \d+$`)
 )
 
 // kafka-features describe (Kafka 4.4.0's FeatureCommand, through the Java
 // AdminClient's describeFeatures) lists exactly the features served:
-// group.version, supported 0-1, finalized at 1, and share.version,
-// supported 0-2, finalized at 2 (Kafka 4.4's default), with an epoch.
+// group.version, supported 0-1, finalized at 1, share.version, supported
+// 0-2, finalized at 2, and streams.version, supported 0-1, finalized at 1
+// (Kafka 4.4's defaults), with an epoch.
 func TestJavaKafkaFeaturesDescribe(t *testing.T) {
 	t.Parallel()
 	needJava(t)
 	gw := startGateway(t)
 	out, _ := kafkaTool(t, gw.Addr, "org.apache.kafka.tools.FeatureCommand", "describe")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !featureLine.MatchString(lines[0]) || !shareLine.MatchString(lines[1]) {
-		t.Fatalf("kafka-features describe printed:\n%s\nwant a line for group.version and one for share.version", out)
+	if len(lines) != 3 || !featureLine.MatchString(lines[0]) || !shareLine.MatchString(lines[1]) || !streamsLine.MatchString(lines[2]) {
+		t.Fatalf("kafka-features describe printed:\n%s\nwant a line for group.version, share.version and streams.version", out)
 	}
 }
 
 // ApiVersions v3 and v4 on one connection, as Kafka 4.x answers them:
-// finalized group.version 1 and share.version 2 with an epoch >= 0 in
+// finalized group.version 1, share.version 2 and streams.version 1 with an
+// epoch >= 0 in
 // both; the supported ranges (both from 0) only at v4 (KIP-1022: a v3 client is not sent a range starting
 // at 0); nothing at v2, which has no such fields.
 func TestApiVersionsFeaturesWire(t *testing.T) {
@@ -56,8 +60,8 @@ func TestApiVersionsFeaturesWire(t *testing.T) {
 		got := describeFeatures(resp)
 		want := map[int16]string{
 			2: "supported [] finalized [] epoch -1",
-			3: "supported [] finalized [group.version=1-1 share.version=2-2] epoch E",
-			4: "supported [group.version=0-1 share.version=0-2] finalized [group.version=1-1 share.version=2-2] epoch E",
+			3: "supported [] finalized [group.version=1-1 share.version=2-2 streams.version=1-1] epoch E",
+			4: "supported [group.version=0-1 share.version=0-2 streams.version=0-1] finalized [group.version=1-1 share.version=2-2 streams.version=1-1] epoch E",
 		}[v]
 		if v >= 3 && resp.FinalizedFeaturesEpoch >= 0 {
 			if epoch < 0 {

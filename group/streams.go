@@ -143,11 +143,14 @@ func (co *Coordinator) StreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGr
 		}
 	}
 	var create []StreamsTopic
-	co.locked(func(wake *[]Ticket) { code, msg, create = co.streamsHeartbeat(a, meta, resp) })
+	var changed bool
+	co.locked(func(wake *[]Ticket) { code, msg, create, changed = co.streamsHeartbeat(a, meta, resp) })
 	// Kept before the member hears of it, so a restart right after does
 	// not lose what it was told.
-	if err := co.persistStreams(ctx, a.group); err != nil && code == 0 {
-		return shbError(resp, offsetErrCode(err), "keeping the group's state failed: "+err.Error()), nil
+	if changed {
+		if err := co.persistStreams(ctx, a.group); err != nil && code == 0 {
+			return shbError(resp, offsetErrCode(err), "keeping the group's state failed: "+err.Error()), nil
+		}
 	}
 	if code != 0 {
 		return shbError(resp, code, msg), nil
@@ -287,26 +290,28 @@ func copyTaskOffsets(in []kmsg.TaskOffset) []kmsg.TaskOffset {
 }
 
 // streamsHeartbeat runs a decoded heartbeat and fills resp, or returns an
-// error code and message. co.mu is held.
-func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.StreamsGroupHeartbeatResponse) (int16, string, []StreamsTopic) {
+// error code and message; changed says the group's kept state
+// (streams_state.go) may have changed. co.mu is held.
+func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.StreamsGroupHeartbeatResponse) (code int16, msg string, create []StreamsTopic, changed bool) {
 	if a.epoch < 0 {
 		code, msg := co.leaveStreams(co.groups[a.group], a, resp)
-		return code, msg, nil
+		return code, msg, nil, code == 0
 	}
 	g, code, msg := co.streamsGroupFor(a)
 	if code != 0 {
-		return code, msg, nil
+		return code, msg, nil, false
 	}
 	sg := g.streams
+	before := sg.mark(sg.members[a.memberID])
 	bump := sg.settings.standbys != a.settings.standbys && len(sg.members) > 0
 	sg.settings = a.settings
 	if a.topo != nil && sg.topo != nil && (a.topo.epoch != sg.topo.epoch || !a.topo.equal(sg.topo)) && sg.liveOthers(a.memberID) {
-		return kerr.InvalidRequest.Code, "Topology updates are not supported yet.", nil
+		return kerr.InvalidRequest.Code, "Topology updates are not supported yet.", nil, false
 	}
 
 	m, code, msg := co.streamsMemberFor(g, sg, a)
 	if code != 0 {
-		return code, msg, nil
+		return code, msg, nil, true // a fence check fails before any change; kept anyway
 	}
 	beforeActive, beforeStandby := m.active, m.standby
 	if m.joinedAt == 0 {
@@ -329,7 +334,7 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 		}
 	}
 	if code, msg := sg.checkOwned(a.active); code != 0 {
-		return code, msg, nil
+		return code, msg, nil, true // the member and topology were updated
 	}
 	if sg.delayed() && !co.clock.Now().Before(sg.delayUntil) {
 		sg.delayUntil, bump = time.Time{}, true
@@ -344,13 +349,12 @@ func (co *Coordinator) streamsHeartbeat(a *shbArgs, meta *metaSnap, resp *kmsg.S
 	co.reconcileStreams(g, sg, m, a.active)
 	co.armStreamsSession(g, m)
 	co.answerStreams(sg, m, a, !beforeActive.equal(m.active) || !beforeStandby.equal(m.standby), resp)
-	var create []StreamsTopic
 	if sg.conf != nil {
 		for _, t := range sg.conf.create {
 			create = append(create, StreamsTopic{Name: t.name, Partitions: t.partitions, Configs: t.configs})
 		}
 	}
-	return 0, "", create
+	return 0, "", create, !before.same(sg.mark(m))
 }
 
 // streamsGroupFor finds or makes the streams group a heartbeat (epoch >= 0)

@@ -194,6 +194,50 @@ func restoreSGroup(b []byte) (*sgroup, error) {
 	return sg, nil
 }
 
+// keptMark is what the kept state holds of a group and one member, cheap
+// to take on every heartbeat: comparing the marks before and after one
+// says whether the group must be written again (a heartbeat changes no
+// other member, and the other members' part of the target changes only
+// with the assignment epoch).
+type keptMark struct {
+	epoch, assignEpoch, endpointEpoch int32
+	seq, confHash                     uint64
+	shutdownBy                        string
+	standbys, members                 int
+	topo                              *streamsTopology
+	member                            memberMark
+	active, standby, revoking         taskSet
+}
+
+// memberMark is a member's kept fields but its task sets.
+type memberMark struct {
+	id, instance, rack, clientID, clientHost, process string
+	epoch, prevEpoch, topoEpoch                       int32
+	state                                             memberState
+	rebalance                                         time.Duration
+	joinedAt                                          uint64
+	endpoint                                          *kmsg.Endpoint // replaced, never changed in place
+}
+
+// mark is sg's mark with member m (nil: none). co.mu is held.
+func (sg *sgroup) mark(m *smember) keptMark {
+	k := keptMark{epoch: sg.epoch, assignEpoch: sg.assignEpoch, endpointEpoch: sg.endpointEpoch, seq: sg.seq,
+		confHash: sg.confHash, shutdownBy: sg.shutdownBy, standbys: sg.settings.standbys, members: len(sg.members), topo: sg.topo}
+	if m != nil {
+		k.member = memberMark{m.id, m.instance, m.rack, m.clientID, m.clientHost, m.process,
+			m.epoch, m.prevEpoch, m.topoEpoch, m.state, m.rebalance, m.joinedAt, m.endpoint}
+		k.active, k.standby, k.revoking = m.active, m.standby, m.revoking
+	}
+	return k
+}
+
+func (k keptMark) same(o keptMark) bool {
+	return k.epoch == o.epoch && k.assignEpoch == o.assignEpoch && k.endpointEpoch == o.endpointEpoch &&
+		k.seq == o.seq && k.confHash == o.confHash && k.shutdownBy == o.shutdownBy && k.standbys == o.standbys &&
+		k.members == o.members && k.topo == o.topo && k.member == o.member &&
+		k.active.equal(o.active) && k.standby.equal(o.standby) && k.revoking.equal(o.revoking)
+}
+
 // persistStreams writes group's state to the store if it changed since the
 // last write (or deletes it when the group is gone or no longer a streams
 // group). Writes are ordered by persistMu, so the last one is the latest

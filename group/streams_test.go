@@ -3,6 +3,8 @@ package group
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -675,14 +677,7 @@ func TestStreamsEndpointInformation(t *testing.T) {
 func TestStreamsGroupSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	c := newCoord848(t)
-	c.Coordinator.Close()
-	open := func() *Coordinator {
-		co := New(Options{Config: Config{MetadataMaxAge: -1, StreamsInitialRebalanceDelay: -1}, Store: c.store, Stream: testStream,
-			Clock: c.clock, StreamsState: c.store})
-		t.Cleanup(co.Close)
-		return co
-	}
-	c.Coordinator = open()
+	c.keepStreams(t)
 	c.topic(t, "lines", 2)
 	a := c.smember(t, "app", "a", "p1", wordCountTopology("app", "lines"))
 	b := c.smember(t, "app", "b", "p2", wordCountTopology("app", "lines"))
@@ -697,8 +692,7 @@ func TestStreamsGroupSurvivesRestart(t *testing.T) {
 		t.Fatalf("before: a %v, b %v", tasksA, b.active)
 	}
 
-	c.Coordinator.Close()
-	c.Coordinator = open()
+	c.keepStreams(t)
 	if err := c.LoadStreams(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -721,12 +715,21 @@ func TestStreamsGroupSurvivesRestart(t *testing.T) {
 	if d.Groups[0].ErrorCode != 0 {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(d.Groups[0].ErrorCode))
 	}
-	c.Coordinator.Close()
-	c.Coordinator = open()
+	c.keepStreams(t)
 	if err := c.LoadStreams(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if r := a.send(a.request()); r.ErrorCode != kerr.UnknownMemberID.Code {
 		t.Fatalf("a member of a deleted group: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
+}
+
+// keepStreams replaces c's coordinator by one that keeps streams groups in
+// c's store (as the gateway's does), over the same store and clock: a
+// restart of the coordinator.
+func (c *coord848) keepStreams(tb testing.TB) {
+	c.Coordinator.Close()
+	c.Coordinator = New(Options{Config: Config{MetadataMaxAge: -1, StreamsInitialRebalanceDelay: -1}, Store: c.store, Stream: testStream,
+		Clock: c.clock, StreamsState: c.store, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tb.Cleanup(c.Coordinator.Close)
 }

@@ -54,11 +54,14 @@ func (c *Call) createStreamsTopics(resp *kmsg.StreamsGroupHeartbeatResponse, top
 			failed = append(failed, t.Name+": "+msg)
 			continue
 		}
-		if _, err := c.createTopicWithConfigs(t.Name, n, cfg); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+		switch _, err := c.createTopicWithConfigs(t.Name, n, cfg); {
+		case errors.Is(err, bridge.ErrTopicExists):
+			// Another member's heartbeat created it meanwhile.
+		case err != nil:
 			failed = append(failed, t.Name+": "+err.Error())
-			continue
+		default:
+			c.G.Log.Info("streams group internal topic created", "topic", t.Name, "partitions", n)
 		}
-		c.G.Log.Info("streams group internal topic created", "topic", t.Name, "partitions", n)
 	}
 	if len(failed) == 0 {
 		return

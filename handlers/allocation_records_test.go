@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -73,9 +74,29 @@ func sizedBatch(n, size int) []byte {
 	return batch(recs...)
 }
 
-// encodeAsWorker encodes resp into out, reused, as the worker encodes a
-// reply into a pooled buffer (loop/worker.go encodeReply).
-func encodeAsWorker(out []byte, resp kmsg.Response) []byte { return resp.AppendTo(out[:0]) }
+// allocsPerRequest is the allocations of one request of key at version
+// with body, the way a worker takes it: decoded, handled, checked by check,
+// its response encoded into a reused buffer (as loop/worker.go's
+// encodeReply does into a pooled one), the deferred work run.
+func allocsPerRequest(t *testing.T, g *Gateway, key, version int16, body []byte, check func(kmsg.Response)) float64 {
+	t.Helper()
+	spec := Lookup(key)
+	out := make([]byte, 0, 4<<20)
+	return testing.AllocsPerRun(100, func() {
+		req, err := Decode(key, version, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Call{G: g, Ctx: t.Context()}
+		resp, err := spec.Handle(&c, req)
+		if err != nil || resp == nil {
+			t.Fatal(err)
+		}
+		check(resp)
+		out = resp.AppendTo(out[:0])
+		c.RunDeferred()
+	})
+}
 
 func TestProduceAllocsDoNotGrowWithRecords(t *testing.T) {
 	for _, backend := range hotPathBackends {
@@ -86,28 +107,15 @@ func TestProduceAllocsDoNotGrowWithRecords(t *testing.T) {
 func produceAllocs(t *testing.T, backend string) {
 	// Not parallel: it counts allocations (AllocsPerRun).
 	g := guardedGateway(t, backend)
-	spec := Lookup(0)
-	out := make([]byte, 0, 1<<16)
 	counts := make([]float64, len(recordCounts))
 	for i, rc := range recordCounts {
 		topic := fmt.Sprintf("p-%d-%d", rc.n, rc.size)
 		createTopic(t, g, topic, 1)
 		body := produceReq(9, topic, 0, sizedBatch(rc.n, rc.size)).AppendTo(nil)
-		counts[i] = testing.AllocsPerRun(100, func() {
-			req, err := Decode(0, 9, body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := Call{G: g, Ctx: t.Context()}
-			resp, err := spec.Handle(&c, req)
-			if err != nil {
-				t.Fatal(err)
-			}
+		counts[i] = allocsPerRequest(t, g, 0, 9, body, func(resp kmsg.Response) {
 			if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 				t.Fatalf("error code %d", code)
 			}
-			out = encodeAsWorker(out, resp)
-			c.RunDeferred()
 		})
 	}
 	checkConstant(t, "Produce", counts, produceRequestAllocBudget[backend])
@@ -128,8 +136,6 @@ func fetchAllocs(t *testing.T, backend string) {
 		t.Run(cache.name, func(t *testing.T) {
 			// Not parallel: it counts allocations (AllocsPerRun).
 			g := guardedGateway(t, backend, func(c *Config) { c.TailCacheBytes = cache.bytes })
-			spec := Lookup(1)
-			out := make([]byte, 0, 4<<20)
 			counts := make([]float64, len(recordCounts))
 			for i, rc := range recordCounts {
 				topic := fmt.Sprintf("f-%d-%d", rc.n, rc.size)
@@ -140,22 +146,11 @@ func fetchAllocs(t *testing.T, backend string) {
 					produceOne(t, g, produceReq(9, topic, 0, sizedBatch(min(left, 100), rc.size)))
 				}
 				body := fetchReq(12, topic, 0, 0).AppendTo(nil)
-				counts[i] = testing.AllocsPerRun(100, func() {
-					req, err := Decode(1, 12, body)
-					if err != nil {
-						t.Fatal(err)
-					}
-					c := Call{G: g, Ctx: t.Context()}
-					resp, err := spec.Handle(&c, req)
-					if err != nil || resp == nil {
-						t.Fatal(err)
-					}
+				counts[i] = allocsPerRequest(t, g, 1, 12, body, func(resp kmsg.Response) {
 					p := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
 					if p.ErrorCode != 0 || p.HighWatermark != int64(rc.n) || len(p.RecordBatches) == 0 {
 						t.Fatalf("code %d, high watermark %d, %d bytes", p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
 					}
-					out = encodeAsWorker(out, resp)
-					c.RunDeferred()
 				})
 			}
 			if cache.bytes > 0 {
@@ -169,18 +164,21 @@ func fetchAllocs(t *testing.T, backend string) {
 }
 
 // checkConstant fails t unless every count equals the first (one record)
-// and none passes budget.
+// and none passes budget. A count may carry a fraction from the store
+// client's own goroutines (an Iggy connection's reader, timers) allocating
+// during the runs; allocating per record moves it by at least the record
+// count, so half an allocation is the tolerance.
 func checkConstant(t *testing.T, what string, counts []float64, budget int) {
 	t.Helper()
 	for i, n := range counts {
 		rc := recordCounts[i]
-		t.Logf("%s, %d x %d B: %.1f allocations per request", what, rc.n, rc.size, n)
-		if n != counts[0] {
-			t.Errorf("%s, %d x %d B: %.1f allocations, %.1f with 1 record: something allocates per record",
+		t.Logf("%s, %d x %d B: %.2f allocations per request", what, rc.n, rc.size, n)
+		if math.Abs(n-counts[0]) >= 0.5 {
+			t.Errorf("%s, %d x %d B: %.2f allocations, %.2f with 1 record: something allocates per record",
 				what, rc.n, rc.size, n, counts[0])
 		}
-		if n > float64(budget) {
-			t.Errorf("%s, %d x %d B: %.1f allocations per request, over the budget of %d", what, rc.n, rc.size, n, budget)
+		if n >= float64(budget)+0.5 {
+			t.Errorf("%s, %d x %d B: %.2f allocations per request, over the budget of %d", what, rc.n, rc.size, n, budget)
 		}
 	}
 }

@@ -47,6 +47,8 @@ type connState struct {
 	muted, muteOff bool
 	epfd           int
 	exitBuffered   int
+	// asm is the frame being assembled (assemble.go), if any.
+	asm assembly
 	// addr is the per-address accounting key (limits.go); set at accept.
 	addr netip.Addr
 	// id names the connection to the handlers (Call.ConnID), unique in

@@ -54,7 +54,7 @@ func (s *Server) queueBareToken(cs *connState, c gnet.Conn, total int) (bool, Cl
 	s.cfg.Metrics.BytesIn(total)
 	spec := handlers.BareTokenSpec()
 	hdr := codec.RequestHeader{Key: spec.Key}
-	return s.queueFrame(cs, c, spec, &hdr, frame[4:], total, now)
+	return s.queueFrame(cs, c, spec, &hdr, frame[4:], total, now, nil)
 }
 
 // handlerCloseReason names the close for a handler's error. Any goroutine.

@@ -69,6 +69,8 @@ type Server struct {
 	heldMu sync.Mutex
 	heldQ  []*connState // connections waiting for room in the job queue
 	nHeld  atomic.Int32
+	// assembled counts frames whose assembly started (assemble.go).
+	assembled atomic.Uint64
 
 	stallLog logLimiter   // write-stall closes (backpressure.go)
 	mute     epollMuter   // muting held connections (mute.go)
@@ -388,6 +390,7 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 		return gnet.None
 	}
 	cs.closed.Store(true)
+	cs.dropAssembly()
 	cs.onClosed()
 	s.g.ConnClosed(cs.id)
 	s.conns.Add(-1)

@@ -69,8 +69,9 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	cs.exitBuffered = buffered
 	if !cs.stalled {
-		// Whatever is left is a partial request: its clock runs.
-		cs.noteFrameProgress(buffered)
+		// Whatever is left is a partial request (unread, or being
+		// assembled): its clock runs.
+		cs.noteFrameProgress(buffered + cs.assembledBytes())
 	}
 	return gnet.None
 }
@@ -79,6 +80,9 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 // buffered (or the connection is held for room); a reason other than
 // keepOpen closes the connection. Loop only.
 func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseReason, err error) {
+	if cs.asm.buf != nil {
+		return s.assembledFrame(cs, c)
+	}
 	head, _ := c.Peek(4)
 	if len(head) < 4 {
 		return false, keepOpen, nil
@@ -100,6 +104,7 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	}
 	total := 4 + int(size)
 	if c.InboundBuffered() < total {
+		s.startAssembly(cs, c, total)
 		return false, keepOpen, nil
 	}
 	if sa != nil && (!sa.Authenticated() || sa.Raw() || sa.Failed()) {
@@ -119,7 +124,16 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 	if perr != nil {
 		return false, CloseInternal, perr
 	}
-	body := frame[4:]
+	return s.handleFrame(cs, c, frame[4:], total, nil)
+}
+
+// handleFrame handles one whole frame: body is the frame without its size,
+// total the frame's size with it. owned is nil when body was peeked (the
+// frame is discarded from c once taken), else the connection's assembled
+// buffer holding body (assemble.go), handed to the job or released once
+// taken. Loop only.
+func (s *Server) handleFrame(cs *connState, c gnet.Conn, body []byte, total int, owned *bytebufferpool.ByteBuffer) (more bool, reason CloseReason, err error) {
+	sa := cs.sasl
 	hdr, herr := codec.ParseRequestHeader(body)
 	if herr != nil {
 		return false, CloseBadHeader, herr
@@ -150,18 +164,20 @@ func (s *Server) nextFrame(cs *connState, c gnet.Conn) (more bool, reason CloseR
 		tooNew = true
 	}
 	if (!spec.Inline || spec.Queued != nil && spec.Queued(body[hdr.BodyOffset:], hdr.Version)) && !tooNew {
-		if s.requestsFull(cs, total) {
+		// An assembled frame was let in against this cap when its
+		// assembly started (startAssembly).
+		if owned == nil && s.requestsFull(cs, total) {
 			// The connection's jobs already hold their share of request
 			// copies; wait for one to finish (it wakes us through release,
 			// after it dropped its share).
 			return cs.holdWhile(func() bool { return s.requestsFull(cs, total) }), keepOpen, nil
 		}
-		return s.queueFrame(cs, c, spec, &hdr, body, total, now)
+		return s.queueFrame(cs, c, spec, &hdr, body, total, now, owned)
 	}
 	if reason, err = s.answerInline(cs, spec, &hdr, body, tooNew, now); reason != keepOpen {
 		return false, reason, err
 	}
-	_, _ = c.Discard(total)
+	s.frameTaken(cs, c, total, owned)
 	return true, keepOpen, nil
 }
 
@@ -220,18 +236,22 @@ func (s *Server) abandon(cs *connState, seq uint64, key int16, now time.Time) {
 }
 
 // queueFrame copies the frame into a pooled buffer (the only copy of the
-// request) and queues it for a worker, with its header pointed into that
-// copy: the peeked bytes hdr and body alias are reused once OnTraffic
-// returns. A request the Spec says gets no reply (NoReply) takes no reply
+// request), or takes owned, the assembled buffer body already lives in,
+// and queues it for a worker, with its header pointed into that buffer:
+// the peeked bytes hdr and body alias are reused once OnTraffic returns. A request the Spec says gets no reply (NoReply) takes no reply
 // slot. When the queue is full the frame is left unread and the connection
 // is held until a worker frees room. Loop only.
 func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr *codec.RequestHeader,
-	body []byte, total int, now time.Time) (bool, CloseReason, error) {
+	body []byte, total int, now time.Time, owned *bytebufferpool.ByteBuffer) (bool, CloseReason, error) {
 	noReply := spec.NoReply != nil && spec.NoReply(body[hdr.BodyOffset:], hdr.Version)
 	j := getJob()
 	j.cs, j.spec, j.noReply, j.start = cs, spec, noReply, now
-	j.frame = largeBufs.Get()
-	j.frame.B = append(j.frame.B[:0], body...)
+	if owned != nil {
+		j.frame = owned // body already lives in it: no copy
+	} else {
+		j.frame = largeBufs.Get()
+		j.frame.B = append(j.frame.B[:0], body...)
+	}
 	j.call = handlers.Call{G: s.g, Header: hdr.Rebase(j.frame.B), Ctx: s.ctx, ClientHost: cs.host, Sasl: cs.sasl,
 		Advertised: cs.ln.adv, Listener: cs.ln.Name, TLSPrincipal: cs.tlsPrincipal, Order: j, RequestBytes: len(body), ConnID: cs.id}
 	if cs.sasl != nil && cs.sasl.Raw() {
@@ -251,7 +271,9 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 		cs.reqHeld.Add(-j.held)
 		cs.inflight.Add(-1)
 		s.inflight.Add(-1)
-		largeBufs.Put(j.frame)
+		if owned == nil {
+			largeBufs.Put(j.frame)
+		} // else the assembled frame stays the connection's, for the retry
 		putJob(j)
 		cs.stalled = true
 		s.holdForQueue(cs)
@@ -260,6 +282,10 @@ func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr
 	if !noReply {
 		cs.nextSeq++
 	}
-	_, _ = c.Discard(total)
+	if owned != nil {
+		cs.asm = assembly{} // the job has it now
+	} else {
+		_, _ = c.Discard(total)
+	}
 	return true, keepOpen, nil
 }

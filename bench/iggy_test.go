@@ -65,8 +65,10 @@ func TestSmokeCompareIggy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ws := []Workload{
-		{Name: "produce-100B-4p", Kind: "produce", RecordSize: 100, Records: 20_000, Partitions: 4, Producers: 1},
-		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 20_000, Partitions: 1},
+		// Enough records that each iggy-server spends several 10 ms
+		// ticks on them, for its CPU per record and the ratios.
+		{Name: "produce-100B-4p", Kind: "produce", RecordSize: 100, Records: 50_000, Partitions: 4, Producers: 1},
+		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 40_000, Partitions: 1},
 		{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 500, Partitions: 1, Producers: 1, Seconds: 1, Rate: 500, Linger: -1},
 	}
 	var log strings.Builder

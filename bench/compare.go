@@ -234,7 +234,21 @@ type Row struct {
 	// GatewayUsPerRec is the gateway's part of ServerUsPerRec (µs, median)
 	// for a target of several processes (iggy).
 	GatewayUsPerRec float64 `json:"gateway_cpu_us_per_record,omitempty"`
-	RSSPerConn      float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
+	// IggyServerUsPerRec (iggy, iggy-native, with a server of their own)
+	// is the iggy-server's part of ServerUsPerRec (µs, median): the server
+	// behind the gateway, or the one iggy-bench feeds. AfterUsPerRec is
+	// the part of ServerUsPerRec spent after the step had ended, until the
+	// processes were quiet (settle.go); Unsettled counts the runs whose
+	// processes were not quiet within the bound.
+	IggyServerUsPerRec float64 `json:"iggy_server_cpu_us_per_record,omitempty"`
+	AfterUsPerRec      float64 `json:"after_step_cpu_us_per_record,omitempty"`
+	Unsettled          int     `json:"unsettled_runs,omitempty"`
+	// GatewayPerServer (iggy) is GatewayUsPerRec ÷ IggyServerUsPerRec;
+	// ServerPerNative (iggy) is IggyServerUsPerRec ÷ the iggy-native row's:
+	// the server's CPU per record fed by the gateway over fed by iggy-bench.
+	GatewayPerServer float64 `json:"gateway_per_iggy_server_x,omitempty"`
+	ServerPerNative  float64 `json:"iggy_server_per_native_x,omitempty"`
+	RSSPerConn       float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
 	// ServerSPerGB is the target's CPU seconds per GB of record values it
 	// carried (median of runs): the cost of moving data.
 	ServerSPerGB float64 `json:"server_cpu_s_per_gb,omitempty"`
@@ -401,8 +415,16 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 				if r.Latency != nil {
 					lat = fmt.Sprintf(" p50 %.2fms p99 %.2fms", r.Latency.P50, r.Latency.P99)
 				}
-				fmt.Fprintf(o.Log, "%s: %s rec/s %.1f MB/s%s server CPU %.2fs, %s\n", label,
-					human(r.RecPerSec), r.MBPerSec, lat, r.ServerCPU, status)
+				settle := ""
+				if r.IggyServerCPU > 0 {
+					settle = fmt.Sprintf(" (iggy-server %.2fs; %.2fs after the step, read %.1fs after it", r.IggyServerCPU, r.AfterCPU, r.SettleSeconds)
+					if r.Unsettled {
+						settle += ", not quiet by then"
+					}
+					settle += ")"
+				}
+				fmt.Fprintf(o.Log, "%s: %s rec/s %.1f MB/s%s server CPU %.2fs%s, %s\n", label,
+					human(r.RecPerSec), r.MBPerSec, lat, r.ServerCPU, settle, status)
 				if !native {
 					dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					if err := DeleteTopic(dctx, t.Brokers(), topic, dialOpts(t)...); err != nil {
@@ -449,12 +471,16 @@ func (c *Comparison) runOne(ctx context.Context, o CompareOptions, t Target, w W
 	pid := t.PID()
 	cpu := func() time.Duration { return targetCPU(t) }
 	// sampled runs run and adds the CPU time the target, this process and
-	// the gateway spent meanwhile to its result.
+	// the gateway spent meanwhile to its result; a target with an
+	// iggy-server of its own is measured from quiet to quiet (settle.go).
 	sampled := func(run func() (*Result, error)) (*Result, error) {
-		s0, c0, g0 := cpu(), selfCPU(), gatewayCPU(t)
+		pids, server := targetProcesses(t)
+		step := startStep(ctx, defaultSettler, pids, server >= 0)
+		c0 := selfCPU()
 		r, err := run()
 		if err == nil {
-			r.ServerCPU, r.ClientCPU, r.GatewayCPU = (cpu() - s0).Seconds(), (selfCPU() - c0).Seconds(), (gatewayCPU(t) - g0).Seconds()
+			r.ClientCPU = (selfCPU() - c0).Seconds()
+			r.setStepCPU(step.finish(ctx), len(pids) > 1, server)
 		}
 		return r, err
 	}
@@ -577,6 +603,35 @@ func targetCPU(t Target) time.Duration {
 	return procCPU(t.PID())
 }
 
+// targetProcesses are the processes whose CPU is t's: the gateway and
+// its iggy-server (iggy), or the one process; server is the index of an
+// iggy-server the target started itself, -1 when it has none.
+func targetProcesses(t Target) (pids []int, server int) {
+	pids = []int{t.PID()}
+	if m, ok := t.(interface{ PIDs() []int }); ok {
+		pids = m.PIDs()
+	}
+	server = -1
+	if s, ok := t.(interface{ iggyServerPID() int }); ok && s.iggyServerPID() > 0 {
+		server = slices.Index(pids, s.iggyServerPID())
+	}
+	return pids, server
+}
+
+// setStepCPU fills r's server CPU from what a step's processes spent: all
+// of it, the gateway's part (the first process) when there are several,
+// and the iggy-server's (index server, if not -1).
+func (r *Result) setStepCPU(s stepSpent, several bool, server int) {
+	r.ServerCPU = s.sum().Seconds()
+	if several {
+		r.GatewayCPU = s.cpu[0].Seconds()
+	}
+	if server >= 0 {
+		r.IggyServerCPU = s.cpu[server].Seconds()
+		r.AfterCPU, r.SettleSeconds, r.Unsettled = s.after.Seconds(), s.waited.Seconds(), s.unsettled
+	}
+}
+
 // gatewayCPU is the CPU time of the gateway process of a target with
 // several processes (iggy), 0 for the others (their server CPU is the
 // gateway's, or not a gateway's).
@@ -673,7 +728,7 @@ func (c *Comparison) summarise() {
 				continue
 			}
 			row := Row{Workload: w.Name, Target: t, Runs: len(runs), Rate: c.Rates[w.Name]}
-			var rec, mb, cpu, ccpu, sper, cper, gper, rss, pergb, p50, p95, p99, p999, pmax, mean, ratios, firsts, after []float64
+			var rec, mb, cpu, ccpu, sper, cper, gper, iper, aper, rss, pergb, p50, p95, p99, p999, pmax, mean, ratios, firsts, after []float64
 			for i, r := range runs {
 				if !r.Complete {
 					if row.FirstError == "" {
@@ -698,6 +753,13 @@ func (c *Comparison) summarise() {
 					if r.GatewayCPU > 0 {
 						gper = append(gper, r.GatewayCPU*1e6/float64(r.Counted))
 					}
+					if r.IggyServerCPU > 0 {
+						iper = append(iper, r.IggyServerCPU*1e6/float64(r.Counted))
+						aper = append(aper, r.AfterCPU*1e6/float64(r.Counted))
+					}
+					if r.Unsettled {
+						row.Unsettled++
+					}
 					if bytes := float64(r.Counted) * float64(r.RecordSize); bytes > 0 && r.ServerCPU > 0 {
 						pergb = append(pergb, r.ServerCPU/(bytes/1e9))
 					}
@@ -718,6 +780,7 @@ func (c *Comparison) summarise() {
 				row.RecPerSec, row.MBPerSec, row.ServerCPU = median(rec), median(mb), median(cpu)
 				row.ClientCPU, row.ServerUsPerRec, row.ClientUsPerRec = median(ccpu), median(sper), median(cper)
 				row.GatewayUsPerRec, row.RSSPerConn, row.ServerSPerGB = median(gper), median(rss), median(pergb)
+				row.IggyServerUsPerRec, row.AfterUsPerRec = median(iper), median(aper)
 				row.MinRec, row.MaxRec = slices.Min(rec), slices.Max(rec)
 				row.PairedX, row.FirstRecord, row.AfterFirst = median(ratios), median(firsts), median(after)
 			}
@@ -731,6 +794,15 @@ func (c *Comparison) summarise() {
 		r := &c.Rows[i]
 		if b := c.row(r.Workload, base); b != nil && r.RecPerSec > 0 {
 			r.GatewayX = b.RecPerSec / r.RecPerSec
+		}
+		if r.Target != "iggy" || r.IggyServerUsPerRec <= 0 {
+			continue
+		}
+		if r.GatewayUsPerRec > 0 {
+			r.GatewayPerServer = r.GatewayUsPerRec / r.IggyServerUsPerRec
+		}
+		if n := c.row(r.Workload, "iggy-native"); n != nil && n.IggyServerUsPerRec > 0 {
+			r.ServerPerNative = r.IggyServerUsPerRec / n.IggyServerUsPerRec
 		}
 	}
 }
@@ -829,6 +901,29 @@ func (c *Comparison) checks() []Check {
 			ck.Shortfall = fmt.Sprintf("%.0f points short", 100*(0.8-share))
 		}
 		out = append(out, ck)
+	}
+	// Over a real Iggy server (issue 30), CPU read once the processes
+	// settled: the iggy-server's CPU per record fed by the gateway at most
+	// 1.2x what the same records cost it fed by iggy-bench, and the
+	// gateway's CPU at most half its iggy-server's.
+	atMostX := func(what string, got, want float64) {
+		ck := Check{What: what, Want: fmt.Sprintf("<= %.1fx", want), Got: got, GotText: fmt.Sprintf("%.2fx", got), Pass: got <= want}
+		if !ck.Pass {
+			ck.Shortfall = fmt.Sprintf("%.1fx over", got/want)
+		}
+		out = append(out, ck)
+	}
+	for _, w := range c.Workloads {
+		g := c.row(w.Name, "iggy")
+		if g == nil || w.Kind != "produce" && w.Kind != "consume" {
+			continue
+		}
+		if g.ServerPerNative > 0 {
+			atMostX(fmt.Sprintf("%s: iggy-server CPU per record, fed by the gateway ÷ by iggy-bench", w.Name), g.ServerPerNative, 1.2)
+		}
+		if g.GatewayPerServer > 0 {
+			atMostX(fmt.Sprintf("%s: gateway CPU ÷ iggy-server CPU", w.Name), g.GatewayPerServer, 0.5)
+		}
 	}
 	// TLS produce and consume at least 0.7x plaintext at 1 KiB.
 	for _, w := range c.Workloads {

@@ -136,6 +136,9 @@ func (t *iggyTarget) PIDs() []int {
 	return pids
 }
 
+// iggyServerPID is the server's process id when the target started one.
+func (t *iggyTarget) iggyServerPID() int { return t.own.pid() }
+
 func (t *iggyTarget) Stop() error {
 	t.stopProcess()
 	t.own.stop()
@@ -162,6 +165,9 @@ type nativeRunner interface {
 func (t *nativeTarget) Name() string      { return t.name }
 func (t *nativeTarget) Brokers() []string { return []string{t.addr} }
 func (t *nativeTarget) PID() int          { return t.own.pid() }
+
+// iggyServerPID is the server's process id when the target started one.
+func (t *nativeTarget) iggyServerPID() int { return t.own.pid() }
 
 func (t *nativeTarget) Start(ctx context.Context) error {
 	sd, err := t.c.iggyServerDir("iggy-bench")
@@ -254,13 +260,16 @@ func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration ti
 			return r
 		}
 	}
-	s0 := procCPU(t.PID())
+	// From quiet to quiet, as the iggy target (settle.go): the preload's
+	// saving is not the step's, the step's own is.
+	pids, server := targetProcesses(t)
+	step := startStep(ctx, defaultSettler, pids, server >= 0)
 	res, err := run(w.Kind, w.Kind == "consume")
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	r.ServerCPU = (procCPU(t.PID()) - s0).Seconds()
+	r.setStepCPU(step.finish(ctx), false, server)
 	r.ClientCPU = clientCPU.Seconds() // iggy-bench's, as the harness's own for the Kafka-wire targets
 	r.Counted = res.messages
 	r.Bytes = res.messages * int64(w.RecordSize)

@@ -65,12 +65,16 @@ func TestSmokeCompareIggy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ws := []Workload{
-		{Name: "produce-100B-4p", Kind: "produce", RecordSize: 100, Records: 20_000, Partitions: 4, Producers: 1},
-		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 20_000, Partitions: 1},
+		// Enough records that each iggy-server spends several 10 ms
+		// ticks on them, for its CPU per record and the ratios.
+		{Name: "produce-100B-4p", Kind: "produce", RecordSize: 100, Records: 50_000, Partitions: 4, Producers: 1},
+		{Name: "consume-1KiB", Kind: "consume", RecordSize: 1024, Records: 40_000, Partitions: 1},
 		{Name: "latency-100B", Kind: "latency", RecordSize: 100, Records: 500, Partitions: 1, Producers: 1, Seconds: 1, Rate: 500, Linger: -1},
 	}
+	var log strings.Builder
+	defer func() { t.Log("\n" + log.String()) }()
 	c, err := Compare(ctx, CompareOptions{Targets: []string{"iggy", "iggy-native"}, Workloads: ws, Reps: 1,
-		MaxDuration: 30 * time.Second, Acks: "all", Idempotent: true,
+		MaxDuration: 30 * time.Second, Acks: "all", Idempotent: true, Log: &log,
 		// Without the tail cache the consume reads the server, so both
 		// processes of the iggy target do work on it (with the cache a
 		// preloaded topic is served by the gateway alone).
@@ -104,15 +108,38 @@ func TestSmokeCompareIggy(t *testing.T) {
 			t.Fatalf("%s: gateway %.3f of server %.3f µs/record; native gateway %.3f", w, g.GatewayUsPerRec, g.ServerUsPerRec, n.GatewayUsPerRec)
 		}
 	}
-	found := 0
-	for _, ck := range c.Checks {
-		if strings.HasSuffix(ck.What, "iggy ÷ iggy-native") {
-			found++
+	// The iggy-server's CPU per record behind the gateway and behind
+	// iggy-bench, read once the servers settled, and the two ratios of
+	// issue 30 on the iggy rows.
+	for _, w := range []string{"produce-100B-4p", "consume-1KiB"} {
+		g, n := c.row(w, "iggy"), c.row(w, "iggy-native")
+		if g.IggyServerUsPerRec <= 0 || g.IggyServerUsPerRec > g.ServerUsPerRec || n.IggyServerUsPerRec != n.ServerUsPerRec ||
+			g.ServerPerNative <= 0 || g.GatewayPerServer <= 0 || n.ServerPerNative != 0 || n.GatewayPerServer != 0 {
+			t.Fatalf("%s: iggy %+v\nnative %+v", w, g, n)
+		}
+		if g.AfterUsPerRec < 0 || g.AfterUsPerRec > g.ServerUsPerRec || n.AfterUsPerRec < 0 || n.AfterUsPerRec > n.ServerUsPerRec {
+			t.Fatalf("%s: after the step %.3f of %.3f, native %.3f of %.3f µs/record", w, g.AfterUsPerRec, g.ServerUsPerRec,
+				n.AfterUsPerRec, n.ServerUsPerRec)
 		}
 	}
-	if found != 2 || !strings.Contains(c.Markdown(), "| consume-1KiB | iggy-native | 1/1 |") {
-		t.Fatalf("checks %+v\n%s", c.Checks, c.Markdown())
+	found := map[string]int{}
+	for _, ck := range c.Checks {
+		for _, suffix := range []string{"iggy ÷ iggy-native", "fed by the gateway ÷ by iggy-bench", "gateway CPU ÷ iggy-server CPU"} {
+			if strings.HasSuffix(ck.What, suffix) {
+				found[suffix]++
+				if ck.Got <= 0 {
+					t.Errorf("%+v", ck)
+				}
+			}
+		}
 	}
+	md := c.Markdown()
+	if len(found) != 3 || found["iggy ÷ iggy-native"] != 2 || found["fed by the gateway ÷ by iggy-bench"] != 2 ||
+		found["gateway CPU ÷ iggy-server CPU"] != 2 || !strings.Contains(md, "| consume-1KiB | iggy-native | 1/1 |") ||
+		!strings.Contains(md, "| gateway ÷ iggy-server | iggy-server ÷ native |") {
+		t.Fatalf("checks %+v\n%s", c.Checks, md)
+	}
+	t.Log("\n" + md)
 }
 
 // TestIggyTargetSkips: without a server directory the Iggy targets are

@@ -166,6 +166,16 @@ type Result struct {
 	// GatewayCPU is the gateway's part of ServerCPU when the target runs
 	// more than one process (iggy: the gateway and its Iggy server).
 	GatewayCPU float64 `json:"gateway_cpu_s,omitempty"`
+	// IggyServerCPU is the part of ServerCPU spent by an iggy-server the
+	// target started (iggy: the one behind the gateway; iggy-native: all).
+	IggyServerCPU float64 `json:"iggy_server_cpu_s,omitempty"`
+	// AfterCPU is the part of ServerCPU the target's processes spent after
+	// the step had ended (Iggy saving in the background), counted until
+	// they were quiet again, SettleSeconds after the end; Unsettled: they
+	// were not quiet within the bound, and the CPU was read there.
+	AfterCPU      float64 `json:"after_step_cpu_s,omitempty"`
+	SettleSeconds float64 `json:"settle_s,omitempty"`
+	Unsettled     bool    `json:"unsettled,omitempty"`
 	// RSSPerConn is the idle workload's growth of the target's resident
 	// memory per open connection, in bytes.
 	RSSPerConn float64 `json:"rss_per_conn_bytes,omitempty"`

@@ -63,6 +63,14 @@ func orDash(s string) string {
 	return s
 }
 
+// num formats v, or "–" when there is none (0 or less).
+func num(v float64, format string) string {
+	if v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
+}
+
 func latCell(l *Latency, f func(*Latency) float64) string {
 	if l == nil {
 		return "–"
@@ -126,19 +134,9 @@ func (c *Comparison) Markdown() string {
 	if slices.Contains(c.Targets, "iggy-native") {
 		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
 			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
-		b.WriteString("\nCPU per record (µs, medians; client: the harness's franz-go process, or iggy-bench; " +
-			"server: the target's processes, of which the gateway's for iggy). On a machine they share, throughput follows the sum.\n\n" +
-			"| workload | target | client | server | of which gateway | sum |\n|---|---|---:|---:|---:|---:|\n")
-		for _, r := range c.Rows {
-			if r.OK > 0 && r.ClientUsPerRec+r.ServerUsPerRec > 0 {
-				gw := "–"
-				if r.GatewayUsPerRec > 0 {
-					gw = fmt.Sprintf("%.3f", r.GatewayUsPerRec)
-				}
-				fmt.Fprintf(&b, "| %s | %s | %.3f | %.3f | %s | %.3f |\n", r.Workload, r.Target,
-					r.ClientUsPerRec, r.ServerUsPerRec, gw, r.ClientUsPerRec+r.ServerUsPerRec)
-			}
-		}
+	}
+	if slices.Contains(c.Targets, "iggy-native") || slices.Contains(c.Targets, "iggy") {
+		c.iggyCPUTable(&b)
 	}
 	for _, r := range c.Rows {
 		if r.FirstError != "" {
@@ -273,12 +271,6 @@ func (c *Comparison) perfTable(b *strings.Builder) {
 		"or the target runs in the harness's process.\n\n" +
 		"| workload | target | ok/runs | records/s | avg ms | p95 ms | client CPU s | client µs/rec | server µs/rec |\n" +
 		"|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	num := func(v float64, format string) string {
-		if v <= 0 {
-			return "–"
-		}
-		return fmt.Sprintf(format, v)
-	}
 	for _, r := range rows {
 		avg, p95 := "–", "–"
 		if r.Latency != nil {
@@ -310,5 +302,34 @@ func (c *Comparison) shareTable(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d/%d | %s | %.2f | %s | %s | %.2f | %d |\n", r.Workload, r.Target, r.OK, r.Runs,
 			human(r.RecPerSec), r.FirstRecord, human(r.AfterFirst), server, r.ClientUsPerRec, r.Duplicates)
+	}
+}
+
+// iggyCPUTable renders the CPU per record of client and server, with the
+// iggy rows' server split into the gateway and its iggy-server, and the
+// two ratios issue 30 sets targets for.
+func (c *Comparison) iggyCPUTable(b *strings.Builder) {
+	b.WriteString("\nCPU per record (µs, medians; client: the harness's franz-go process, or iggy-bench; " +
+		"server: the target's processes, of which the gateway's and the iggy-server's for iggy; " +
+		"a target with an iggy-server of its own is measured from quiet to quiet, so the server's background saving " +
+		"after a step counts: \"after the step\" is that part). On a machine they share, throughput follows the sum. " +
+		"\"gateway ÷ iggy-server\" divides the gateway's column by the iggy-server's; \"iggy-server ÷ native\" " +
+		"the iggy-server's CPU per record fed by the gateway by the iggy-native row's, fed by iggy-bench.\n\n" +
+		"| workload | target | client | server | of which gateway | of which iggy-server | of which after the step | sum | gateway ÷ iggy-server | iggy-server ÷ native |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range c.Rows {
+		if r.OK == 0 || r.ClientUsPerRec+r.ServerUsPerRec <= 0 {
+			continue
+		}
+		after := num(r.AfterUsPerRec, "%.3f")
+		if r.IggyServerUsPerRec > 0 && r.AfterUsPerRec == 0 {
+			after = "0"
+		}
+		if r.Unsettled > 0 {
+			after += fmt.Sprintf(" (%d unsettled)", r.Unsettled)
+		}
+		fmt.Fprintf(b, "| %s | %s | %.3f | %.3f | %s | %s | %s | %.3f | %s | %s |\n", r.Workload, r.Target,
+			r.ClientUsPerRec, r.ServerUsPerRec, num(r.GatewayUsPerRec, "%.3f"), num(r.IggyServerUsPerRec, "%.3f"), after,
+			r.ClientUsPerRec+r.ServerUsPerRec, num(r.GatewayPerServer, "%.2fx"), num(r.ServerPerNative, "%.2fx"))
 	}
 }

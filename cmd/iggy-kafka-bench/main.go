@@ -194,7 +194,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&perfProps, "perf-producer-prop", "KEY=VALUE producer setting of the perf-produce workloads, after their acks=all, repeatable (e.g. --perf-producer-prop=batch.size=1048576)")
 	iggyAddr := fs.String("iggy-addr", "", "Iggy server for the iggy and iggy-native targets (default: each starts its own from ../shared/iggy/server)")
 	var iggyArgs multiFlag
-	fs.Var(&iggyArgs, "iggy-arg", "extra gateway flag for the iggy target, repeatable (e.g. --iggy-arg=--iggy-username=iggy)")
+	fs.Var(&iggyArgs, "iggy-arg", "extra gateway flag for the iggy target, repeatable (e.g. --iggy-arg=--iggy-username=iggy; "+
+		"--iggy-arg=--tail-cache-mb=0 makes the consume workloads read the server instead of the gateway's tail cache)")
 	scaling := fs.Bool("scaling", false, "the scaling workloads instead (producer connections 1/4/16/64, 100 topics x 16 partitions produce and consume, consumers 1/8/64)")
 	var gwArgs multiFlag
 	fs.Var(&gwArgs, "gateway-arg", "extra flag for the gateway targets' binary, repeatable (e.g. --gateway-arg=--fetch-session-cache-slots=0)")

@@ -7,7 +7,7 @@ import (
 
 // The guard's own cost per call, over a store that answers at once (its
 // release channel closed): what every Append, Poll and state read pays
-// for its deadline and its goroutine.
+// for its deadline and its worker.
 func BenchmarkGuardAppend(b *testing.B) {
 	s := newHangStore()
 	close(s.release)
@@ -36,4 +36,22 @@ func BenchmarkGuardAppendStaged(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkGuardAppendParallel is BenchmarkGuardAppend from GOMAXPROCS
+// goroutines at once, as a gateway's connections call the store.
+func BenchmarkGuardAppendParallel(b *testing.B) {
+	s := newHangStore()
+	close(s.release)
+	g := Guard(s, GuardOptions{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		batch := make([]byte, 64)
+		for pb.Next() {
+			if _, err := g.Append(ctx, "s", "t", 0, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -55,3 +55,19 @@ func BenchmarkGuardAppendParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGuardPoll is BenchmarkGuardAppend through Poll, the call Fetch
+// makes per partition the tail cache does not answer.
+func BenchmarkGuardPoll(b *testing.B) {
+	s := newHangStore()
+	close(s.release)
+	g := Guard(s, GuardOptions{})
+	ctx := context.Background()
+	feed := func([]byte) bool { return true }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := g.Poll(ctx, "s", "t", 0, 0, 1, feed); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -35,8 +35,8 @@ type job interface{ exec(ctx context.Context) }
 // call is one guarded call in flight and the context of its store call.
 type call struct {
 	parent   context.Context
-	deadline time.Time // the context's: the guard's, or the parent's if earlier
-	expires  time.Time // the guard's, which the watchdog enforces
+	deadline time.Time     // the context's: the guard's, or the parent's if earlier
+	expires  time.Duration // the guard's, on clock: the watchdog enforces it
 	job      job
 
 	// state: 0 running, 1 finished, 2 abandoned; whoever moves it from 0
@@ -62,6 +62,13 @@ type call struct {
 var callPool = sync.Pool{New: func() any {
 	return &call{res: make(chan struct{}, 1), done: make(chan struct{})}
 }}
+
+// clock is the monotonic time since clockBase: one clock read, where
+// time.Now reads the wall clock too (25 ns against 48 on the VM
+// measured).
+func clock() time.Duration { return time.Since(clockBase) }
+
+var clockBase = time.Now()
 
 var (
 	errDeadline error = context.DeadlineExceeded
@@ -128,8 +135,8 @@ func (c *call) cancel(errp *error) {
 func (g *Guarded) newCall(ctx context.Context, j job) *call {
 	c := callPool.Get().(*call)
 	c.parent, c.job = ctx, j
-	c.expires = time.Now().Add(g.timeout)
-	c.deadline = c.expires
+	c.expires = clock() + g.timeout
+	c.deadline = clockBase.Add(c.expires)
 	if d, ok := ctx.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
@@ -265,8 +272,8 @@ func (w *watchdog) unlink(c *call) {
 func (w *watchdog) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := time.Now()
-	for c := w.head; c != nil && !c.expires.After(now); c = w.head {
+	now := clock()
+	for c := w.head; c != nil && c.expires <= now; c = w.head {
 		w.unlink(c)
 		c.cancel(&errDeadline)
 	}
@@ -274,5 +281,5 @@ func (w *watchdog) fire() {
 		w.armed = false
 		return
 	}
-	w.timer.Reset(w.head.expires.Sub(now))
+	w.timer.Reset(w.head.expires - now)
 }

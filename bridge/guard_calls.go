@@ -117,23 +117,49 @@ func (g *Guarded) SetTopicConfigs(ctx context.Context, stream, topic string, cfg
 // Append: an error matching ErrAbandoned means the store may still read
 // batch: the caller must drop the buffer, not reuse it.
 func (g *Guarded) Append(ctx context.Context, stream, topic string, partition int32, batch []byte) (uint64, error) {
-	return run(g, ctx, "append", true, func(ctx context.Context) (uint64, error) {
-		return g.inner.Append(ctx, stream, topic, partition, batch)
-	})
+	j := &appendJob{g: g, stream: stream, topic: topic, partition: partition, batch: batch}
+	if err := g.call(ctx, "append", true, j); err != nil {
+		return 0, err
+	}
+	g.note(j.err)
+	return j.base, j.err
 }
 
 // AppendStaged: the write and the wait for durability are each a guarded
-// call with its own deadline. On the produce path, so one closure per
-// call, as Append (no run2 layer).
+// call with its own deadline.
 func (g *Guarded) AppendStaged(ctx context.Context, stream, topic string, partition int32, batch []byte, prep Prepared) (uint64, func(context.Context) error, error) {
-	st, err := run(g, ctx, "append", true, func(ctx context.Context) (pair[uint64, func(context.Context) error], error) {
-		base, durable, err := g.inner.AppendStaged(ctx, stream, topic, partition, batch, prep)
-		return pair[uint64, func(context.Context) error]{base, durable}, err
-	})
-	if err != nil || st.b == nil {
-		return st.a, nil, err
+	j := &appendJob{g: g, stream: stream, topic: topic, partition: partition, batch: batch, prep: prep, staged: true}
+	if err := g.call(ctx, "append", true, j); err != nil {
+		return 0, nil, err
 	}
-	return st.a, func(ctx context.Context) error { return do(g, ctx, "append_sync", true, st.b) }, nil
+	g.note(j.err)
+	if j.err != nil || j.durable == nil {
+		return j.base, nil, j.err
+	}
+	return j.base, func(ctx context.Context) error { return do(g, ctx, "append_sync", true, j.durable) }, nil
+}
+
+// appendJob is an Append or an AppendStaged under the guard: on the
+// produce path, so one allocation for the arguments and the results
+// rather than a closure and a task.
+type appendJob struct {
+	g             *Guarded
+	stream, topic string
+	partition     int32
+	batch         []byte
+	prep          Prepared
+	staged        bool
+	base          uint64
+	durable       func(context.Context) error
+	err           error
+}
+
+func (j *appendJob) exec(ctx context.Context) {
+	if j.staged {
+		j.base, j.durable, j.err = j.g.inner.AppendStaged(ctx, j.stream, j.topic, j.partition, j.batch, j.prep)
+		return
+	}
+	j.base, j.err = j.g.inner.Append(ctx, j.stream, j.topic, j.partition, j.batch)
 }
 
 // Poll: fn runs on the call's worker while the caller waits; once the

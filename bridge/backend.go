@@ -22,7 +22,9 @@ var ErrOffsetOutOfRange = errors.New("bridge: offset out of range")
 // one and is one. What differs between backends is how, never whether:
 // Capabilities says.
 //
-// All methods may be called from any goroutine, concurrently.
+// All methods may be called from any goroutine, concurrently. A method
+// uses its ctx only until it returns: under the guard, the context of a
+// call that finished in time serves a later call.
 type Backend interface {
 	Catalog
 	Log

@@ -10,13 +10,14 @@ import (
 )
 
 // A store failure is an answer, never a hang. Guarded puts every call of a
-// Store under a deadline and runs it on a goroutine of its own, so a call
-// stuck inside the engine (a full disk, a stopped Iggy server) cannot hold
-// the worker that made it: the worker gets an error at the deadline, or at
-// once when the store reports that its storage failed, and the stuck call
-// is left to finish on its own ("hung"). Hung calls are counted; past
-// GuardOptions.MaxHung new calls are refused at once, so a wedged engine
-// cannot grow goroutines without bound.
+// Store under a deadline and runs it on one of its own goroutines (its
+// workers: guard_call.go), so a call stuck inside the engine (a full disk,
+// a stopped Iggy server) cannot hold the goroutine that made it: the caller
+// gets an error at the deadline, or at once when the store reports that
+// its storage failed, and the stuck call is left to finish on its own
+// ("hung"). Hung calls are counted; past GuardOptions.MaxHung new calls
+// are refused at once, so a wedged engine cannot grow goroutines without
+// bound.
 
 // HealthState says whether a store serves.
 type HealthState uint8
@@ -94,17 +95,24 @@ type Guarded struct {
 	maxHung int64
 	log     *slog.Logger
 
-	// lastBad/lastGood: unix nanos of the last call that failed for the
-	// store's sake (abandoned, ErrUnavailable, or timed out in the store)
-	// and of the last one the store answered otherwise; badCause is the
-	// former's error.
-	lastBad, lastGood atomic.Int64
-	badCause          atomic.Pointer[error]
+	// lastBad/lastGood: the place in seq of the last call that failed for
+	// the store's sake (abandoned, ErrUnavailable, or timed out in the
+	// store) and of the last one the store answered otherwise; badSince
+	// (unix nanos) and badCause are the former's time and error.
+	seq, lastBad, lastGood atomic.Int64
+	badSince               atomic.Int64
+	badCause               atomic.Pointer[error]
 
 	hung      atomic.Int64  // abandoned calls still running
 	abandoned atomic.Uint64 // calls abandoned, ever
 	refused   atomic.Uint64 // calls refused for too many hung ones
 	lastLog   atomic.Int64  // unix nanos of the last abandonment log line
+
+	watch   watchdog     // ends calls' contexts at their deadline (guard_call.go)
+	work    chan *call   // idle workers take calls here
+	workers atomic.Int32 // workers alive, idle or not
+	reaping atomic.Bool  // reaper armed; the one who sets it arms it
+	reaper  *time.Timer  // ends idle workers (reap)
 }
 
 var _ Backend = (*Guarded)(nil)
@@ -123,8 +131,11 @@ func Guard(inner Backend, o GuardOptions) *Guarded {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Guarded{inner: inner, caps: inner.Capabilities(), timeout: o.Timeout, closeTO: o.CloseTimeout,
-		maxHung: int64(o.MaxHung), log: o.Log}
+	g := &Guarded{inner: inner, caps: inner.Capabilities(), timeout: o.Timeout, closeTO: o.CloseTimeout,
+		maxHung: int64(o.MaxHung), log: o.Log, work: make(chan *call)}
+	g.reaper = time.AfterFunc(workerIdle, g.reap)
+	g.reaper.Stop() // armed by the first worker (start)
+	return g
 }
 
 // Inner returns the wrapped backend.
@@ -160,7 +171,7 @@ func (g *Guarded) Health() (Health, <-chan struct{}) {
 			if p := g.badCause.Load(); p != nil {
 				cause = *p
 			}
-			h = Health{State: Degraded, Cause: cause, Since: time.Unix(0, bad)}
+			h = Health{State: Degraded, Cause: cause, Since: time.Unix(0, g.badSince.Load())}
 		}
 	}
 	return h, changed
@@ -172,87 +183,109 @@ func (g *Guarded) Health() (Health, <-chan struct{}) {
 // e.g. for a connection a hung call holds) failed for the store's sake
 // like ErrUnavailable; anything else is an answer.
 func (g *Guarded) note(err error) {
-	now := time.Now().UnixNano()
 	if err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)) {
-		g.badCause.Store(&err)
-		g.lastBad.Store(now)
+		cause := err // a copy, so that only this branch allocates
+		g.badCause.Store(&cause)
+		g.badSince.Store(time.Now().UnixNano())
+		storeMax(&g.lastBad, g.seq.Add(1))
 		return
 	}
-	g.lastGood.Store(now)
+	// An answer while no failure is newer than the last answer changes
+	// nothing Health says: it is left out, so that the common case only
+	// reads.
+	if g.lastBad.Load() > g.lastGood.Load() {
+		storeMax(&g.lastGood, g.seq.Add(1))
+	}
 }
 
-// guardCall is one call in flight. state: 0 running, 1 finished, 2
-// abandoned; whoever moves it from 0 decides who owns the result.
-type guardCall[T any] struct {
-	state atomic.Int32
-	done  chan struct{}
-	v     T
-	err   error
+// storeMax raises v to n unless it is there already.
+func storeMax(v *atomic.Int64, n int64) {
+	for old := v.Load(); old < n && !v.CompareAndSwap(old, n); old = v.Load() {
+	}
 }
 
-// run calls fn(ctx) on its own goroutine under the deadline and returns its
-// result, or an abandonedError at the deadline or, for a write, as soon as
-// the store reports a failure. onAbandon (may be nil) runs before run
-// returns an abandoned call, on the caller's goroutine. Any goroutine.
-func run[T any](g *Guarded, ctx context.Context, op string, write bool, onAbandon func(), fn func(context.Context) (T, error)) (T, error) {
-	var zero T
+// task is a job returning one value and an error.
+type task[T any] struct {
+	fn  func(context.Context) (T, error)
+	v   T
+	err error
+}
+
+func (t *task[T]) exec(ctx context.Context) { t.v, t.err = t.fn(ctx) }
+
+// run calls fn(ctx) on a worker under the deadline and returns its result,
+// or an abandonedError at the deadline or, for a write, as soon as the
+// store reports a failure. Any goroutine.
+func run[T any](g *Guarded, ctx context.Context, op string, write bool, fn func(context.Context) (T, error)) (T, error) {
+	t := &task[T]{fn: fn}
+	if err := g.call(ctx, op, write, t); err != nil {
+		var zero T
+		return zero, err
+	}
+	g.note(t.err)
+	return t.v, t.err
+}
+
+// call runs j on a worker under the deadline. nil: j finished and its
+// results are the caller's; else the call was refused or abandoned. A
+// job with an abandoned method has it called before call returns an
+// abandoned call, on the caller's goroutine.
+func (g *Guarded) call(ctx context.Context, op string, write bool, j job) error {
 	if g.hung.Load() >= g.maxHung {
 		g.refused.Add(1)
-		return zero, fmt.Errorf("%w: %d store calls hung past their deadline", ErrUnavailable, g.hung.Load())
+		return fmt.Errorf("%w: %d store calls hung past their deadline", ErrUnavailable, g.hung.Load())
 	}
 	var changed <-chan struct{}
 	if g.caps.Health {
 		var h Health
 		h, changed = g.inner.Health()
 		if write && h.State != Healthy {
-			return zero, h.Cause
+			return h.Cause
 		}
 		if !write {
 			changed = nil // reads are not cut short by a write failure
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	c := &guardCall[T]{done: make(chan struct{})}
-	go func() {
-		v, err := fn(ctx)
-		if c.state.CompareAndSwap(0, 1) {
-			c.v, c.err = v, err
-			close(c.done)
-			return
-		}
-		g.hung.Add(-1) // the caller gave up on us
-	}()
+	c := g.newCall(ctx, j)
+	g.start(c)
 	for {
 		select {
-		case <-c.done:
-			g.note(c.err)
-			return c.v, c.err
+		case <-c.res:
+			g.release(c)
+			return nil
+		case <-c.done: // the watchdog: the guard's deadline
+			return g.abandon(c, op, context.DeadlineExceeded)
 		case <-ctx.Done():
-			return abandon(g, c, op, ctx.Err(), onAbandon)
+			err := ctx.Err()
+			c.cancel(&err)
+			return g.abandon(c, op, err)
 		case <-changed:
 			h, next := g.inner.Health()
 			if h.State != Healthy {
-				return abandon(g, c, op, h.Cause, onAbandon)
+				return g.abandon(c, op, h.Cause)
 			}
 			changed = next
 		}
 	}
 }
 
-// abandon gives up on c unless it finished meanwhile. Caller's goroutine.
-func abandon[T any](g *Guarded, c *guardCall[T], op string, cause error, onAbandon func()) (T, error) {
-	g.hung.Add(1) // before the CAS, so the goroutine's decrement never runs first
+// abandon gives up on c unless it finished meanwhile (then nil, as call),
+// and ends its context so that a store honouring it stops. Caller's
+// goroutine.
+func (g *Guarded) abandon(c *call, op string, cause error) error {
+	g.hung.Add(1) // before the CAS, so the worker's decrement never runs first
 	if !c.state.CompareAndSwap(0, 2) {
 		// It finished meanwhile (a store that honours the deadline ends
 		// with it): its outcome counts as any finished call's.
 		g.hung.Add(-1)
-		<-c.done
-		g.note(c.err)
-		return c.v, c.err
+		<-c.res
+		g.release(c)
+		return nil
 	}
-	if onAbandon != nil {
-		onAbandon()
+	g.watch.remove(c)
+	c.cancel(&errCanceled) // a no-op when it ended already
+	if a, ok := c.job.(interface{ abandoned() }); ok {
+		a.abandoned()
 	}
 	g.note(fmt.Errorf("%w: store %s abandoned: %w", ErrUnavailable, op, cause))
 	n := g.abandoned.Add(1)
@@ -261,8 +294,7 @@ func abandon[T any](g *Guarded, c *guardCall[T], op string, cause error, onAband
 		g.log.Warn("store call abandoned; it is still running in the store", "op", op, "cause", cause,
 			"hung", g.hung.Load(), "abandoned_total", n)
 	}
-	var zero T
-	return zero, &abandonedError{op: op, cause: cause}
+	return &abandonedError{op: op, cause: cause}
 }
 
 // Close closes the inner store within CloseTimeout; past it Close returns

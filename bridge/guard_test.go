@@ -63,9 +63,11 @@ func (s *hangStore) Topics(ctx context.Context, stream string) ([]TopicInfo, err
 func (s *hangStore) Poll(ctx context.Context, stream, topic string, partition int32, from uint64, maxBytes int, fn func([]byte) bool) error {
 	s.entered.Add(1)
 	<-s.release
-	fn([]byte("late"))
+	fn(late)
 	return nil
 }
+
+var late = []byte("late") // what hangStore.Poll feeds, allocated once
 
 func (s *hangStore) Close() error {
 	<-s.release

@@ -28,9 +28,9 @@ import (
 // Budgets per request of one partition, the whole way. Ceilings, not
 // targets: a change that allocates more per request fails the test.
 var (
-	produceRequestAllocBudget = map[string]int{"embedded": 20, "iggy-server": 49}
-	fetchStoreAllocBudget     = map[string]int{"embedded": 30, "iggy-server": 59}
-	fetchTailCacheAllocBudget = map[string]int{"embedded": 14, "iggy-server": 35}
+	produceRequestAllocBudget = map[string]int{"embedded": 11, "iggy-server": 34}
+	fetchStoreAllocBudget     = map[string]int{"embedded": 20, "iggy-server": 43}
+	fetchTailCacheAllocBudget = map[string]int{"embedded": 14, "iggy-server": 28}
 )
 
 // recordCounts are the record counts each size is tried with.

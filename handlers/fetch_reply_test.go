@@ -30,7 +30,7 @@ func TestFetchReplyInPlace(t *testing.T) {
 		p.Partition = 1
 		req.Topics[0].Partitions = append(req.Topics[0].Partitions, p)
 		if v >= 13 {
-			req.Topics[0].TopicID = topicIDOf(t, g, "a")
+			req.Topics[0].TopicID = metadataID(t, g, "a")
 		}
 		dec, err := Decode(1, v, req.AppendTo(nil))
 		if err != nil {
@@ -68,16 +68,4 @@ func TestFetchReplyInPlace(t *testing.T) {
 		}
 		c.RunDeferred()
 	}
-}
-
-// topicIDOf is the topic id Metadata reports for topic.
-func topicIDOf(t *testing.T, g *Gateway, topic string) [16]byte {
-	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 12
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp := do(t, g, req).(*kmsg.MetadataResponse)
-	return resp.Topics[0].TopicID
 }

@@ -424,3 +424,20 @@ func TestCountKafkaRecords(t *testing.T) {
 		t.Fatal(CountKafkaRecords(&rb))
 	}
 }
+
+// versionOnly is a byte compare with versionEntry, which is 18 bytes.
+func TestVersionOnly(t *testing.T) {
+	if len(versionEntry) != 18 || !versionOnly(versionEntry) {
+		t.Fatalf("versionEntry %x", versionEntry)
+	}
+	for i := range versionEntry {
+		b := bytes.Clone(versionEntry)
+		b[i] ^= 1
+		if versionOnly(b) {
+			t.Fatalf("byte %d changed still matches", i)
+		}
+	}
+	if versionOnly(append(bytes.Clone(versionEntry), 0)) || versionOnly(versionEntry[:17]) || versionOnly(nil) {
+		t.Fatal("a block of another length matches")
+	}
+}

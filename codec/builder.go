@@ -35,6 +35,7 @@ type BatchBuilder struct {
 	start       int   // offset of the batch in the buffer
 	recStart    int   // offset of the open record's length varint, or -1
 	lenWidth    int   // bytes written for that varint: recLenReserve, or the declared length's width
+	declared    int   // the body length AppendRecordSized wrote there; -1 after AppendRecord
 	count       int32 // records appended
 	lastDelta   int32 // offset delta of the last record
 	maxTsDelta  int64 // greatest timestamp delta seen
@@ -97,7 +98,7 @@ func (bb *BatchBuilder) AppendRecord(dst []byte, offsetDelta int32, timestampDel
 	bb.count++
 	bb.lastDelta = offsetDelta
 	bb.pendingHdrs = int32(headerCount)
-	bb.recStart, bb.lenWidth = len(dst), recLenReserve
+	bb.recStart, bb.lenWidth, bb.declared = len(dst), recLenReserve, -1
 	dst = append(dst, 0, 0, 0, 0, 0, 0) // reserved length, attributes 0
 	dst = appendVarint64(dst, timestampDelta)
 	dst = appendVarint32(dst, offsetDelta)
@@ -127,7 +128,7 @@ func (bb *BatchBuilder) AppendRecordSized(dst []byte, bodyLen int, offsetDelta i
 	bb.count++
 	bb.lastDelta = offsetDelta
 	bb.pendingHdrs = int32(headerCount)
-	bb.recStart = len(dst)
+	bb.recStart, bb.declared = len(dst), bodyLen
 	dst = appendVarint32(dst, int32(bodyLen))
 	bb.lenWidth = len(dst) - bb.recStart
 	dst = append(dst, 0) // attributes
@@ -187,6 +188,10 @@ func (bb *BatchBuilder) closeRecord(dst []byte) []byte {
 	}
 	bodyStart := bb.recStart + bb.lenWidth
 	bodyLen := len(dst) - bodyStart
+	if bodyLen == bb.declared {
+		bb.recStart = -1 // AppendRecordSized wrote the length right
+		return dst
+	}
 	if bodyLen > 1<<31-1 {
 		panic("codec: BatchBuilder: record over 2 GiB")
 	}

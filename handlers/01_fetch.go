@@ -196,7 +196,11 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 	if !c.fetchThrottled(plan, resp) { // client quotas (quotas.go)
 		g.fetchSessions.finish(plan, resp)
 	}
+	c.inPlace = inPlace{}
 	if bufs, held := fr.bufs, fr.held; len(bufs) > 0 || len(held) > 0 {
+		if len(bufs) == 1 {
+			c.inPlace.slot = &bufs[0] // the loop may take it (fetch_reply.go)
+		}
 		c.Defer(func() { releaseFetched(g.tail, bufs, held) })
 	}
 	return resp, nil

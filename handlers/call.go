@@ -225,6 +225,9 @@ type Call struct {
 	throttleMs int32
 	wait       *Wait
 	done       []func()
+	// inPlace: a Fetch's reply may be built around its batches
+	// (EncodeReplyInPlace).
+	inPlace inPlace
 	// first is the deadline of the first Park of this call; later Parks
 	// never wait past it, so wake-ups cannot stretch max_wait_ms.
 	first time.Time

@@ -102,9 +102,10 @@ type fetchGot struct {
 	budget int // Kafka bytes it may return (KIP-74 aside)
 	n      int // Kafka bytes read, in buf or in direct
 	next   uint64
-	// buf is the part's own buffer (appends never move another's bytes);
-	// direct is one run of the tail cache's bytes instead, with refs the
-	// chunks it points into.
+	// buf is the part's own buffer (appends never move another's bytes),
+	// its batches after fetchHeadroom bytes (getFetchBuf); direct is one
+	// run of the tail cache's bytes instead, with refs the chunks it
+	// points into.
 	buf    *bytebufferpool.ByteBuffer
 	direct []byte
 	refs   fetchcache.Refs
@@ -334,7 +335,7 @@ func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identit
 			fp.direct = ps[0]
 			return
 		}
-		fp.buf = getBig()
+		fp.buf = getFetchBuf()
 		for _, b := range ps {
 			fp.buf.B = append(fp.buf.B, b...)
 		}
@@ -344,7 +345,7 @@ func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identit
 	if fr.total > 0 && room <= 0 {
 		return // past the first partition with data nothing may go over
 	}
-	fp.buf = getBig()
+	fp.buf = getFetchBuf()
 	fr.poll(fp, key)
 }
 
@@ -393,7 +394,7 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
 		return cur.Next >= sb.End() && cur.Bytes < cur.MaxBytes
 	})
 	g.fetchRatios.Learn(key, stored, kafka)
-	fp.n, fp.next = len(buf.B), cur.Next
+	fp.n, fp.next = len(buf.B)-fetchHeadroom, cur.Next
 	switch {
 	case err != nil && fp.n == 0:
 		fp.code, fp.next = errCode(err, opRead), from
@@ -465,7 +466,7 @@ func (fr *fetchRun) keep(fp *fetchPart, code int16, sp *kmsg.FetchResponseTopicP
 		sp.RecordBatches = fp.direct
 		fr.held = append(fr.held, fp.refs)
 	} else {
-		sp.RecordBatches = fp.buf.B[:fp.n:fp.n]
+		sp.RecordBatches = fp.buf.B[fetchHeadroom : fetchHeadroom+fp.n : fetchHeadroom+fp.n]
 		fr.bufs = append(fr.bufs, fp.buf)
 	}
 	fp.fetchGot = fetchGot{}
@@ -558,7 +559,7 @@ func (fr *fetchRun) stable(tx *txn.Coordinator, ft *fetchTopic, fp *fetchPart, h
 	}
 	data := fp.direct
 	if data == nil {
-		data = fp.buf.B[:fp.n]
+		data = fp.buf.B[fetchHeadroom : fetchHeadroom+fp.n]
 	}
 	if n := batchesBelow(data, lso); n < fp.n {
 		fp.n = n

@@ -33,6 +33,8 @@ var sharedFiles = map[string]bool{
 	// Fetch's pipeline and sessions, kept apart from 01_fetch.go so that
 	// file stays the request's skeleton.
 	"fetch_pipeline.go": true, "fetch_sessions.go": true,
+	// Fetch's reply built around its batches, for the loop.
+	"fetch_reply.go": true,
 	// Produce's acks peek for the loop (Spec.NoReply).
 	"produce_acks.go": true,
 	// Delegation tokens: what keys 38-41 and the SCRAM token login share.

@@ -31,6 +31,9 @@ type job struct {
 	// delayReply: the reply is sent after the call's throttle time, for a
 	// client that predates KIP-219 (throttle.go).
 	delayReply bool
+	// outPool is the pool of the reply's buffer when it is not the
+	// spec's (a Fetch reply built in its batches' buffer).
+	outPool *bytebufferpool.Pool
 	// orderReleased: the connection's next job was started already
 	// (ReleaseOrder), so ending this one must not start it again.
 	orderReleased bool
@@ -153,6 +156,14 @@ func (s *Server) handleJob(j *job) (out *bytebufferpool.ByteBuffer, outcome stri
 	if j.raw {
 		return encodeBareToken(j.spec.BareReply(resp)), metrics.OutcomeOK, nil
 	}
+	if j.spec.LargeReply {
+		// A Fetch reply built around its batches, in their buffer
+		// (handlers.EncodeReplyInPlace), saves copying them.
+		if out := j.call.EncodeReplyInPlace(&j.call.Header, resp, &smallBufs); out != nil {
+			j.outPool = handlers.FetchBufPool()
+			return out, metrics.OutcomeOK, nil
+		}
+	}
 	return encodeReply(replyPool(j.spec), &j.call.Header, resp), metrics.OutcomeOK, nil
 }
 
@@ -167,6 +178,10 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	cs.throttle(j.call.ThrottleMillis())
 	cs.reqHeld.Add(-j.held)
 	delayed := j.delayReply
+	pool := replyPool(spec)
+	if j.outPool != nil {
+		pool = j.outPool
+	}
 	putJob(j)
 	if noReply {
 		if !started {
@@ -179,9 +194,9 @@ func (s *Server) endJob(j *job, out *bytebufferpool.ByteBuffer, outcome string) 
 	// connection's next job starts and reads the room left (unless the
 	// handler started it early).
 	if delayed {
-		delayReply(cs, seq, out, replyPool(spec), cs.throttleLeft())
+		delayReply(cs, seq, out, pool, cs.throttleLeft())
 	} else {
-		cs.finish(seq, out, replyPool(spec))
+		cs.finish(seq, out, pool)
 	}
 	if !started {
 		cs.runNext()

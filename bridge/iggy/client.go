@@ -246,6 +246,15 @@ func (c *Client) ServerVersion() string {
 // outcome is unknown.
 func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code uint32,
 	body func([]byte) []byte, tail []byte, fn func([]byte) error) error {
+	return c.callKeep(ctx, s, what, op, code, body, tail, fn, nil)
+}
+
+// callKeep is call; with keep not nil, the reply frame fn was handed
+// becomes the caller's, in *keep, once fn succeeded, and the connection
+// reads its next reply into the buffer *keep held (a trade of buffers,
+// so a reply the caller keeps is never copied).
+func (c *Client) callKeep(ctx context.Context, s *slot, what string, op uint8, code uint32,
+	body func([]byte) []byte, tail []byte, fn func([]byte) error, keep *[]byte) error {
 	if s == nil {
 		return fmt.Errorf("iggy %s: %w", what, c.pool.downErr(nil))
 	}
@@ -259,7 +268,7 @@ func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code 
 			return fmt.Errorf("iggy %s: %w", what, err)
 		}
 	}
-	err = c.attempt(ctx, cn, op, code, body, tail, fn)
+	err = c.attempt(ctx, cn, op, code, body, tail, fn, keep)
 	if brokenConn(err) && ctx.Err() == nil {
 		// Redial now, so the slot is up for the next caller, and repeat
 		// the request on the new connection if that is safe.
@@ -269,7 +278,7 @@ func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code 
 			return fmt.Errorf("iggy %s: %w", what, err)
 		}
 		cn = fresh
-		err = c.attempt(ctx, cn, op, code, body, tail, fn)
+		err = c.attempt(ctx, cn, op, code, body, tail, fn, keep)
 	}
 	s.release(cn, err)
 	if err != nil {
@@ -280,7 +289,7 @@ func (c *Client) call(ctx context.Context, s *slot, what string, op uint8, code 
 
 // attempt sends one request on cn and hands the payload to fn.
 func (c *Client) attempt(ctx context.Context, cn *conn, op uint8, code uint32,
-	body func([]byte) []byte, tail []byte, fn func([]byte) error) error {
+	body func([]byte) []byte, tail []byte, fn func([]byte) error, keep *[]byte) error {
 	frame := cn.begin()
 	if body != nil {
 		frame = body(frame)
@@ -294,6 +303,9 @@ func (c *Client) attempt(ctx context.Context, cn *conn, op uint8, code uint32,
 		var p []byte
 		if p, err = rep.payload(); err == nil && fn != nil {
 			err = fn(p)
+		}
+		if err == nil && keep != nil {
+			*keep, cn.rbuf = cn.rbuf, (*keep)[:0]
 		}
 		if sessionLost(err) {
 			err = &ConnError{Addr: c.opts.Addr, Op: "session lost", Err: err}
@@ -564,13 +576,20 @@ func decodeFirstConfirmation(p []byte) (SendConfirmation, bool, error) {
 
 // PollMessages polls and calls fn with each stored batch record of the
 // reply (valid only during fn) until fn returns false.
-func (c *Client) PollMessages(ctx context.Context, req *PollRequest, fn func(record []byte) bool) (h PollHead, err error) {
+func (c *Client) PollMessages(ctx context.Context, req *PollRequest, fn func(record []byte) bool) (PollHead, error) {
+	return c.pollKeep(ctx, req, fn, nil)
+}
+
+// pollKeep is PollMessages; with frame not nil the reply frame, which
+// fn's records alias, is left in *frame for the caller to keep, and the
+// buffer *frame held becomes the connection's (callKeep).
+func (c *Client) pollKeep(ctx context.Context, req *PollRequest, fn func(record []byte) bool, frame *[]byte) (h PollHead, err error) {
 	if !req.Stream.valid() || !req.Topic.valid() || !req.Consumer.ID.valid() {
 		return PollHead{}, ErrNameLength
 	}
-	err = c.nr(ctx, "poll messages", wire.CodePollMessages,
+	err = c.callKeep(ctx, c.pool.any(), "poll messages", wire.OpNonReplicated, wire.CodePollMessages,
 		func(b []byte) []byte { return appendPoll(b, req) },
-		func(p []byte) error { h, err = decodePoll(p, fn); return err })
+		nil, func(p []byte) error { h, err = decodePoll(p, fn); return err }, frame)
 	return h, err
 }
 

@@ -1,7 +1,6 @@
 package iggy
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -54,7 +53,7 @@ type connConfig struct {
 type conn struct {
 	cfg  *connConfig
 	nc   net.Conn
-	br   *bufio.Reader
+	fr   wire.FrameReader
 	s    session
 	wbuf []byte
 	rbuf []byte
@@ -87,7 +86,7 @@ func dialConn(ctx context.Context, cfg *connConfig) (*conn, error) {
 		}
 		nc = tc
 	}
-	c := &conn{cfg: cfg, nc: nc, br: bufio.NewReaderSize(nc, 64<<10), wbuf: make([]byte, 0, 64<<10), lastUse: time.Now()}
+	c := &conn{cfg: cfg, nc: nc, fr: wire.FrameReader{R: nc}, wbuf: make([]byte, 0, 64<<10), lastUse: time.Now()}
 	c.s.clientLo, c.s.clientHi = newClientID()
 	c.s.next = 1
 	if err := c.doLogin(ctx); err != nil {
@@ -245,7 +244,7 @@ func (c *conn) exchange(frame, tail []byte, request uint64, op uint8) (reply, er
 		return reply{}, err
 	}
 	var err error
-	c.rbuf, err = wire.ReadFrame(c.br, c.rbuf)
+	c.rbuf, err = c.fr.Read(c.rbuf)
 	if err != nil {
 		return reply{}, err
 	}

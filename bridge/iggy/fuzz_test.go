@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"bytes"
+	"io"
 	"testing"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -58,6 +59,58 @@ func decodeAll(p []byte) {
 		}
 		return true
 	})
+}
+
+// FuzzFrameReader checks the connection's frame reader against
+// ReadFrame: over the same bytes, arriving in reads of any size, it
+// returns the same frames in the same order and fails where ReadFrame
+// fails. chunk sets the largest read the source returns.
+func FuzzFrameReader(f *testing.F) {
+	var all []byte
+	for _, path := range fixtureFiles(f, "replies") {
+		b := readHexFixture(f, path)
+		f.Add(b, uint16(7))
+		all = append(all, b...)
+	}
+	f.Add(all, uint16(0))
+	f.Add(all, uint16(300))
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint16) {
+		want := bytes.NewReader(in)
+		fr := wire.FrameReader{R: &chunkReader{b: in, max: int(chunk)}}
+		var buf []byte
+		for {
+			w, werr := wire.ReadFrame(want, nil)
+			var err error
+			buf, err = fr.Read(buf)
+			if (werr != nil) != (err != nil) {
+				t.Fatalf("ReadFrame: %v, FrameReader: %v", werr, err)
+			}
+			if werr != nil {
+				return
+			}
+			if !bytes.Equal(buf, w) {
+				t.Fatalf("frames differ: %d and %d bytes", len(buf), len(w))
+			}
+		}
+	})
+}
+
+// chunkReader returns b in reads of at most max bytes (0: all it can).
+type chunkReader struct {
+	b   []byte
+	max int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if r.max > 0 && len(p) > r.max {
+		p = p[:r.max]
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
 }
 
 // FuzzReadFrame checks frame reading: it returns a frame whose size field

@@ -56,9 +56,11 @@ type aheadChunk struct {
 	started  time.Time
 	done     chan struct{}
 
-	buf  *bytebufferpool.ByteBuffer // the reply's stored batch records, back to back
-	ends []int                      // end of each record in buf.B
-	last uint64                     // offset of the last message held
+	// buf holds the poll's whole reply frame, read into it from the socket
+	// (Client.pollKeep), and recs its stored batch records, aliasing it.
+	buf  *bytebufferpool.ByteBuffer
+	recs [][]byte
+	last uint64 // offset of the last message held
 	err  error
 }
 
@@ -163,8 +165,10 @@ func (s *Store) readAheadAfter(key pollKey, from uint64, maxBytes int, count uin
 	s.ahead.wg.Go(func() {
 		defer close(ch.done)
 		p := uint32(key.partition)
+		// The connection reads the reply into a pooled buffer and trades
+		// it for this one, so the records are not copied out of it.
 		ch.buf = aheadPool.Get()
-		_, err := s.c.PollMessages(s.ahead.ctx, &PollRequest{
+		_, err := s.c.pollKeep(s.ahead.ctx, &PollRequest{
 			Consumer: pollConsumer, Stream: Name(key.stream), Topic: Name(key.topic),
 			Partition: &p, Strategy: PollingStrategy{Kind: PollOffset, Value: from}, Count: count,
 		}, func(rec []byte) bool {
@@ -172,12 +176,13 @@ func (s *Store) readAheadAfter(key pollKey, from uint64, maxBytes int, count uin
 			if err != nil {
 				return false
 			}
-			ch.buf.B = append(ch.buf.B, rec...)
-			ch.ends = append(ch.ends, len(ch.buf.B))
+			ch.recs = append(ch.recs, rec)
 			ch.last = lastOffset(v)
 			return true
-		})
-		ch.err = err
+		}, &ch.buf.B)
+		if ch.err = err; err != nil {
+			ch.recs = nil // they alias the connection's buffer, not buf
+		}
 	})
 }
 
@@ -194,7 +199,7 @@ func (ra *readAhead) release(ch *aheadChunk) {
 	if ch.buf != nil {
 		ch.buf.Reset()
 		aheadPool.Put(ch.buf)
-		ch.buf = nil
+		ch.buf, ch.recs = nil, nil
 	}
 }
 
@@ -208,14 +213,11 @@ func (s *Store) serveAhead(ctx context.Context, key pollKey, ch *aheadChunk, pc 
 	case <-ctx.Done():
 		return
 	}
-	if ch.err != nil || len(ch.ends) == 0 || pc.from > ch.last {
+	if ch.err != nil || len(ch.recs) == 0 || pc.from > ch.last {
 		return
 	}
 	pc.before, pc.bytes, pc.msgs = pc.from, 0, 0
-	start := 0
-	for _, end := range ch.ends {
-		rec := ch.buf.B[start:end]
-		start = end
+	for _, rec := range ch.recs {
 		v, err := bridge.ParseIggyBatch(rec)
 		if err != nil {
 			break

@@ -197,11 +197,80 @@ func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 		return buf, ErrFrameSize
 	}
 	if int(size) > cap(buf) {
-		nb := make([]byte, size)
-		copy(nb, buf)
-		buf = nb
+		buf = grow(buf, int(size))
 	}
 	buf = buf[:size]
 	_, err := io.ReadFull(r, buf[HeaderSize:])
 	return buf, err
+}
+
+// grow returns a buffer of capacity at least size holding buf's bytes,
+// with an eighth to spare: replies of one kind vary a little in size, and
+// a buffer kept for the next one should not be replaced for every few
+// bytes more.
+func grow(buf []byte, size int) []byte {
+	nb := make([]byte, len(buf), size+size/8)
+	copy(nb, buf)
+	return nb
+}
+
+// FrameReader reads frames from R straight into the caller's buffer: one
+// read of as much as the buffer holds (at least a header), then the rest
+// of the frame, so no frame passes through a second buffer as it would
+// through a bufio.Reader. Bytes read past a frame's end (a peer that sent
+// two frames at once) are kept for the next Read. Frames and errors are
+// ReadFrame's. Not safe for concurrent use.
+type FrameReader struct {
+	R    io.Reader
+	more []byte // read past the last frame; owned, never the caller's
+}
+
+// Read reads one frame into buf (grown as needed) and returns it.
+func (fr *FrameReader) Read(buf []byte) ([]byte, error) {
+	if cap(buf) < 4096 {
+		buf = make([]byte, 0, 4096)
+	}
+	buf = buf[:cap(buf)]
+	n, err := fr.fill(buf, 0, HeaderSize)
+	if err != nil {
+		return buf[:n], err
+	}
+	size := int(le.Uint32(buf[OffSize:]))
+	if size < HeaderSize || size > MaxFrame {
+		return buf[:n], ErrFrameSize
+	}
+	switch {
+	case n > size:
+		// Ahead of anything still kept: rare, so a fresh slice will do.
+		fr.more = append(append([]byte(nil), buf[size:n]...), fr.more...)
+	case n < size:
+		if size > len(buf) {
+			buf = grow(buf[:n], size)
+		}
+		buf = buf[:size]
+		if n, err = fr.fill(buf, n, size); err != nil {
+			return buf[:n], err
+		}
+	}
+	return buf[:size], nil
+}
+
+// fill puts at least min bytes in buf from offset n on: first those kept
+// from before, then from R, reading no further than min once buf[:n]
+// holds a header (only a header's read may take more than it needs).
+func (fr *FrameReader) fill(buf []byte, n, min int) (int, error) {
+	if len(fr.more) > 0 {
+		c := copy(buf[n:], fr.more)
+		fr.more = fr.more[:copy(fr.more, fr.more[c:])]
+		n += c
+	}
+	if n >= min {
+		return n, nil
+	}
+	end := len(buf)
+	if n >= HeaderSize {
+		end = min
+	}
+	m, err := io.ReadAtLeast(fr.R, buf[n:end], min-n)
+	return n + m, err
 }

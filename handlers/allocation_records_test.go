@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/bridge/iggy"
+	"github.com/iggy-kafka/gateway/codec"
 	"github.com/iggy-kafka/gateway/internal/iggyreal"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The Produce and Fetch hot paths, the whole way a request goes through a
@@ -75,25 +78,34 @@ func sizedBatch(n, size int) []byte {
 }
 
 // allocsPerRequest is the allocations of one request of key at version
-// with body, the way a worker takes it: decoded, handled, checked by check,
-// its response encoded into a reused buffer (as loop/worker.go's
-// encodeReply does into a pooled one), the deferred work run.
+// with body, the way a worker takes it (loop/worker.go): decoded, handled,
+// checked by check, its response encoded in place around its batches
+// (EncodeReplyInPlace) or else into a reused buffer (as encodeReply does
+// into a pooled one), the deferred work run.
 func allocsPerRequest(t *testing.T, g *Gateway, key, version int16, body []byte, check func(kmsg.Response)) float64 {
 	t.Helper()
 	spec := Lookup(key)
 	out := make([]byte, 0, 4<<20)
+	var scratch bytebufferpool.Pool
+	inPlace := 0
+	defer func() { t.Logf("key %d: %d replies encoded in place", key, inPlace) }()
 	return testing.AllocsPerRun(100, func() {
 		req, err := Decode(key, version, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := Call{G: g, Ctx: t.Context()}
+		c := Call{G: g, Ctx: t.Context(), Header: codec.RequestHeader{Key: key, Version: version}}
 		resp, err := spec.Handle(&c, req)
 		if err != nil || resp == nil {
 			t.Fatal(err)
 		}
 		check(resp)
-		out = resp.AppendTo(out[:0])
+		if b := c.EncodeReplyInPlace(&c.Header, resp, &scratch); b != nil {
+			inPlace++
+			FetchBufPool().Put(b)
+		} else {
+			out = resp.AppendTo(out[:0])
+		}
 		c.RunDeferred()
 	})
 }

@@ -9,8 +9,6 @@ package handlers
 import (
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/iggy-kafka/gateway/bridge"
 )
 
@@ -51,42 +49,4 @@ func TestTopicIDAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _ = topicID(ti) }); n != 0 {
 		t.Fatalf("topicID allocates %.0f times", n)
 	}
-}
-
-// A Fetch allocates per request, never per record: reading 2000 records
-// costs the handler as many allocations as reading 10 (the store poll,
-// the mapping to Kafka batches and the response), with the tail cache off
-// so that every record is mapped.
-func TestFetchAllocationsDoNotGrowWithRecords(t *testing.T) {
-	// Not parallel: it counts allocations (AllocsPerRun).
-	g := newGateway(t, func(c *Config) { c.TailCacheBytes = 0 })
-	spec := Lookup(1)
-	allocs := func(topic string, n int) float64 {
-		createTopic(t, g, topic, 1)
-		recs := make([]rec, n)
-		for i := range recs {
-			recs[i] = rec{value: make([]byte, 100)}
-		}
-		produceOne(t, g, produceReq(9, topic, 0, batch(recs...)))
-		req, err := Decode(1, 12, fetchReq(12, topic, 0, 0).AppendTo(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return testing.AllocsPerRun(100, func() {
-			c := Call{G: g, Ctx: t.Context()}
-			resp, err := spec.Handle(&c, req)
-			if err != nil || resp == nil {
-				t.Fatal(err)
-			}
-			if got := len(resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches); got == 0 {
-				t.Fatal("no records")
-			}
-			c.RunDeferred()
-		})
-	}
-	few, many := allocs("few", 10), allocs("many", 2000)
-	if many > few {
-		t.Fatalf("%.1f allocations per Fetch of 2000 records, %.1f of 10", many, few)
-	}
-	t.Logf("%.1f allocations per Fetch of 10 records, %.1f of 2000", few, many)
 }

@@ -32,7 +32,7 @@ import (
 // targets: a change that allocates more per request fails the test.
 var (
 	produceRequestAllocBudget = map[string]int{"embedded": 11, "iggy-server": 34}
-	fetchStoreAllocBudget     = map[string]int{"embedded": 20, "iggy-server": 43}
+	fetchStoreAllocBudget     = map[string]int{"embedded": 18, "iggy-server": 41}
 	fetchTailCacheAllocBudget = map[string]int{"embedded": 14, "iggy-server": 28}
 )
 

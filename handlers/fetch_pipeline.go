@@ -346,7 +346,7 @@ func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identit
 		return // past the first partition with data nothing may go over
 	}
 	fp.buf = getFetchBuf()
-	fr.poll(fp, key)
+	fr.poll(fp, key, hwm)
 }
 
 // poll appends Kafka batches of fp's partition from its fetch offset to
@@ -356,11 +356,23 @@ func (fr *fetchRun) read(ft *fetchTopic, fp *fetchPart, want *fetchcache.Identit
 // (0 also when a stored message cannot be mapped after some records were
 // appended: those are returned and the next fetch reports it). Any
 // goroutine.
-func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
+func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key, hwm uint64) {
 	g, buf := fr.c.G, fp.buf
 	from := uint64(fp.rp.FetchOffset)
-	cur := bridge.FetchCursor{From: from, MaxBytes: fp.budget, Uncompressed: g.Cfg.FetchUncompressed}
-	var mapErr error
+	if hwm > from {
+		// Room for what the partition's last fetch says this one brings,
+		// so the batches are not copied each time the buffer grows; a
+		// quarter more, for the reply built around them (fetch_reply.go)
+		// and for the next fetch that gets this buffer from the pool.
+		if want := len(buf.B) + g.fetchRatios.Expect(key, hwm-from, fp.budget); cap(buf.B) < want {
+			buf.B = append(make([]byte, 0, want+want/4+4096), buf.B...)
+		}
+	}
+	// What the store's callback changes lives in one value (a callback
+	// that escapes moves each variable it changes to the heap: one
+	// allocation for all of them, not one each).
+	var st pollTally
+	st.cur = bridge.FetchCursor{From: from, MaxBytes: fp.budget, Uncompressed: g.Cfg.FetchUncompressed}
 	// Iggy messages are larger than the Kafka records they map to (a
 	// 64-byte frame header against a few bytes of record framing), by a
 	// factor that depends on the record size: ask the store for the
@@ -370,30 +382,11 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
 	if pollMax < math.MaxInt32/2 {
 		pollMax = g.fetchRatios.StoreBudget(key, pollMax) + bridge.BatchHeaderSize
 	}
-	// Bytes of the stored batches mapped whole, and of what they became:
-	// a batch cut by from or by the budget would skew the ratio.
-	stored, kafka := 0, 0
 	err := g.Store.Poll(fr.c.Ctx, g.Cfg.Stream, key.Topic, key.Partition, from, pollMax, func(batch []byte) bool {
-		var err error
-		var sb bridge.StoredBatch
-		records, size := cur.Records, len(buf.B)
-		buf.B, sb, err = g.Format.AppendKafka(buf.B, batch, &cur)
-		if err != nil {
-			mapErr = err
-			return false
-		}
-		if cur.Records == 0 {
-			return true // the whole batch lay below from
-		}
-		if cur.Records-records == int(sb.Count) {
-			stored += len(batch)
-			kafka += len(buf.B) - size
-		}
-		// Stop at the first record that did not fit: continuing with the
-		// next batch could skip it.
-		return cur.Next >= sb.End() && cur.Bytes < cur.MaxBytes
+		return st.add(g.Format, buf, batch)
 	})
-	g.fetchRatios.Learn(key, stored, kafka)
+	g.fetchRatios.Learn(key, st.stored, st.kafka, st.whole)
+	cur, mapErr := st.cur, st.mapErr
 	fp.n, fp.next = len(buf.B)-fetchHeadroom, cur.Next
 	switch {
 	case err != nil && fp.n == 0:
@@ -404,6 +397,48 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key) {
 		}
 		fp.code, fp.next = kerr.UnknownServerError.Code, from
 	}
+}
+
+// pollTally is what a poll's callback keeps: the cursor, the first
+// mapping error, and the bytes of the stored batches mapped whole, of what
+// they became and their records (a batch cut by the fetch offset or by the
+// budget would skew the partition's ratios).
+type pollTally struct {
+	cur                  bridge.FetchCursor
+	mapErr               error
+	stored, kafka, whole int
+}
+
+// add maps the stored batch into buf and reports whether the poll goes
+// on. The store's callback goroutine.
+func (t *pollTally) add(format bridge.BatchFormat, buf *bytebufferpool.ByteBuffer, batch []byte) bool {
+	records, size := t.cur.Records, len(buf.B)
+	if free := cap(buf.B) - size; free < len(batch) {
+		// Its Kafka form is no larger than the stored batch: grow once
+		// for it, doubling, rather than by append's quarter at a time,
+		// which copies a large read several times over.
+		grown := make([]byte, size, max(2*cap(buf.B), size+len(batch)))
+		copy(grown, buf.B)
+		buf.B = grown
+	}
+	var sb bridge.StoredBatch
+	var err error
+	buf.B, sb, err = format.AppendKafka(buf.B, batch, &t.cur)
+	if err != nil {
+		t.mapErr = err
+		return false
+	}
+	if t.cur.Records == 0 {
+		return true // the whole batch lay below from
+	}
+	if t.cur.Records-records == int(sb.Count) {
+		t.stored += len(batch)
+		t.kafka += len(buf.B) - size
+		t.whole += int(sb.Count)
+	}
+	// Stop at the first record that did not fit: continuing with the
+	// next batch could skip it.
+	return t.cur.Next >= sb.End() && t.cur.Bytes < t.cur.MaxBytes
 }
 
 // checkLife lets go of fp's records when the tail cache answered them for

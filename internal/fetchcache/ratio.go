@@ -55,7 +55,8 @@ func (s *Samples[K]) Forget(drop func(K) bool) {
 // makes it read, send and the client discard a second budget's worth of
 // messages on every fetch. The zero value is ready; any goroutine.
 type Ratios struct {
-	q Samples[Key] // stored bytes per Kafka byte, x ratioOne
+	q   Samples[Key] // stored bytes per Kafka byte, x ratioOne
+	bpr Samples[Key] // Kafka bytes per record
 }
 
 const (
@@ -83,14 +84,37 @@ func (r *Ratios) StoreBudget(k Key, kafka int) int {
 }
 
 // Learn records that stored bytes of the store gave kafka bytes of Kafka
-// batches. Only a fetch that filled its budget says much about the ratio
-// (a short one may end inside a batch), but every sample is kept; the last
-// one wins.
-func (r *Ratios) Learn(k Key, stored, kafka int) {
+// batches holding records records. Only a fetch that filled its budget
+// says much about the ratio (a short one may end inside a batch), but
+// every sample is kept; the last one wins.
+func (r *Ratios) Learn(k Key, stored, kafka, records int) {
 	if stored <= 0 || kafka <= 0 {
 		return
 	}
 	q := uint64(stored) * ratioOne / uint64(kafka)
 	q = min(max(q, ratioOne/4), 16*ratioOne)
 	r.q.Put(k, uint32(q))
+	if records > 0 {
+		r.bpr.Put(k, uint32(min(kafka/records, 1<<30)))
+	}
 }
+
+// Expect is how many bytes of Kafka batches a fetch of up to records
+// records of k is likely to bring within a budget of kafka bytes, by the
+// bytes per record k's last fetch learned (0: nothing learned): what the
+// buffer the batches go in is worth reserving up front, so a large read
+// does not grow it step by step, copying it each time.
+func (r *Ratios) Expect(k Key, records uint64, kafka int) int {
+	bpr, ok := r.bpr.Get(k)
+	if !ok || kafka <= 0 {
+		return 0
+	}
+	if records > uint64(kafka)/uint64(max(bpr, 1)) {
+		return kafka
+	}
+	// A batch's header and a little slack over the sample.
+	return min(kafka, int(records)*int(bpr)*9/8+codecBatchHeader)
+}
+
+// codecBatchHeader is a Kafka v2 batch's header (codec.BatchHeaderLen).
+const codecBatchHeader = 61

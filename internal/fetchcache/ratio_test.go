@@ -45,8 +45,30 @@ func TestRatios(t *testing.T) {
 	if got := r.StoreBudget(k, 1000); got != 2000 {
 		t.Fatalf("unlearned: %d, want 2000", got)
 	}
-	r.Learn(k, 1100, 1000)
+	r.Learn(k, 1100, 1000, 10)
 	if got, want := r.StoreBudget(k, 1000), 1000*(1100*ratioOne/1000+ratioSlack)/ratioOne; got != want {
 		t.Fatalf("learned: %d, want %d", got, want)
+	}
+}
+
+// Expect reserves nothing for a partition not read yet, what its records
+// are worth by the last fetch's bytes per record (a batch header and an
+// eighth over it), and never more than the budget.
+func TestRatiosExpect(t *testing.T) {
+	t.Parallel()
+	var r Ratios
+	k := Key{Topic: "t"}
+	if got := r.Expect(k, 100, 1<<20); got != 0 {
+		t.Fatalf("unlearned: %d, want 0", got)
+	}
+	r.Learn(k, 2200, 1000, 10) // 100 Kafka bytes per record
+	if got, want := r.Expect(k, 50, 1<<20), 50*100*9/8+codecBatchHeader; got != want {
+		t.Fatalf("50 records: %d, want %d", got, want)
+	}
+	if got := r.Expect(k, 1_000_000, 1<<20); got != 1<<20 {
+		t.Fatalf("more records than the budget holds: %d, want the budget", got)
+	}
+	if got := r.Expect(k, 1<<62, 4096); got != 4096 {
+		t.Fatalf("huge record count: %d, want the budget", got)
 	}
 }

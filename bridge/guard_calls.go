@@ -329,6 +329,10 @@ func (g *Guarded) PutTxnStates(ctx context.Context, entries []TxnStateEntry) err
 	return do(g, ctx, "put_txn_states", true, func(ctx context.Context) error { return g.inner.PutTxnStates(ctx, entries) })
 }
 
+func (g *Guarded) PutTxnStatesLazy(ctx context.Context, entries []TxnStateEntry) error {
+	return do(g, ctx, "put_txn_states", true, func(ctx context.Context) error { return g.inner.PutTxnStatesLazy(ctx, entries) })
+}
+
 // TxnStates: fn runs on the worker of the inner call; an abandoned
 // call's fn may still run after this returns, so callers collect into
 // state they own only after a nil error.

@@ -18,6 +18,13 @@ type TxnStateStore interface {
 	// returns nil, whatever the store's sync policy: an acknowledged
 	// commit must survive a crash.
 	PutTxnStates(ctx context.Context, entries []TxnStateEntry) error
+	// PutTxnStatesLazy is PutTxnStates for a write a crash may lose: it
+	// is read back by this process at once, and durable with the next
+	// PutTxnStates (the embedded store's log keeps writes in order) or by
+	// the store's own policy. Only for state the coordinator can rebuild
+	// from what was durable before it (a transaction's complete state:
+	// its prepared state, already durable, finishes it again).
+	PutTxnStatesLazy(ctx context.Context, entries []TxnStateEntry) error
 	// TxnStates calls fn with every key that has a value, each once, in
 	// no promised order. value is valid only during fn.
 	TxnStates(ctx context.Context, fn func(key string, value []byte)) error

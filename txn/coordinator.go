@@ -213,6 +213,26 @@ func (co *Coordinator) entry(id string, create bool) (e *txnEntry, full bool) {
 
 // save stores e (and its pending offsets when offs), durably.
 func (co *Coordinator) save(ctx context.Context, e *txnEntry, offs bool) error {
+	return co.o.Store.PutTxnStates(ctx, stateEntries(e, offs))
+}
+
+// saveComplete stores e's complete state (and drops its offsets when
+// offs) without waiting for it to be durable. A crash that loses it leaves
+// the prepared state, durable before any marker was written, and the next
+// start (Load) or the client's retried EndTxn finishes the transaction
+// again: markers already written are found, not written twice, and the
+// offsets are committed again as they were. The next durable write, the
+// next transaction's first partition at the latest, makes it durable. On
+// the embedded store that is a synced write fewer per transaction; Kafka
+// too answers EndTxn once the prepared state is in its log and writes the
+// complete state after.
+func (co *Coordinator) saveComplete(ctx context.Context, e *txnEntry, offs bool) error {
+	return co.o.Store.PutTxnStatesLazy(ctx, stateEntries(e, offs))
+}
+
+// stateEntries is e's state (and its pending offsets when offs) as store
+// entries.
+func stateEntries(e *txnEntry, offs bool) []bridge.TxnStateEntry {
 	ents := []bridge.TxnStateEntry{{Key: keyTxn + e.id, Value: e.encode()}}
 	if offs {
 		var v []byte
@@ -221,7 +241,7 @@ func (co *Coordinator) save(ctx context.Context, e *txnEntry, offs bool) error {
 		}
 		ents = append(ents, bridge.TxnStateEntry{Key: keyOffsets + e.id, Value: v})
 	}
-	return co.o.Store.PutTxnStates(ctx, ents)
+	return ents
 }
 
 // errCode is the Kafka code for a failed store call.
@@ -689,7 +709,7 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 	}
 	e.updateMs = co.nowMs()
 	clear(e.offsets)
-	if err := co.save(ctx, e, hadOffsets); err != nil {
+	if err := co.saveComplete(ctx, e, hadOffsets); err != nil {
 		return err
 	}
 	clear(e.parts)

@@ -14,13 +14,24 @@ import (
 )
 
 // memStore is a bridge.TxnStateStore in memory; fail makes puts fail.
+// Lazy writes are kept with what they replaced until the next durable
+// one, so crash can lose them as a crash of the embedded store may.
 type memStore struct {
 	mu   sync.Mutex
 	kv   map[string][]byte
 	fail bool
+	undo []bridge.TxnStateEntry // the values lazy writes replaced, oldest first
 }
 
 func (m *memStore) PutTxnStates(_ context.Context, es []bridge.TxnStateEntry) error {
+	return m.put(es, false)
+}
+
+func (m *memStore) PutTxnStatesLazy(_ context.Context, es []bridge.TxnStateEntry) error {
+	return m.put(es, true)
+}
+
+func (m *memStore) put(es []bridge.TxnStateEntry, lazy bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail {
@@ -29,7 +40,13 @@ func (m *memStore) PutTxnStates(_ context.Context, es []bridge.TxnStateEntry) er
 	if m.kv == nil {
 		m.kv = map[string][]byte{}
 	}
+	if !lazy {
+		m.undo = nil // durable now, with every write before it
+	}
 	for _, e := range es {
+		if lazy {
+			m.undo = append(m.undo, bridge.TxnStateEntry{Key: e.Key, Value: m.kv[e.Key]})
+		}
 		if e.Value == nil {
 			delete(m.kv, e.Key)
 		} else {
@@ -37,6 +54,20 @@ func (m *memStore) PutTxnStates(_ context.Context, es []bridge.TxnStateEntry) er
 		}
 	}
 	return nil
+}
+
+// crash loses the lazy writes made since the last durable one.
+func (m *memStore) crash() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.undo) - 1; i >= 0; i-- {
+		if u := m.undo[i]; u.Value == nil {
+			delete(m.kv, u.Key)
+		} else {
+			m.kv[u.Key] = u.Value
+		}
+	}
+	m.undo = nil
 }
 
 func (m *memStore) TxnStates(_ context.Context, fn func(string, []byte)) error {

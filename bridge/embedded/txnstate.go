@@ -7,7 +7,9 @@ package embedded
 //
 // Written with pebble.Sync whatever the sync policy: a transaction's
 // commit is acknowledged to the producer once its state is stored, and a
-// crash must not forget it.
+// crash must not forget it. Lazy writes (a transaction's complete state,
+// which its synced prepared state rebuilds) are not synced: pebble's log
+// keeps writes in order, so the next synced write makes them durable too.
 
 import (
 	"context"
@@ -29,6 +31,16 @@ func txnStateKey(key string) []byte {
 // PutTxnStates implements bridge.TxnStateStore: one synced batch. Any
 // goroutine.
 func (s *Store) PutTxnStates(ctx context.Context, entries []bridge.TxnStateEntry) error {
+	return s.putTxnStates(ctx, entries, pebble.Sync)
+}
+
+// PutTxnStatesLazy implements bridge.TxnStateStore: one batch, not synced.
+// Any goroutine.
+func (s *Store) PutTxnStatesLazy(ctx context.Context, entries []bridge.TxnStateEntry) error {
+	return s.putTxnStates(ctx, entries, pebble.NoSync)
+}
+
+func (s *Store) putTxnStates(ctx context.Context, entries []bridge.TxnStateEntry, opts *pebble.WriteOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -49,7 +61,7 @@ func (s *Store) PutTxnStates(ctx context.Context, entries []bridge.TxnStateEntry
 			return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(opts); err != nil {
 		return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
 	}
 	return nil

@@ -88,6 +88,12 @@ func txnGeneration(name string) (int, bool) {
 	return n, err == nil && n > 0
 }
 
+// PutTxnStatesLazy implements bridge.TxnStateStore: a send is a send, as
+// durable as PutTxnStates. Any goroutine.
+func (s *Store) PutTxnStatesLazy(ctx context.Context, entries []bridge.TxnStateEntry) error {
+	return s.PutTxnStates(ctx, entries)
+}
+
 // PutTxnStates implements bridge.TxnStateStore: the entries as one batch,
 // durable as the server's fsync setting makes a send. A resent batch reads
 // as once: the last write of a key wins. Any goroutine.

@@ -65,7 +65,9 @@ var feedCases = []feedCase{
 	{name: "bare+18B", extra: 18}, // the gateway's bytes per message without its header
 }
 
-func runFeedCase(b *testing.B, fc feedCase, count, size int) {
+// feedServer starts a fresh server of b's own with topic feed/t of one
+// partition, and a Store on it (closed when b ends).
+func feedServer(b *testing.B) (*iggyreal.Server, *Store) {
 	srv := iggyreal.StartPrivate(b)
 	opts := testOptions(srv.Addr())
 	opts.CallTimeout = 30 * time.Second
@@ -73,11 +75,16 @@ func runFeedCase(b *testing.B, fc feedCase, count, size int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
-	ctx := context.Background()
-	if _, err := st.CreateTopic(ctx, "feed", "t", 1); err != nil {
+	b.Cleanup(func() { st.Close() })
+	if _, err := st.CreateTopic(context.Background(), "feed", "t", 1); err != nil {
 		b.Fatal(err)
 	}
+	return srv, st
+}
+
+func runFeedCase(b *testing.B, fc feedCase, count, size int) {
+	srv, st := feedServer(b)
+	ctx := context.Background()
 	if fc.per > 0 {
 		count = fc.per
 	}
@@ -155,18 +162,8 @@ func procTicks(b *testing.B, pid int) (user, sys int64) {
 // lookup the Produce and Fetch paths make per request) costs a real
 // iggy-server, on a fresh server whose topic holds data: its CPU per call.
 func BenchmarkServerGetTopicReal(b *testing.B) {
-	srv := iggyreal.StartPrivate(b)
-	opts := testOptions(srv.Addr())
-	opts.CallTimeout = 30 * time.Second
-	st, err := Open(context.Background(), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	srv, st := feedServer(b)
 	ctx := context.Background()
-	if _, err := st.CreateTopic(ctx, "feed", "t", 1); err != nil {
-		b.Fatal(err)
-	}
 	batch := feedBatch(b, feedCase{}, 9090, 100)
 	for range 20 {
 		if _, err := st.Append(ctx, "feed", "t", 0, batch); err != nil {

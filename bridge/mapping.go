@@ -17,7 +17,7 @@ import (
 
 // User-header names the mapping writes (all KindString keys).
 const (
-	HeaderVersion  = "kafka.v"        // Uint8 1 on every gateway-written message
+	HeaderVersion  = "kafka.v"        // Uint8 1 on every gateway-written message with user headers
 	HeaderKey      = "kafka.key"      // Raw: the record key
 	HeaderValue    = "kafka.value"    // String "null" or "empty"
 	HeaderTime     = "kafka.ts"       // String "epoch", or Int64 LE ms when clamped
@@ -82,7 +82,8 @@ type Prepared struct {
 // EncodeKafkaRecords appends one Iggy batch to dst holding one message per
 // Kafka record of rb, whose uncompressed records section is records (the
 // caller decompresses). Mapping: value -> payload, key -> header kafka.key,
-// header h -> kafka.h.<h>, kafka.v on every message, CreateTime ms -> origin
+// header h -> kafka.h.<h>, kafka.v on every message that has user headers
+// (a record needing none is a plain native message), CreateTime ms -> origin
 // timestamp µs; tombstones, empty keys and oversized headers as documented in
 // docs/MAPPING.md. maxMessage caps one message's payload+headers
 // (ErrRecordTooLarge); <= 0 means Iggy's own caps only. The message ids are
@@ -303,6 +304,7 @@ type recordPlan struct {
 	clamped   bool // origin further than MaxTimestampDelta from the minimum
 	logAppend bool // the batch is LogAppendTime (kafka.tstype)
 	envelope  bool
+	bare      bool  // no user headers at all (a record docs/MAPPING.md stores as a native message)
 	payload   int   // payload bytes
 	headerLen int   // user-header block bytes
 	codec     int8  // the batch's compression codec, on its first message only (kafka.codec)
@@ -336,7 +338,9 @@ func (e *encoder) appendMessage(dst []byte, r *codec.Record, i uint32) ([]byte, 
 	} else {
 		dst = appendPlainPayload(dst, r.Value)
 	}
-	dst = appendMappingHeaders(dst, r, &p)
+	if !p.bare {
+		dst = appendMappingHeaders(dst, r, &p)
+	}
 	sealFrame(dst[start:])
 	return dst, nil
 }
@@ -365,6 +369,12 @@ func (e *encoder) plan(r *codec.Record, i uint32) recordPlan {
 	if fits && fixed+plain <= MaxUserHeaders {
 		p.payload = max(len(r.Value), 1)
 		p.headerLen = fixed + plain
+		if fixed+plain == entrySize(HeaderVersion, 1) {
+			// Nothing but kafka.v: the record reads back the same as a
+			// native message (key null, the payload as value, no headers,
+			// the origin or append time), so it is stored as one.
+			p.bare, p.headerLen = true, 0
+		}
 		return p
 	}
 	p.envelope = true

@@ -102,8 +102,12 @@ func envelopeOf(r kafkaRec) []byte {
 }
 
 // wantNative is the message MAPPING.md says r becomes: its payload and its
-// user headers in stored order.
+// user headers in stored order; none for a record that needs nothing but
+// kafka.v (stored as a native message).
 func wantNative(r kafkaRec) (payload []byte, hs []nativeHeader) {
+	if r.Key == nil && len(r.Value) > 0 && len(r.Headers) == 0 && r.TimeMs != 0 {
+		return r.Value, nil
+	}
 	hs = []nativeHeader{{"kafka.v", kindUint8, []byte{1}}}
 	if r.TimeMs == 0 {
 		hs = append(hs, nativeHeader{"kafka.ts", kindString, []byte("epoch")})

@@ -68,6 +68,9 @@ func TestNativeReadsKafkaRecords(t *testing.T) {
 	kcatOne = append(kcatOne, kafkaRec{Key: []byte("k-env"), Value: []byte("enveloped value"), Headers: []kgo.RecordHeader{
 		{Key: "empty", Value: []byte{}}, {Key: "nullh"}, {Key: "after", Value: []byte("1")},
 	}})
+	// No key and no headers: a plain native message, no user headers at all.
+	kcatProduce(t, kcat, gw.Addr, "kcat-one", "just a value\n")
+	kcatOne = append(kcatOne, kafkaRec{Value: []byte("just a value")})
 	for i := range kcatOne {
 		kcatOne[i].Partition, kcatOne[i].Offset, kcatOne[i].PID = 0, int64(i), -1
 	}
@@ -126,6 +129,8 @@ func TestNativeReadsKafkaRecords(t *testing.T) {
 		rs = append(rs,
 			&kgo.Record{Topic: topic, Value: []byte("no key"), Headers: []kgo.RecordHeader{{Key: "why", Value: []byte("null key")}}},
 			&kgo.Record{Topic: topic, Key: []byte("no-headers"), Value: []byte("plain")},
+			&kgo.Record{Topic: topic, Value: []byte("no key, no headers")},
+			&kgo.Record{Topic: topic, Value: []byte{0}},
 			&kgo.Record{Topic: topic, Key: []byte("big"), Value: large, Headers: []kgo.RecordHeader{{Key: "size", Value: []byte("65536")}}},
 			&kgo.Record{Topic: topic, Key: []byte("one-zero"), Value: []byte{0}},
 			&kgo.Record{Topic: topic, Key: []byte("tombstone")},

@@ -493,7 +493,7 @@ var versionWords = [3]uint64{le.Uint64(versionEntry), le.Uint64(versionEntry[8:]
 // three loads and compares, where a byte compare is a call (once per
 // record of every Fetch over Iggy).
 func versionOnly(b []byte) bool {
-	return len(b) == 18 && le.Uint64(b) == versionWords[0] && le.Uint64(b[8:]) == versionWords[1] &&
+	return len(b) == len(versionEntry) && le.Uint64(b) == versionWords[0] && le.Uint64(b[8:]) == versionWords[1] &&
 		uint64(le.Uint16(b[16:])) == versionWords[2]
 }
 

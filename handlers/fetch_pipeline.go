@@ -364,9 +364,8 @@ func (fr *fetchRun) poll(fp *fetchPart, key fetchcache.Key, hwm uint64) {
 		// so the batches are not copied each time the buffer grows; a
 		// quarter more, for the reply built around them (fetch_reply.go)
 		// and for the next fetch that gets this buffer from the pool.
-		if want := len(buf.B) + g.fetchRatios.Expect(key, hwm-from, fp.budget); cap(buf.B) < want {
-			buf.B = append(make([]byte, 0, want+want/4+4096), buf.B...)
-		}
+		want := len(buf.B) + g.fetchRatios.Expect(key, hwm-from, fp.budget)
+		growFor(buf, want, want+want/4+4096)
 	}
 	// What the store's callback changes lives in one value (a callback
 	// that escapes moves each variable it changes to the heap: one
@@ -413,14 +412,10 @@ type pollTally struct {
 // on. The store's callback goroutine.
 func (t *pollTally) add(format bridge.BatchFormat, buf *bytebufferpool.ByteBuffer, batch []byte) bool {
 	records, size := t.cur.Records, len(buf.B)
-	if free := cap(buf.B) - size; free < len(batch) {
-		// Its Kafka form is no larger than the stored batch: grow once
-		// for it, doubling, rather than by append's quarter at a time,
-		// which copies a large read several times over.
-		grown := make([]byte, size, max(2*cap(buf.B), size+len(batch)))
-		copy(grown, buf.B)
-		buf.B = grown
-	}
+	// Its Kafka form is usually no larger than the stored batch: grow
+	// once for it, doubling, rather than by append's quarter at a time,
+	// which copies a large read several times over.
+	growFor(buf, size+len(batch), 2*cap(buf.B))
 	var sb bridge.StoredBatch
 	var err error
 	buf.B, sb, err = format.AppendKafka(buf.B, batch, &t.cur)
@@ -439,6 +434,14 @@ func (t *pollTally) add(format bridge.BatchFormat, buf *bytebufferpool.ByteBuffe
 	// Stop at the first record that did not fit: continuing with the
 	// next batch could skip it.
 	return t.cur.Next >= sb.End() && t.cur.Bytes < t.cur.MaxBytes
+}
+
+// growFor gives buf room for need bytes in all, growing it to newCap (at
+// least need) when it has less, its bytes copied once.
+func growFor(buf *bytebufferpool.ByteBuffer, need, newCap int) {
+	if cap(buf.B) < need {
+		buf.B = append(make([]byte, 0, max(need, newCap)), buf.B...)
+	}
 }
 
 // checkLife lets go of fp's records when the tail cache answered them for

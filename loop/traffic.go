@@ -238,8 +238,8 @@ func (s *Server) abandon(cs *connState, seq uint64, key int16, now time.Time) {
 // queueFrame copies the frame into a pooled buffer (the only copy of the
 // request), or takes owned, the assembled buffer body already lives in,
 // and queues it for a worker, with its header pointed into that buffer:
-// the peeked bytes hdr and body alias are reused once OnTraffic returns. A request the Spec says gets no reply (NoReply) takes no reply
-// slot. When the queue is full the frame is left unread and the connection
+// the peeked bytes hdr and body alias are reused once OnTraffic returns.
+// A request the Spec says gets no reply (NoReply) takes no reply slot. When the queue is full the frame is left unread and the connection
 // is held until a worker frees room. Loop only.
 func (s *Server) queueFrame(cs *connState, c gnet.Conn, spec *handlers.Spec, hdr *codec.RequestHeader,
 	body []byte, total int, now time.Time, owned *bytebufferpool.ByteBuffer) (bool, CloseReason, error) {

@@ -1,6 +1,10 @@
 package fetchcache
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/iggy-kafka/gateway/codec"
+)
 
 // Samples keeps, per key, the last sample of a size a reader learned (a
 // ratio, bytes per message), so the next read of the key asks for about
@@ -113,8 +117,5 @@ func (r *Ratios) Expect(k Key, records uint64, kafka int) int {
 		return kafka
 	}
 	// A batch's header and a little slack over the sample.
-	return min(kafka, int(records)*int(bpr)*9/8+codecBatchHeader)
+	return min(kafka, int(records)*int(bpr)*9/8+codec.BatchHeaderLen)
 }
-
-// codecBatchHeader is a Kafka v2 batch's header (codec.BatchHeaderLen).
-const codecBatchHeader = 61

@@ -1,6 +1,10 @@
 package fetchcache
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/iggy-kafka/gateway/codec"
+)
 
 // The last sample wins; a new key past maxSampleKeys starts the map over;
 // Forget drops the keys it is told to.
@@ -62,7 +66,7 @@ func TestRatiosExpect(t *testing.T) {
 		t.Fatalf("unlearned: %d, want 0", got)
 	}
 	r.Learn(k, 2200, 1000, 10) // 100 Kafka bytes per record
-	if got, want := r.Expect(k, 50, 1<<20), 50*100*9/8+codecBatchHeader; got != want {
+	if got, want := r.Expect(k, 50, 1<<20), 50*100*9/8+codec.BatchHeaderLen; got != want {
 		t.Fatalf("50 records: %d, want %d", got, want)
 	}
 	if got := r.Expect(k, 1_000_000, 1<<20); got != 1<<20 {

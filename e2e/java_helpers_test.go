@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -423,8 +425,16 @@ func javaIdem(t *testing.T) func(addr, topic string, n, parts int) {
 	if _, errOut, err := runCmd(t, 120*time.Second, "", javac, "-cp", cp, "-d", src, filepath.Join(src, "IdemProducer.java")); err != nil {
 		t.Fatalf("javac: %v\n%s", err, errOut)
 	}
+	// A producer still running when the test ends (a t.Fatal on the test's
+	// goroutine while the producer runs on another) is killed, and waited
+	// for, before the test counts as done: its t.Errorf would panic after.
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	t.Cleanup(func() { cancel(); running.Wait() })
 	return func(addr, topic string, n, parts int) {
-		out, errOut, err := runCmd(t, 180*time.Second, "", java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		running.Add(1)
+		defer running.Done()
+		out, errOut, err := runCmdContext(ctx, 180*time.Second, "", java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 			"-cp", cp+string(os.PathListSeparator)+src, "IdemProducer", addr, topic, strconv.Itoa(n), strconv.Itoa(parts))
 		if err != nil || strings.TrimSpace(out) != "OK" {

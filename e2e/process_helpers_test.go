@@ -227,7 +227,13 @@ func stopWithin(t testing.TB, p *process, limit time.Duration) {
 // stderr separately.
 func runCmd(t testing.TB, timeout time.Duration, stdin string, name string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return runCmdContext(context.Background(), timeout, stdin, name, args...)
+}
+
+// runCmdContext is runCmd that also stops (kills) the command when parent
+// is done: for commands run on a goroutine that must not outlive the test.
+func runCmdContext(parent context.Context, timeout time.Duration, stdin string, name string, args ...string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = childEnv()
@@ -242,7 +248,10 @@ func runCmd(t testing.TB, timeout time.Duration, stdin string, name string, args
 	// pipes open and blocking Wait forever.
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
-	if ctx.Err() != nil {
+	switch {
+	case parent.Err() != nil:
+		err = fmt.Errorf("%s stopped: %w", name, parent.Err())
+	case ctx.Err() != nil:
 		err = fmt.Errorf("%s timed out after %v: %w", name, timeout, err)
 	}
 	return out.String(), errOut.String(), err

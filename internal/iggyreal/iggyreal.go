@@ -199,13 +199,21 @@ func (s *Server) start(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	cmd := exec.Command(filepath.Join(s.dir, "run.sh"), s.opts.DataDir, strconv.Itoa(s.opts.Port))
-	cmd.Env = append(serverEnv(), "IGGY_SHARDS="+strconv.Itoa(s.opts.Shards))
-	cmd.Env = append(cmd.Env, s.opts.Env...)
 	out := s.opts.Log
 	if out == nil {
 		out = io.Discard
 	}
+	// The server would refuse, one restart later, a segment a kill tore (see TrimTornTails).
+	cut, err := TrimTornTails(s.opts.DataDir)
+	if err != nil {
+		return fmt.Errorf("iggyreal: cutting torn segment tails in %s: %w", s.opts.DataDir, err)
+	}
+	for _, line := range cut {
+		fmt.Fprintf(out, "iggyreal: before start, cut %s\n", line)
+	}
+	cmd := exec.Command(filepath.Join(s.dir, "run.sh"), s.opts.DataDir, strconv.Itoa(s.opts.Port))
+	cmd.Env = append(serverEnv(), "IGGY_SHARDS="+strconv.Itoa(s.opts.Shards))
+	cmd.Env = append(cmd.Env, s.opts.Env...)
 	tail := &tailBuffer{max: 8 << 10}
 	cmd.Stdout = io.MultiWriter(out, tail)
 	cmd.Stderr = cmd.Stdout

@@ -184,11 +184,12 @@ func repeatedPartitions(req *kmsg.ProduceRequest) map[topicPartition]int {
 	return counts
 }
 
-// produceTopic finds the topic a Produce writes to, or the code that
-// refuses it: by name (auto-created when allowed), or byID (v13+, name
-// then from nameByID), where an id that names no topic, or no longer names
-// this one, is UNKNOWN_TOPIC_ID and nothing is created.
-func (c *Call) produceTopic(name string, id [16]byte, byID bool) (bridge.TopicInfo, int16) {
+// produceTopic finds the topic a Produce writes to (partitions up to
+// maxPartition), or the code that refuses it: by name (auto-created when
+// allowed), or byID (v13+, name then from nameByID), where an id that
+// names no topic, or no longer names this one, is UNKNOWN_TOPIC_ID and
+// nothing is created.
+func (c *Call) produceTopic(name string, id [16]byte, byID bool, maxPartition int32) (bridge.TopicInfo, int16) {
 	var ti bridge.TopicInfo
 	switch {
 	case byID && !validTopicName(name):
@@ -198,12 +199,21 @@ func (c *Call) produceTopic(name string, id [16]byte, byID bool) (bridge.TopicIn
 	case !validTopicName(name):
 		return ti, kerr.InvalidTopicException.Code
 	}
-	ti, err := c.topic(name, !byID)
+	ti, err := c.produceTopicInfo(name, !byID, maxPartition, id, byID)
 	code := errCode(err, opWrite)
 	if byID && (code == kerr.UnknownTopicOrPartition.Code || code == 0 && !c.sameTopicID(ti, id)) {
 		code = kerr.UnknownTopicID.Code
 	}
 	return ti, code
+}
+
+// maxPartition is the highest partition rt writes to (-1 for none).
+func maxPartition(rt *kmsg.ProduceRequestTopic) int32 {
+	m := int32(-1)
+	for i := range rt.Partitions {
+		m = max(m, rt.Partitions[i].Partition)
+	}
+	return m
 }
 
 // smallHasRepeat compares every partition entry of req with the ones
@@ -280,7 +290,7 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 		var ti bridge.TopicInfo
 		var pol topicPolicy
 		if code == 0 {
-			ti, code = c.produceTopic(rt.Topic, rt.TopicID, req.Version >= 13)
+			ti, code = c.produceTopic(rt.Topic, rt.TopicID, req.Version >= 13, maxPartition(rt))
 		}
 		if code == 0 {
 			var err error
@@ -513,6 +523,9 @@ func (c *Call) producePartition(version int16, tx txnWrite, ti *bridge.TopicInfo
 		// The guard gave up on a hung Append that may still read eb:
 		// leave the buffer to the garbage collector, never to the pool.
 		keep = errors.Is(err, bridge.ErrAbandoned)
+		if errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
+			g.topicInfos.forget(topic) // deleted or shrunk by someone else: read it again next time
+		}
 		return errCode(err, opWrite), nil
 	}
 	*pw = pendingWrite{key: PartitionKey{Topic: topic, Partition: partition}, ident: identityOf(ti),

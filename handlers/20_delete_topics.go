@@ -118,7 +118,9 @@ func deleteTopics(c *Call, req *kmsg.DeleteTopicsRequest, resp *kmsg.DeleteTopic
 			// still have happened.
 			g.tail.ForgetTopic(ti.Name)
 			g.forgetPolicy(ti.Name)
-			if err := g.Store.DeleteTopic(c.Ctx, g.Cfg.Stream, ti.Name); err != nil {
+			err := g.Store.DeleteTopic(c.Ctx, g.Cfg.Stream, ti.Name)
+			g.topicInfos.forget(ti.Name) // after: a Produce meanwhile may have read the topic again
+			if err != nil {
 				codes[i] = errCode(err, opAdmin)
 				if req.Version >= 5 {
 					st.ErrorMessage = strp(err.Error())

@@ -3,21 +3,14 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
-	"github.com/iggy-kafka/gateway/bridge"
-	"github.com/iggy-kafka/gateway/bridge/iggy"
 	"github.com/iggy-kafka/gateway/codec"
-	"github.com/iggy-kafka/gateway/internal/iggyreal"
 )
 
 // The Produce and Fetch hot paths, the whole way a request goes through a
@@ -31,7 +24,7 @@ import (
 // Budgets per request of one partition, the whole way. Ceilings, not
 // targets: a change that allocates more per request fails the test.
 var (
-	produceRequestAllocBudget = map[string]int{"embedded": 11, "iggy-server": 34}
+	produceRequestAllocBudget = map[string]int{"embedded": 11, "iggy-server": 19}
 	fetchStoreAllocBudget     = map[string]int{"embedded": 18, "iggy-server": 41}
 	fetchTailCacheAllocBudget = map[string]int{"embedded": 14, "iggy-server": 28}
 )
@@ -44,28 +37,6 @@ var recordCounts = []struct{ n, size int }{
 // hotPathBackends are the stores the budgets hold on: the embedded store,
 // and the real Iggy server (skipped without it, as every real-server test).
 var hotPathBackends = []string{"embedded", "iggy-server"}
-
-// guardedGateway is newGateway over backend with the store behind the
-// guard, as the command builds it (gateway/store.go).
-func guardedGateway(t *testing.T, backend string, mods ...func(*Config)) *Gateway {
-	t.Helper()
-	var st bridge.Backend
-	switch backend {
-	case "embedded":
-		st = openEmbedded(t, t.TempDir())
-	case "iggy-server":
-		stream := iggyreal.Stream(t)
-		is, err := iggy.Open(context.Background(), iggy.Options{Addr: iggyreal.Shared(t), PoolSize: 2,
-			CallTimeout: 10 * time.Second, StateStream: stream + ".gw", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = is.Close() })
-		st = is
-		mods = append(mods, func(c *Config) { c.Stream = stream })
-	}
-	return newGatewayOn(t, bridge.Guard(st, bridge.GuardOptions{}), mods...)
-}
 
 // sizedBatch is one batch of n keyed records with size-byte values.
 func sizedBatch(n, size int) []byte {

@@ -121,6 +121,9 @@ type Gateway struct {
 	// policies caches what Produce must know of each topic's configs
 	// (topic_policy.go). The zero value is ready.
 	policies policyCache
+	// topicInfos caches the topic headers Produce reads over the network
+	// (topic_info_cache.go). The zero value is ready.
+	topicInfos topicInfoCache
 	// brokerCfg caches the dynamic broker configs Produce needs
 	// (broker_configs.go). The zero value is ready.
 	brokerCfg brokerCache
@@ -333,6 +336,7 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		features:      newFeatureSet(servedFeatures(&cfg), start.UnixMilli()),
 		apiKeys:       advertisedKeys(&cfg),
 	}
+	g.topicInfos.on, g.topicInfos.maxAge = !store.Capabilities().MemoryReads, topicInfoMaxAge
 	if cfg.Transactions.Enabled {
 		g.Txn = newTxnCoordinator(g)
 	}

@@ -107,7 +107,7 @@ func ScalingWorkloads(quick bool) []Workload {
 // IggyWorkloads compare the gateway over a real Iggy server with
 // iggy-bench on one: produce and consume, 100 B and 1 KiB,
 // 1 and 4 partitions, one producer. compare uses it when every target is
-// iggy or iggy-native.
+// iggy, iggy-native or iggy-native-paced.
 func IggyWorkloads(quick bool) []Workload {
 	n100, n1k := 1_000_000, 300_000
 	if quick {
@@ -248,6 +248,9 @@ type Row struct {
 	// the server's CPU per record fed by the gateway over fed by iggy-bench.
 	GatewayPerServer float64 `json:"gateway_per_iggy_server_x,omitempty"`
 	ServerPerNative  float64 `json:"iggy_server_per_native_x,omitempty"`
+	// ServerPerPaced (iggy) is ServerPerNative against the
+	// iggy-native-paced row: iggy-bench fed the server at the gateway's rate.
+	ServerPerPaced float64 `json:"iggy_server_per_paced_native_x,omitempty"`
 	RSSPerConn       float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
 	// ServerSPerGB is the target's CPU seconds per GB of record values it
 	// carried (median of runs): the cost of moving data.
@@ -384,8 +387,15 @@ func Compare(ctx context.Context, o CompareOptions) (*Comparison, error) {
 				}
 				var r *Result
 				switch {
+				case native && nt.pacedBy() != "":
+					if base := c.lastComplete(w.Name, nt.pacedBy()); base != nil && base.MBPerSec > 0 {
+						r = nt.runNative(ctx, w, o.MaxDuration, base.MBPerSec*1e6)
+					} else {
+						r = &Result{Workload: w.Kind, Records: int64(w.Records),
+							Err: fmt.Sprintf("no complete %s run of %s before it to take the rate from (list %s first in --targets)", nt.pacedBy(), w.Name, nt.pacedBy())}
+					}
 				case native:
-					r = nt.runNative(ctx, w, o.MaxDuration)
+					r = nt.runNative(ctx, w, o.MaxDuration, 0)
 				case w.Kind == "idle" && t.PID() > 0:
 					// A process that has served the workloads before
 					// hands memory it already freed to new connections,
@@ -804,6 +814,9 @@ func (c *Comparison) summarise() {
 		if n := c.row(r.Workload, "iggy-native"); n != nil && n.IggyServerUsPerRec > 0 {
 			r.ServerPerNative = r.IggyServerUsPerRec / n.IggyServerUsPerRec
 		}
+		if n := c.row(r.Workload, "iggy-native-paced"); n != nil && n.IggyServerUsPerRec > 0 {
+			r.ServerPerPaced = r.IggyServerUsPerRec / n.IggyServerUsPerRec
+		}
 	}
 }
 
@@ -815,6 +828,16 @@ type Check struct {
 	GotText   string  `json:"got_text"`
 	Pass      bool    `json:"pass"`
 	Shortfall string  `json:"shortfall,omitempty"`
+}
+
+// lastComplete is the latest complete run of workload w by target t.
+func (c *Comparison) lastComplete(w, t string) *Result {
+	for i := len(c.Runs) - 1; i >= 0; i-- {
+		if r := c.Runs[i]; r.Workload == w && r.Target == t && r.Complete {
+			return r
+		}
+	}
+	return nil
 }
 
 func (c *Comparison) row(w, t string) *Row {
@@ -920,6 +943,9 @@ func (c *Comparison) checks() []Check {
 		}
 		if g.ServerPerNative > 0 {
 			atMostX(fmt.Sprintf("%s: iggy-server CPU per record, fed by the gateway ÷ by iggy-bench", w.Name), g.ServerPerNative, 1.2)
+		}
+		if g.ServerPerPaced > 0 {
+			atMostX(fmt.Sprintf("%s: iggy-server CPU per record, fed by the gateway ÷ by iggy-bench at the gateway's rate", w.Name), g.ServerPerPaced, 1.2)
 		}
 		if g.GatewayPerServer > 0 {
 			atMostX(fmt.Sprintf("%s: gateway CPU ÷ iggy-server CPU", w.Name), g.GatewayPerServer, 0.5)

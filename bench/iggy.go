@@ -149,8 +149,9 @@ func (t *iggyTarget) Stop() error {
 // Kafka: Compare calls runNative instead of the franz-go workloads, and
 // only for produce and consume.
 type nativeTarget struct {
-	name string
-	c    *TargetConfig
+	name  string
+	c     *TargetConfig
+	paced bool // iggy-native-paced: runs at the iggy target's rate
 	bin  string
 	dir  string
 	addr string
@@ -158,8 +159,18 @@ type nativeTarget struct {
 }
 
 // nativeRunner is a target that runs workloads with its own client.
+// pace is the payload bytes per second to hold the step to (0: as fast as
+// it goes); pacedBy names the target whose rate it wants (empty: none).
 type nativeRunner interface {
-	runNative(ctx context.Context, w Workload, maxDuration time.Duration) *Result
+	runNative(ctx context.Context, w Workload, maxDuration time.Duration, pace float64) *Result
+	pacedBy() string
+}
+
+func (t *nativeTarget) pacedBy() string {
+	if t.paced {
+		return "iggy"
+	}
+	return ""
 }
 
 func (t *nativeTarget) Name() string      { return t.name }
@@ -203,14 +214,20 @@ func NativeBatch(recordSize int) int {
 // or consumer, one stream; a single partition uses the pinned benchmarks,
 // more the balanced ones (one producer spreading batches over the
 // partitions, one consumer in one consumer group reading them all).
-func nativeArgs(kind string, w Workload, perBatch, batches int, addr string, reuse bool) []string {
+func nativeArgs(kind string, w Workload, perBatch, batches int, addr string, reuse bool, pace float64) []string {
 	var a []string
 	if reuse {
 		a = append(a, "--reuse-streams")
 	}
-	a = append(a, "-m", strconv.Itoa(w.RecordSize), "-P", strconv.Itoa(perBatch), "-b", strconv.Itoa(batches))
+	if pace > 0 {
+		a = append(a, "--rate-limit", strconv.FormatInt(int64(pace), 10)+"B")
+	}
 	parts := max(w.Partitions, 1)
 	producers := max(w.Producers, 1)
+	if kind == "produce" {
+		batches = nativeBatchesPerActor(batches, producers) // -b counts each producer's
+	}
+	a = append(a, "-m", strconv.Itoa(w.RecordSize), "-P", strconv.Itoa(perBatch), "-b", strconv.Itoa(batches))
 	switch {
 	case kind == "produce" && parts == 1 && producers == 1:
 		a = append(a, "pinned-producer", "-p", "1", "-s", "1")
@@ -224,22 +241,33 @@ func nativeArgs(kind string, w Workload, perBatch, batches int, addr string, reu
 	return append(a, "tcp", "--server-address", addr)
 }
 
+// nativeBatchesPerActor is batches spread over producers, rounded up.
+func nativeBatchesPerActor(batches, producers int) int {
+	return (batches + producers - 1) / producers
+}
+
 // runNative runs w with iggy-bench: produce as one benchmark; consume as a
-// produce benchmark that loads the stream, then a consume benchmark on it
-// (--reuse-streams). The records asked for are rounded up to whole batches.
-func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration time.Duration) *Result {
+// produce benchmark that loads the stream (at full speed), then a consume
+// benchmark on it (--reuse-streams). The step is held to pace payload
+// bytes per second when pace > 0. The records asked for are rounded up to
+// whole batches.
+func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration time.Duration, pace float64) *Result {
 	perBatch := min(NativeBatch(w.RecordSize), max(w.Records, 1))
 	batches := (w.Records + perBatch - 1) / perBatch
 	r := &Result{Workload: w.Kind, RecordSize: w.RecordSize, Records: int64(perBatch * batches)}
+	if p := max(w.Producers, 1); w.Kind == "produce" && p > 1 {
+		r.Records = int64(perBatch * nativeBatchesPerActor(batches, p) * p)
+	}
 	if w.Kind != "produce" && w.Kind != "consume" {
 		r.Err = "iggy-native runs produce and consume workloads only"
 		return r
 	}
 	var clientCPU time.Duration
-	run := func(kind string, reuse bool) (*nativeResult, error) {
+	r.PacedMBPerSec = pace / 1e6
+	run := func(kind string, reuse bool, pace float64) (*nativeResult, error) {
 		rctx, cancel := context.WithTimeout(ctx, maxDuration+30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(rctx, t.bin, nativeArgs(kind, w, perBatch, batches, t.addr, reuse)...)
+		cmd := exec.CommandContext(rctx, t.bin, nativeArgs(kind, w, perBatch, batches, t.addr, reuse, pace)...)
 		cmd.Dir = t.dir // it may write result files next to itself
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -255,7 +283,7 @@ func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration ti
 		return res, nil
 	}
 	if w.Kind == "consume" {
-		if _, err := run("produce", false); err != nil {
+		if _, err := run("produce", false, 0); err != nil {
 			r.Err = "preload: " + err.Error()
 			return r
 		}
@@ -264,7 +292,7 @@ func (t *nativeTarget) runNative(ctx context.Context, w Workload, maxDuration ti
 	// saving is not the step's, the step's own is.
 	pids, server := targetProcesses(t)
 	step := startStep(ctx, defaultSettler, pids, server >= 0)
-	res, err := run(w.Kind, w.Kind == "consume")
+	res, err := run(w.Kind, w.Kind == "consume", pace)
 	if err != nil {
 		r.Err = err.Error()
 		return r

@@ -39,10 +39,23 @@ func TestParseNative(t *testing.T) {
 func TestNativeArgs(t *testing.T) {
 	t.Parallel()
 	w := Workload{Kind: "consume", RecordSize: 1024, Records: 300_000, Partitions: 4}
-	got := strings.Join(nativeArgs("consume", w, 968, 310, "127.0.0.1:1", true), " ")
+	got := strings.Join(nativeArgs("consume", w, 968, 310, "127.0.0.1:1", true, 0), " ")
 	want := "--reuse-streams -m 1024 -P 968 -b 310 balanced-consumer-group -c 1 -g 1 -s 1 tcp --server-address 127.0.0.1:1"
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	w = Workload{Kind: "produce", RecordSize: 100, Records: 1_000_000, Partitions: 1, Producers: 1}
+	got = strings.Join(nativeArgs("produce", w, 9090, 111, "127.0.0.1:1", false, 121.5e6), " ")
+	want = "--rate-limit 121500000B -m 100 -P 9090 -b 111 pinned-producer -p 1 -s 1 tcp --server-address 127.0.0.1:1"
+	if got != want {
+		t.Fatalf("paced: got  %s\nwant %s", got, want)
+	}
+	// -b is per producer: 111 batches over 4 producers are 28 each.
+	w = Workload{Kind: "produce", RecordSize: 100, Records: 1_000_000, Partitions: 4, Producers: 4}
+	got = strings.Join(nativeArgs("produce", w, 9090, 111, "127.0.0.1:1", false, 0), " ")
+	want = "-m 100 -P 9090 -b 28 balanced-producer -a 4 -p 4 -s 1 tcp --server-address 127.0.0.1:1"
+	if got != want {
+		t.Fatalf("4 producers: got  %s\nwant %s", got, want)
 	}
 	if NativeBatch(100) != 9090 || NativeBatch(1024) != 967 {
 		t.Fatalf("NativeBatch: %d %d", NativeBatch(100), NativeBatch(1024))
@@ -73,7 +86,7 @@ func TestSmokeCompareIggy(t *testing.T) {
 	}
 	var log strings.Builder
 	defer func() { t.Log("\n" + log.String()) }()
-	c, err := Compare(ctx, CompareOptions{Targets: []string{"iggy", "iggy-native"}, Workloads: ws, Reps: 1,
+	c, err := Compare(ctx, CompareOptions{Targets: []string{"iggy", "iggy-native", "iggy-native-paced"}, Workloads: ws, Reps: 1,
 		MaxDuration: 30 * time.Second, Acks: "all", Idempotent: true, Log: &log,
 		// Without the tail cache the consume reads the server, so both
 		// processes of the iggy target do work on it (with the cache a
@@ -88,9 +101,19 @@ func TestSmokeCompareIggy(t *testing.T) {
 	if n := c.Incomplete(); n > 0 {
 		t.Fatalf("%d incomplete runs: %+v", n, c.Runs)
 	}
-	// latency has no native run; the other two have both rows.
-	if len(c.Runs) != 5 {
-		t.Fatalf("%d runs, want 5", len(c.Runs))
+	// latency has no native run; the other two have all three rows.
+	if len(c.Runs) != 7 {
+		t.Fatalf("%d runs, want 7", len(c.Runs))
+	}
+	// The paced runs were held to the iggy run's rate of their workload.
+	for _, w := range []string{"produce-100B-4p", "consume-1KiB"} {
+		g, p := c.lastComplete(w, "iggy"), c.lastComplete(w, "iggy-native-paced")
+		if g == nil || p == nil || p.PacedMBPerSec != g.MBPerSec || p.MBPerSec <= 0 {
+			t.Fatalf("%s: iggy %+v\npaced %+v", w, g, p)
+		}
+		if r := c.row(w, "iggy"); r == nil || r.ServerPerPaced <= 0 {
+			t.Fatalf("%s: iggy row %+v", w, r)
+		}
 	}
 	for _, w := range []string{"produce-100B-4p", "consume-1KiB"} {
 		g, n := c.row(w, "iggy"), c.row(w, "iggy-native")
@@ -124,7 +147,8 @@ func TestSmokeCompareIggy(t *testing.T) {
 	}
 	found := map[string]int{}
 	for _, ck := range c.Checks {
-		for _, suffix := range []string{"iggy ÷ iggy-native", "fed by the gateway ÷ by iggy-bench", "gateway CPU ÷ iggy-server CPU"} {
+		for _, suffix := range []string{"iggy ÷ iggy-native", "fed by the gateway ÷ by iggy-bench", "gateway CPU ÷ iggy-server CPU",
+			"by iggy-bench at the gateway's rate"} {
 			if strings.HasSuffix(ck.What, suffix) {
 				found[suffix]++
 				if ck.Got <= 0 {
@@ -134,9 +158,10 @@ func TestSmokeCompareIggy(t *testing.T) {
 		}
 	}
 	md := c.Markdown()
-	if len(found) != 3 || found["iggy ÷ iggy-native"] != 2 || found["fed by the gateway ÷ by iggy-bench"] != 2 ||
-		found["gateway CPU ÷ iggy-server CPU"] != 2 || !strings.Contains(md, "| consume-1KiB | iggy-native | 1/1 |") ||
-		!strings.Contains(md, "| gateway ÷ iggy-server | iggy-server ÷ native |") {
+	if len(found) != 4 || found["iggy ÷ iggy-native"] != 2 || found["fed by the gateway ÷ by iggy-bench"] != 2 ||
+		found["gateway CPU ÷ iggy-server CPU"] != 2 || found["by iggy-bench at the gateway's rate"] != 2 ||
+		!strings.Contains(md, "| consume-1KiB | iggy-native | 1/1 |") || !strings.Contains(md, "| consume-1KiB | iggy-native-paced | 1/1 |") ||
+		!strings.Contains(md, "| gateway ÷ iggy-server | iggy-server ÷ native | iggy-server ÷ paced native |") {
 		t.Fatalf("checks %+v\n%s", c.Checks, md)
 	}
 	t.Log("\n" + md)
@@ -147,7 +172,7 @@ func TestSmokeCompareIggy(t *testing.T) {
 func TestIggyTargetSkips(t *testing.T) {
 	// Not parallel: it sets an environment variable (t.Setenv).
 	t.Setenv(iggyreal.DirEnv, "")
-	for _, name := range []string{"iggy", "iggy-native"} {
+	for _, name := range []string{"iggy", "iggy-native", "iggy-native-paced"} {
 		tg, err := NewTarget(name, &TargetConfig{ModuleDir: t.TempDir(), WorkDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)

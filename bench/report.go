@@ -131,11 +131,12 @@ func (c *Comparison) Markdown() string {
 	c.idleTable(&b)
 	c.perfTable(&b)
 	c.shareTable(&b)
-	if slices.Contains(c.Targets, "iggy-native") {
+	if slices.Contains(c.Targets, "iggy-native") || slices.Contains(c.Targets, "iggy-native-paced") {
 		b.WriteString("\niggy-native is iggy-bench on its own iggy-server: its latencies are per batch (one send or poll " +
-			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's.\n")
+			"to its reply), not per record, and its server CPU is the server's; iggy's server CPU is the gateway's plus its server's. " +
+			"iggy-native-paced is the same held (--rate-limit) to the MB/s of the iggy run of the workload just before it.\n")
 	}
-	if slices.Contains(c.Targets, "iggy-native") || slices.Contains(c.Targets, "iggy") {
+	if slices.Contains(c.Targets, "iggy-native") || slices.Contains(c.Targets, "iggy-native-paced") || slices.Contains(c.Targets, "iggy") {
 		c.iggyCPUTable(&b)
 	}
 	for _, r := range c.Rows {
@@ -314,9 +315,10 @@ func (c *Comparison) iggyCPUTable(b *strings.Builder) {
 		"a target with an iggy-server of its own is measured from quiet to quiet, so the server's background saving " +
 		"after a step counts: \"after the step\" is that part). On a machine they share, throughput follows the sum. " +
 		"\"gateway ÷ iggy-server\" divides the gateway's column by the iggy-server's; \"iggy-server ÷ native\" " +
-		"the iggy-server's CPU per record fed by the gateway by the iggy-native row's, fed by iggy-bench.\n\n" +
-		"| workload | target | client | server | of which gateway | of which iggy-server | of which after the step | sum | gateway ÷ iggy-server | iggy-server ÷ native |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		"the iggy-server's CPU per record fed by the gateway by the iggy-native row's, fed by iggy-bench; " +
+		"\"iggy-server ÷ paced native\" the same against iggy-native-paced, iggy-bench held to the gateway's rate.\n\n" +
+		"| workload | target | client | server | of which gateway | of which iggy-server | of which after the step | sum | gateway ÷ iggy-server | iggy-server ÷ native | iggy-server ÷ paced native |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range c.Rows {
 		if r.OK == 0 || r.ClientUsPerRec+r.ServerUsPerRec <= 0 {
 			continue
@@ -328,8 +330,8 @@ func (c *Comparison) iggyCPUTable(b *strings.Builder) {
 		if r.Unsettled > 0 {
 			after += fmt.Sprintf(" (%d unsettled)", r.Unsettled)
 		}
-		fmt.Fprintf(b, "| %s | %s | %.3f | %.3f | %s | %s | %s | %.3f | %s | %s |\n", r.Workload, r.Target,
+		fmt.Fprintf(b, "| %s | %s | %.3f | %.3f | %s | %s | %s | %.3f | %s | %s | %s |\n", r.Workload, r.Target,
 			r.ClientUsPerRec, r.ServerUsPerRec, num(r.GatewayUsPerRec, "%.3f"), num(r.IggyServerUsPerRec, "%.3f"), after,
-			r.ClientUsPerRec+r.ServerUsPerRec, num(r.GatewayPerServer, "%.2fx"), num(r.ServerPerNative, "%.2fx"))
+			r.ClientUsPerRec+r.ServerUsPerRec, num(r.GatewayPerServer, "%.2fx"), num(r.ServerPerNative, "%.2fx"), num(r.ServerPerPaced, "%.2fx"))
 	}
 }

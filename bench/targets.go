@@ -51,6 +51,9 @@ var TargetNames = []string{
 	"kafka",           // Apache Kafka 4.x, single KRaft node, from bench/kafka/target/lib
 	"iggy",            // the gateway binary with --backend iggy --fsync never, in front of a real Iggy server (its own, or IggyAddr)
 	"iggy-native",     // iggy-bench (Iggy's own TCP client) against a real Iggy server (its own, or IggyAddr)
+	// iggy-bench as iggy-native, each run held (--rate-limit) to the MB/s the iggy target reached on the
+	// same workload just before (list iggy first): the server's CPU per record at the gateway's feed rate.
+	"iggy-native-paced",
 }
 
 // TargetConfig says where the targets' programs are and how to run them.
@@ -111,6 +114,8 @@ func NewTarget(name string, c *TargetConfig) (Target, error) {
 		return &iggyTarget{procTarget: procTarget{name: name, c: c, kind: "iggy", fsync: "never"}}, nil
 	case "iggy-native":
 		return &nativeTarget{name: name, c: c}, nil
+	case "iggy-native-paced":
+		return &nativeTarget{name: name, c: c, paced: true}, nil
 	}
 	return nil, fmt.Errorf("unknown target %q (one of %s)", name, strings.Join(TargetNames, ", "))
 }

@@ -361,7 +361,7 @@ func pickWorkloads(set []bench.Workload, groups map[string][]bench.Workload, onl
 // onlyIggy reports targets made only of iggy and iggy-native.
 func onlyIggy(targets []string) bool {
 	for _, t := range targets {
-		if t != "iggy" && t != "iggy-native" {
+		if t != "iggy" && t != "iggy-native" && t != "iggy-native-paced" {
 			return false
 		}
 	}

@@ -417,6 +417,9 @@ func plainHeadersSize(r *codec.Record) (int, bool) {
 	} else if len(r.Value) == 0 {
 		n += entrySize(HeaderValue, len(valueEmpty))
 	}
+	if r.HeaderCount == 0 { // most records: no iterator to set up
+		return n, true
+	}
 	h := codec.NewHeaderIter(r.Headers, r.HeaderCount)
 	for h.Next() {
 		k, v := h.Key(), h.Value()

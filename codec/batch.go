@@ -320,6 +320,9 @@ func parseRecord(body []byte, r *Record) bool {
 
 // validHeaders reports whether src holds exactly count well-formed headers.
 func validHeaders(src []byte, count int32) bool {
+	if count == 0 { // most records: no iterator to set up
+		return len(src) == 0
+	}
 	// A header takes at least 2 bytes; this also bounds the loop by the input.
 	if int64(count) > int64(len(src))/2 {
 		return false

@@ -989,7 +989,10 @@ func (r *kafkaRecord) decode(m *IggyMessage) error {
 		return nil
 	}
 	var mh mappingHeaders
-	if err := mh.scan(m.UserHeaders); err != nil {
+	if len(m.UserHeaders) == 0 {
+		// No user headers: a native message, or a record the gateway stored
+		// as one (docs/MAPPING.md); the scan would find nothing.
+	} else if err := mh.scan(m.UserHeaders); err != nil {
 		return err
 	}
 	if mh.version == nil {

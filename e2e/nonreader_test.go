@@ -101,6 +101,10 @@ func TestNonReaderRSSBounded(t *testing.T) {
 	var mu sync.Mutex
 	var raws []net.Conn
 	var wg sync.WaitGroup
+	// Registered first, so it runs after the connections' closes: a test
+	// that fails early still waits for its writers, whose t.Logf must not
+	// come after it ended.
+	t.Cleanup(wg.Wait)
 	for i := 0; i < conns; i++ {
 		c, err := net.DialTimeout("tcp", p.Addr, 5*time.Second)
 		if err != nil {

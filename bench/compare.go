@@ -251,7 +251,7 @@ type Row struct {
 	// ServerPerPaced (iggy) is ServerPerNative against the
 	// iggy-native-paced row: iggy-bench fed the server at the gateway's rate.
 	ServerPerPaced float64 `json:"iggy_server_per_paced_native_x,omitempty"`
-	RSSPerConn       float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
+	RSSPerConn     float64 `json:"rss_per_conn_bytes,omitempty"` // idle workload, median
 	// ServerSPerGB is the target's CPU seconds per GB of record values it
 	// carried (median of runs): the cost of moving data.
 	ServerSPerGB float64 `json:"server_cpu_s_per_gb,omitempty"`

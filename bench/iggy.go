@@ -152,10 +152,10 @@ type nativeTarget struct {
 	name  string
 	c     *TargetConfig
 	paced bool // iggy-native-paced: runs at the iggy target's rate
-	bin  string
-	dir  string
-	addr string
-	own  ownServer
+	bin   string
+	dir   string
+	addr  string
+	own   ownServer
 }
 
 // nativeRunner is a target that runs workloads with its own client.

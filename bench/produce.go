@@ -159,13 +159,13 @@ type Result struct {
 	RecPerSec  float64  `json:"records_per_sec"`
 	MBPerSec   float64  `json:"mb_per_sec"` // 10^6 bytes of record values per second
 	Rate       float64  `json:"target_rate,omitempty"`
-	Latency    *Latency `json:"latency,omitempty"`     // produce: send (or scheduled send) to ack
+	Latency    *Latency `json:"latency,omitempty"` // produce: send (or scheduled send) to ack
 	// PacedMBPerSec (iggy-native-paced) is the rate iggy-bench was held to:
 	// the iggy target's on the same workload just before.
-	PacedMBPerSec float64 `json:"paced_mb_per_sec,omitempty"`
-	E2ELatency *Latency `json:"e2e_latency,omitempty"` // e2e: scheduled send to receipt
-	ServerCPU  float64  `json:"server_cpu_s,omitempty"`
-	ClientCPU  float64  `json:"client_cpu_s,omitempty"`
+	PacedMBPerSec float64  `json:"paced_mb_per_sec,omitempty"`
+	E2ELatency    *Latency `json:"e2e_latency,omitempty"` // e2e: scheduled send to receipt
+	ServerCPU     float64  `json:"server_cpu_s,omitempty"`
+	ClientCPU     float64  `json:"client_cpu_s,omitempty"`
 	// GatewayCPU is the gateway's part of ServerCPU when the target runs
 	// more than one process (iggy: the gateway and its Iggy server).
 	GatewayCPU float64 `json:"gateway_cpu_s,omitempty"`

@@ -92,10 +92,11 @@ func TestJavaToolsTransactions(t *testing.T) {
 
 	out = tool("describe-producers", "--topic", topic, "--partition", "0")
 	must("describe-producers", out, `^ProducerId\s*\tProducerEpoch\tLatestCoordinatorEpoch\tLastSequence\tLastTimestamp\s*\tCurrentTransactionStartOffset\t\n`)
-	must("describe-producers", out, fmt.Sprintf(`(?m)^%d\s*\t%d\s*\t0\s*\t2\s*\t\d{13}\s*\t3\s*\t$`, stuckPid, stuckEpoch))
+	must("describe-producers", out, fmt.Sprintf(`(?m)^%d\s*\t%d\s*\t-1\s*\t2\s*\t\d{13}\s*\t3\s*\t$`, stuckPid, stuckEpoch))
 	// LatestCoordinatorEpoch is the coordinator epoch of the producer's
-	// last marker here (0), as Kafka keeps it; -1 for a producer that
-	// never had one. The commit (transaction.version 2) wrote its marker
+	// last marker here (0: this gateway's first start), as Kafka keeps it;
+	// -1 for a producer that never had one, as ktx-stuck, whose
+	// transaction is open. The commit (transaction.version 2) wrote its marker
 	// at the bumped epoch, which starts the producer's state there over:
 	// last sequence -1, as Kafka's producer state has it.
 	must("describe-producers", out, fmt.Sprintf(`(?m)^%d\s*\t\d+\s*\t0\s*\t-1\s*\t\d{13}\s*\tNone\s*\t$`, donePid))
@@ -129,4 +130,59 @@ func TestJavaToolsTransactions(t *testing.T) {
 	}
 	out = tool("list")
 	must("list after", out, fmt.Sprintf(`(?m)^ktx-stuck\s*\t1\s*\t%d\s*\tCompleteCommit\s*\t$`, stuckPid))
+}
+
+// TestJavaToolsCoordinatorEpochAfterRestart: the coordinator epoch moves
+// on with each start of the gateway, as a Kafka coordinator's does with its
+// state partition's leader epoch. kafka-transactions describe-producers
+// shows the epoch of the producer's last marker: 0 from the first start,
+// 1 after a kill -9 and a restart on the same data.
+func TestJavaToolsCoordinatorEpochAfterRestart(t *testing.T) {
+	t.Parallel()
+	needJava(t)
+	g := newProxiedGateway(t, 1<<62, t.TempDir(), "--transactions=enabled")
+	const topic = "kce"
+	g.createTopic(topic, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	commitOne := func(v string) int64 {
+		t.Helper()
+		cl := newClient(t, g.proxy.Addr(), kgo.TransactionalID("kce"))
+		defer cl.Close()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+		pid, _, err := cl.ProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	latestCoordinatorEpoch := func(pid int64) string {
+		t.Helper()
+		out, errOut := kafkaTool(t, g.proxy.Addr(), "org.apache.kafka.tools.TransactionsCommand",
+			"describe-producers", "--topic", topic, "--partition", "0")
+		m := regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s*\t\d+\s*\t(-?\d+)\s*\t`, pid)).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("describe-producers lists no producer %d:\n%s\nstderr: %s", pid, out, errOut)
+		}
+		return m[1]
+	}
+	pid := commitOne("first")
+	if e := latestCoordinatorEpoch(pid); e != "0" {
+		t.Fatalf("after the first start's commit: LatestCoordinatorEpoch %s, want 0", e)
+	}
+	g.killAndRestart()
+	if again := commitOne("second"); again != pid {
+		t.Fatalf("producer id %d after the restart, want %d (kept per transactional id)", again, pid)
+	}
+	if e := latestCoordinatorEpoch(pid); e != "1" {
+		t.Fatalf("after the restarted gateway's commit: LatestCoordinatorEpoch %s, want 1", e)
+	}
 }

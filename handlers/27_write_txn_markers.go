@@ -10,7 +10,11 @@
 //     writes its own (durable, the aborted list and the last stable offset
 //     follow); per partition UNKNOWN_TOPIC_OR_PARTITION for a topic or
 //     partition that does not exist, the store's code when the write fails.
-//     The coordinator epoch is not checked (the gateway's is always 0).
+//     A marker whose coordinator epoch is older than that of the
+//     producer's last marker on the partition is refused per partition with
+//     TRANSACTION_COORDINATOR_FENCED, as Kafka's partition leader refuses
+//     a zombie coordinator's; the marker is written with the request's
+//     coordinator epoch.
 //
 // Version notes:
 //   - v0 is not served (Kafka 4 serves v1+); v1 is flexible; v2 adds the
@@ -46,7 +50,7 @@ func writeTxnMarkers(c *Call, req *kmsg.WriteTxnMarkersRequest, resp *kmsg.Write
 				case !validTopicName(t.Topic) || p < 0:
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				default:
-					rp.ErrorCode = c.writeOneMarker(txn.Partition{Topic: t.Topic, Partition: p}, m.ProducerID, m.ProducerEpoch, m.Committed)
+					rp.ErrorCode = c.writeOneMarker(txn.Partition{Topic: t.Topic, Partition: p}, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -58,13 +62,13 @@ func writeTxnMarkers(c *Call, req *kmsg.WriteTxnMarkersRequest, resp *kmsg.Write
 }
 
 // writeOneMarker writes one marker after checking its partition exists.
-func (c *Call) writeOneMarker(p txn.Partition, pid int64, epoch int16, commit bool) int16 {
+func (c *Call) writeOneMarker(p txn.Partition, pid int64, epoch int16, coordEpoch int32, commit bool) int16 {
 	ti, err := c.topic(p.Topic, false)
 	if err == nil && p.Partition >= ti.Partitions {
 		return kerr.UnknownTopicOrPartition.Code
 	}
 	if err == nil {
-		err = c.G.Txn.WriteMarker(c.Ctx, p, pid, epoch, commit)
+		err = c.G.Txn.WriteMarker(c.Ctx, p, pid, epoch, coordEpoch, commit)
 	}
 	return errCode(err, opWrite)
 }

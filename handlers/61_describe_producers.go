@@ -12,12 +12,11 @@
 //   - LastTimestamp is when this gateway last stored a batch of the
 //     producer (not the batch's max timestamp), -1 for a producer known
 //     only from the rebuild. CurrentTxnStartOffset is the first offset of
-//     the producer's open transaction on the partition, with
-//     CoordinatorEpoch 0 (the gateway's coordinator epoch); both -1 when
-//     it has none (always, without --transactions enabled), except that
-//     CoordinatorEpoch stays 0 once a marker of the producer was written
-//     to the partition since the gateway started (Kafka keeps the last
-//     marker's coordinator epoch).
+//     the producer's open transaction on the partition, -1 when it has
+//     none (always, without --transactions enabled). CoordinatorEpoch is
+//     the coordinator epoch of the producer's last marker written to the
+//     partition since the gateway started, as Kafka keeps it; -1 before
+//     one (an open transaction does not change it, as on Kafka).
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a transient
 //     store failure during a rebuild: REQUEST_TIMED_OUT.
 //
@@ -106,11 +105,11 @@ func (id *Idempotence) active(c *Call, k seqPartKey) ([]kmsg.DescribeProducersRe
 			}
 			a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, -1
 			if p.marked {
-				a.CoordinatorEpoch = 0 // the epoch of its last marker, as Kafka keeps it
+				a.CoordinatorEpoch = p.markEpoch // the epoch of its last marker, as Kafka keeps it
 			}
 			if tx := c.G.Txn; tx != nil {
 				if first, ok := tx.Index.FirstOffset(txn.Partition{Topic: k.topic, Partition: k.partition}, pid); ok {
-					a.CoordinatorEpoch, a.CurrentTxnStartOffset = 0, int64(first)
+					a.CurrentTxnStartOffset = int64(first)
 				}
 			}
 			out = append(out, a)

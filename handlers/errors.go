@@ -50,6 +50,8 @@ func errCode(err error, o op) int16 {
 		return kerr.LeaderNotAvailable.Code // retried by every client, as while Kafka creates a topic
 	case errors.Is(err, errTopicCollides):
 		return kerr.InvalidTopicException.Code
+	case errors.Is(err, kerr.TransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, bridge.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrTopicExists):

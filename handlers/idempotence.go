@@ -97,7 +97,8 @@ type seqProducer struct {
 	// (ms since the epoch), 0 when it has not (state rebuilt from the
 	// store). DescribeProducers reports it.
 	appendedMs int64
-	marked     bool // a transaction marker of the producer was written here since start (DescribeProducers)
+	marked     bool  // a transaction marker of the producer was written here since start (DescribeProducers)
+	markEpoch  int32 // the coordinator epoch of that marker
 	// markers counts the markers of the producer written here (under mu),
 	// read without mu before a transactional batch's coordinator check: a
 	// marker written between the check and the append ended the

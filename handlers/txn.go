@@ -141,7 +141,7 @@ func (e txnEnv) HighWatermark(ctx context.Context, p txn.Partition) (uint64, err
 // partition's idempotence state, which it moves to the marker's epoch: a
 // batch of an older epoch (a producer fenced by a timeout) is refused from
 // then on, and none can land between the check and the marker.
-func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epoch int16, commit bool) (uint64, error) {
+func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epoch int16, coordEpoch int32, commit bool) (uint64, error) {
 	g := e.g
 	ti, err := g.Store.Topic(ctx, g.Cfg.Stream, p.Topic)
 	if errors.Is(err, bridge.ErrTopicNotFound) || err == nil && p.Partition >= ti.Partitions {
@@ -157,7 +157,12 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	m := bridge.Marker{ProducerID: pid, Epoch: epoch, Commit: commit, TimestampMs: time.Now().UnixMilli()}
+	if sp.marked && coordEpoch < sp.markEpoch {
+		// Kafka's check: a marker from an older coordinator than the last
+		// one that marked this producer here (a stale operator's abort).
+		return 0, kerr.TransactionCoordinatorFenced
+	}
+	m := bridge.Marker{ProducerID: pid, Epoch: epoch, Commit: commit, TimestampMs: time.Now().UnixMilli(), CoordinatorEpoch: coordEpoch}
 	eb := getBig()
 	defer putBig(eb)
 	var stats bridge.ProduceStats
@@ -173,7 +178,7 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 		sp.wake()
 		return 0, err
 	}
-	sp.marked = true
+	sp.marked, sp.markEpoch = true, coordEpoch
 	sp.markers.Add(1)
 	if epoch > sp.epoch {
 		sp.epoch, sp.n = epoch, 0

@@ -25,7 +25,7 @@ func TestFindMarkerPastOnePoll(t *testing.T) {
 	ctx := context.Background()
 	env := txnEnv{g}
 	p := txn.Partition{Topic: "fm"}
-	at, err := env.WriteMarker(ctx, p, 77, 2, true)
+	at, err := env.WriteMarker(ctx, p, 77, 2, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

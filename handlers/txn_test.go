@@ -166,3 +166,69 @@ func TestTxnOffsetsRequireStable(t *testing.T) {
 		t.Fatalf("after the commit: %+v", p)
 	}
 }
+
+// TestTxnMarkerCoordinatorEpoch: a marker carries its coordinator's epoch,
+// DescribeProducers shows the epoch of the producer's last marker on the
+// partition (-1 before any), and a marker from an older coordinator epoch
+// than that is refused with TRANSACTION_COORDINATOR_FENCED, as Kafka's
+// partition leader refuses a zombie coordinator's.
+func TestTxnMarkerCoordinatorEpoch(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, noAutoCreate, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 1} })
+	createTopic(t, g, "wm", 1)
+	for want := int32(0); want <= 1; want++ { // two starts on one store
+		if err := g.Txn.Load(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if g.Txn.Epoch() != want {
+			t.Fatalf("start %d: coordinator epoch %d", want+1, g.Txn.Epoch())
+		}
+	}
+	const pid = 4242
+	if p := produceOne(t, g, produceReq(9, "wm", 0, idemBatch(pid, 0, 0, 1, "v"))); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	coordEpoch := func() int32 {
+		t.Helper()
+		req := kmsg.NewPtrDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = "wm", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp := do(t, g, req).(*kmsg.DescribeProducersResponse)
+		for _, a := range resp.Topics[0].Partitions[0].ActiveProducers {
+			if a.ProducerID == pid {
+				return a.CoordinatorEpoch
+			}
+		}
+		t.Fatalf("producer %d not listed: %+v", pid, resp.Topics[0].Partitions[0])
+		return 0
+	}
+	if e := coordEpoch(); e != -1 {
+		t.Fatalf("before any marker: coordinator epoch %d, want -1", e)
+	}
+	mark := func(coord int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, 0, false, coord
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = "wm", []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		return do(t, g, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}
+	if code := mark(1); code != 0 {
+		t.Fatalf("marker at coordinator epoch 1: %v", kerr.ErrorForCode(code))
+	}
+	if e := coordEpoch(); e != 1 {
+		t.Fatalf("after a marker of coordinator epoch 1: %d", e)
+	}
+	if code := mark(0); code != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("marker of an older coordinator epoch: %v, want TRANSACTION_COORDINATOR_FENCED", kerr.ErrorForCode(code))
+	}
+	st, err := g.Store.Partition(t.Context(), g.Cfg.Stream, "wm", 0)
+	if err != nil || st.Next != 2 {
+		t.Fatalf("high watermark %d, %v: want 2 (the record and one marker)", st.Next, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,9 +26,11 @@ type Env interface {
 	// HighWatermark is p's next offset; the error is an unknown topic or
 	// partition, or the store's.
 	HighWatermark(ctx context.Context, p Partition) (uint64, error)
-	// WriteMarker appends a commit or abort marker of pid at epoch to p
-	// and returns its offset, once durable.
-	WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, commit bool) (uint64, error)
+	// WriteMarker appends a commit or abort marker of pid at epoch,
+	// written by the coordinator of epoch coordEpoch, to p and returns its
+	// offset, once durable. A partition that saw a marker of pid from a
+	// later coordinator epoch refuses it (kerr.TransactionCoordinatorFenced).
+	WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, coordEpoch int32, commit bool) (uint64, error)
 	// FindMarker looks for a marker of pid at epoch on p at offset from or
 	// later (a restart finishing a transaction whose markers were partly
 	// written).
@@ -73,6 +76,11 @@ type Coordinator struct {
 	o     Options
 	Index Index
 
+	// epoch is the coordinator epoch (Kafka's coordinatorEpoch): one
+	// more than the last start's, stored by Load before anything is
+	// served, written into every marker.
+	epoch atomic.Int32
+
 	mu  sync.Mutex
 	ids map[string]*txnEntry
 }
@@ -96,6 +104,10 @@ func New(o Options) *Coordinator {
 
 func (co *Coordinator) nowMs() int64 { return co.o.Now().UnixMilli() }
 
+// Epoch is the coordinator epoch of this start (set by Load). Any
+// goroutine.
+func (co *Coordinator) Epoch() int32 { return co.epoch.Load() }
+
 // Load reads the stored state, then finishes what a crash interrupted:
 // a transaction past PrepareCommit or PrepareAbort gets its markers
 // (where they are not written yet) and completes; an Ongoing one holds
@@ -110,8 +122,15 @@ func (co *Coordinator) Load(ctx context.Context) error {
 	}
 	var aborted []ab
 	bad := 0
+	lastEpoch, hadEpoch := int32(0), false
 	err := co.o.Store.TxnStates(ctx, func(key string, v []byte) {
 		switch {
+		case key == keyEpoch:
+			if len(v) != 4 {
+				bad++
+				return
+			}
+			lastEpoch, hadEpoch = int32(binary.BigEndian.Uint32(v)), true
 		case len(key) > len(keyTxn) && key[:len(keyTxn)] == keyTxn:
 			id := key[len(keyTxn):]
 			e, err := decodeEntry(id, v)
@@ -147,6 +166,17 @@ func (co *Coordinator) Load(ctx context.Context) error {
 	if bad > 0 {
 		co.o.Log.Warn("txn: skipped unreadable transaction state records", "count", bad)
 	}
+	// A new start is a new coordinator epoch, as a Kafka coordinator's is
+	// its state partition's leader epoch, which a restart moves on. It is
+	// stored before any marker of this start is written with it.
+	epoch := int32(0)
+	if hadEpoch && lastEpoch < math.MaxInt32 {
+		epoch = lastEpoch + 1
+	}
+	if err := co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: keyEpoch, Value: binary.BigEndian.AppendUint32(nil, uint32(epoch))}}); err != nil {
+		return fmt.Errorf("txn: storing the coordinator epoch: %w", err)
+	}
+	co.epoch.Store(epoch)
 	for _, x := range aborted {
 		co.Index.AddAborted(x.p, x.a)
 	}
@@ -689,7 +719,7 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 				continue
 			}
 		}
-		if err := co.WriteMarker(ctx, p, e.pid, e.epoch, commit); err != nil {
+		if err := co.WriteMarker(ctx, p, e.pid, e.epoch, co.Epoch(), commit); err != nil {
 			return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
 		}
 	}
@@ -746,8 +776,8 @@ func (co *Coordinator) CheckWrite(ctx context.Context, id string, pid int64, epo
 // `kafka-transactions abort` of a hanging transaction, or a broker): the
 // marker is written and the partition's view of pid's transaction ends,
 // whether or not this coordinator holds it.
-func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, commit bool) error {
-	off, err := co.o.Env.WriteMarker(ctx, p, pid, epoch, commit)
+func (co *Coordinator) WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, coordEpoch int32, commit bool) error {
+	off, err := co.o.Env.WriteMarker(ctx, p, pid, epoch, coordEpoch, commit)
 	if errors.Is(err, ErrPartitionGone) {
 		co.Index.Close(p, pid, 0, false)
 		return nil

@@ -86,6 +86,7 @@ type marker struct {
 	epoch  int16
 	commit bool
 	at     uint64
+	coord  int32 // the coordinator epoch it was written with
 }
 
 // fakeEnv is partitions as counters: a marker takes the next offset.
@@ -132,7 +133,7 @@ func (f *fakeEnv) append(p Partition, n uint64) uint64 {
 	return at
 }
 
-func (f *fakeEnv) WriteMarker(_ context.Context, p Partition, pid int64, epoch int16, commit bool) (uint64, error) {
+func (f *fakeEnv) WriteMarker(_ context.Context, p Partition, pid int64, epoch int16, coord int32, commit bool) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failing {
@@ -140,7 +141,7 @@ func (f *fakeEnv) WriteMarker(_ context.Context, p Partition, pid int64, epoch i
 	}
 	at := f.next[p]
 	f.next[p]++
-	f.markers = append(f.markers, marker{p, pid, epoch, commit, at})
+	f.markers = append(f.markers, marker{p, pid, epoch, commit, at, coord})
 	if f.afterMarker != nil {
 		f.afterMarker()
 	}
@@ -382,7 +383,7 @@ func TestRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.mu.Unlock()
-	if _, err := env.WriteMarker(ctx, pa, a.ProducerID, 0, true); err != nil {
+	if _, err := env.WriteMarker(ctx, pa, a.ProducerID, 0, 0, true); err != nil {
 		t.Fatal(err)
 	}
 
@@ -598,7 +599,7 @@ func TestEntryRoundTrip(t *testing.T) {
 // goneEnv answers every marker with ErrPartitionGone.
 type goneEnv struct{ *fakeEnv }
 
-func (goneEnv) WriteMarker(context.Context, Partition, int64, int16, bool) (uint64, error) {
+func (goneEnv) WriteMarker(context.Context, Partition, int64, int16, int32, bool) (uint64, error) {
 	return 0, ErrPartitionGone
 }
 

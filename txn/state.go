@@ -276,6 +276,8 @@ const (
 	keyTxn     = "t/" // + transactional id: the entry
 	keyOffsets = "o/" // + transactional id: pending offsets
 	keyAborted = "a/" // + abortedKey: one aborted transaction
+	// keyEpoch holds the coordinator epoch of the last start, u32 BE.
+	keyEpoch = "coordinator-epoch"
 )
 
 // abortedKey names one aborted transaction on a partition: u16 len topic,

@@ -122,7 +122,8 @@ type Gateway struct {
 	// (topic_policy.go). The zero value is ready.
 	policies policyCache
 	// topicInfos caches the topic headers Produce reads over the network
-	// (topic_info_cache.go). The zero value is ready.
+	// (topic_info_cache.go); NewGateway turns it on for such a store (its
+	// zero value is off).
 	topicInfos topicInfoCache
 	// brokerCfg caches the dynamic broker configs Produce needs
 	// (broker_configs.go). The zero value is ready.

@@ -56,7 +56,7 @@ func listShareGroups(c *Call, req *kmsg.ListGroupsRequest, resp *kmsg.ListGroups
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
 	added := false
-	for _, g := range c.G.Share.List() {
+	for _, g := range c.G.Share.List(c.Ctx) {
 		if !match(req.StatesFilter, g.State) || !match(req.TypesFilter, "share") {
 			continue
 		}

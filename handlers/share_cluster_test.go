@@ -98,6 +98,24 @@ func TestShareClusterLeaderHandover(t *testing.T) {
 		t.Fatalf("after the alter c acquired %v, want 7-9", got)
 	}
 
+	// ListGroups: the coordinator lists the group, the leader does not;
+	// a group whose members never met its coordinator is listed from
+	// its state in etcd.
+	other := ""
+	for i := 0; other == ""; i++ {
+		if name := fmt.Sprintf("scq%d", i); v.Coordinator(name) == 2 {
+			other = name
+		}
+	}
+	x := &shareClient{t: t, g: g1, group: other, member: "member-x", topic: id}
+	onlyPart(t, x.fetch(1, true))
+	if got := shareGroupsListed(t, g2); !slices.Equal(got, []string{group, other}) {
+		t.Fatalf("the coordinator lists %v, want [%s %s]", got, group, other)
+	}
+	if got := shareGroupsListed(t, g1); len(got) != 0 {
+		t.Fatalf("the leader lists %v, want none", got)
+	}
+
 	// Gateway 1 leaves while c holds 7-9; gateway 2 takes the partition.
 	nodes[0].Close()
 	await.True(t, 15*time.Second, "gateway 2 leads the partition", func() bool { return nodes[1].Leads(topic, 0) })
@@ -137,4 +155,18 @@ func shareStartAt(t *testing.T, g *Gateway, group, topic string) int64 {
 		t.Fatalf("describe offsets: %+v", r.Groups)
 	}
 	return r.Groups[0].Topics[0].Partitions[0].StartOffset
+}
+
+// shareGroupsListed is the share groups ListGroups at g lists, sorted.
+func shareGroupsListed(t *testing.T, g *Gateway) []string {
+	t.Helper()
+	req := kmsg.NewPtrListGroupsRequest()
+	req.Version = 5
+	req.TypesFilter = []string{"share"}
+	var out []string
+	for _, lg := range do(t, g, req).(*kmsg.ListGroupsResponse).Groups {
+		out = append(out, lg.Group)
+	}
+	slices.Sort(out)
+	return out
 }

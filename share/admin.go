@@ -21,16 +21,34 @@ type Listed struct {
 	ID, State string
 }
 
-// List returns the share groups, sorted by id.
-func (co *Coordinator) List() []Listed {
+// List returns the share groups, sorted by id. In cluster mode, those
+// this gateway coordinates: the ones it knows, and the ones with state in
+// the shared store (Empty: their members have not joined here since the
+// group moved here, or they have none).
+func (co *Coordinator) List(ctx context.Context) []Listed {
+	stored := map[string]bool{}
+	if co.shared() {
+		err := co.o.Shared.ScanState(ctx, KeyPrefix, func(key string, _ []byte, _ int64) {
+			if g, _, _, ok := parseKey(key); ok && co.coordinates(g) {
+				stored[g] = true
+			}
+		})
+		if err != nil {
+			co.log.Warn("share groups: listing the groups in the shared store failed; listing those known here", "err", err)
+		}
+	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
-	out := make([]Listed, 0, len(co.groups))
+	out := make([]Listed, 0, len(co.groups)+len(stored))
 	for id, g := range co.groups {
 		if !co.coordinates(id) {
 			continue // in cluster mode: held here for its partitions only
 		}
 		out = append(out, Listed{id, g.State()})
+		delete(stored, id)
+	}
+	for id := range stored {
+		out = append(out, Listed{id, "Empty"})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

@@ -357,6 +357,9 @@ func produce(c *Call, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kms
 		}
 		resp.Topics = kept
 	}
+	if req.Version >= 10 {
+		c.produceLeaderHints(resp)
+	}
 	resp.ThrottleMillis = c.produceThrottle() // client quotas (quotas.go)
 	if req.Acks == 0 {
 		if failed {
@@ -566,4 +569,25 @@ func (c *Call) checkTxnBatch(tx txnWrite, rb *codec.RecordBatch) (int16, *string
 		return kerr.InvalidRecord.Code, &msgNoTxnID
 	}
 	return 0, nil // the coordinator's check: produceIdempotent
+}
+
+// produceLeaderHints names the leader of each partition answered
+// NOT_LEADER_OR_FOLLOWER (cluster mode, KIP-951).
+func (c *Call) produceLeaderHints(resp *kmsg.ProduceResponse) {
+	h := c.newLeaderHints()
+	if h == nil {
+		return
+	}
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		for j := range st.Partitions {
+			sp := &st.Partitions[j]
+			if id, epoch, ok := h.of(st.Topic, sp.Partition, sp.ErrorCode); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+			}
+		}
+	}
+	h.endpoints(func(id int32, host string, port int32) {
+		resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: id, Host: host, Port: port})
+	})
 }

@@ -193,6 +193,9 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 		c.ParkSince(keys, time.Now().Add(wait), since)
 		return nil, nil
 	}
+	if req.Version >= 12 {
+		c.fetchLeaderHints(req, resp)
+	}
 	if !c.fetchThrottled(plan, resp) { // client quotas (quotas.go)
 		g.fetchSessions.finish(plan, resp)
 	}
@@ -253,4 +256,28 @@ func partitionCount(req *kmsg.FetchRequest) int {
 		n += len(req.Topics[i].Partitions)
 	}
 	return n
+}
+
+// fetchLeaderHints names the leader of each partition answered
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and from v16 their
+// endpoints (cluster mode, KIP-951). resp's topics are req's, in order.
+func (c *Call) fetchLeaderHints(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+	h := c.newLeaderHints()
+	if h == nil || len(req.Topics) != len(resp.Topics) {
+		return
+	}
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		for j := range st.Partitions {
+			sp := &st.Partitions[j]
+			if id, epoch, ok := h.of(req.Topics[i].Topic, sp.Partition, sp.ErrorCode); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+			}
+		}
+	}
+	if req.Version >= 16 {
+		h.endpoints(func(id int32, host string, port int32) {
+			resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: id, Host: host, Port: port})
+		})
+	}
 }

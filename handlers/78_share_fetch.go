@@ -177,6 +177,7 @@ func shareFetch(c *Call, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 	if bufs, held := sf.fr.bufs, sf.fr.held; len(bufs) > 0 || len(held) > 0 {
 		c.Defer(func() { releaseFetched(g.tail, bufs, held) })
 	}
+	sf.leaderEndpoints()
 	return resp, nil
 }
 
@@ -478,4 +479,37 @@ func strOr(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// leaderEndpoints lists, in cluster mode, the endpoints of the leaders of
+// the partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+// (their data or their acknowledgements), as Kafka does (KIP-951).
+func (sf *shareFetchRun) leaderEndpoints() {
+	h := sf.c.newLeaderHints()
+	if h == nil {
+		return
+	}
+	for i := range sf.resp.Topics {
+		t := &sf.resp.Topics[i]
+		name := ""
+		for j := range t.Partitions {
+			sp := &t.Partitions[j]
+			code := sp.ErrorCode
+			if code == 0 {
+				code = sp.AcknowledgeErrorCode
+			}
+			if code != kerr.NotLeaderForPartition.Code && code != kerr.FencedLeaderEpoch.Code {
+				continue
+			}
+			if name == "" {
+				name, _ = sf.c.topicNameByID(t.TopicID)
+			}
+			if id, epoch, ok := h.of(name, sp.Partition, code); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+			}
+		}
+	}
+	h.endpoints(func(id int32, host string, port int32) {
+		sf.resp.NodeEndpoints = append(sf.resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: id, Host: host, Port: port})
+	})
 }

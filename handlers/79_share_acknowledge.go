@@ -83,5 +83,17 @@ func shareAcknowledge(c *Call, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	h := c.newLeaderHints()
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			sp := &resp.Topics[i].Partitions[j]
+			if id, epoch, ok := h.of(topics[i].name, sp.Partition, sp.ErrorCode); ok {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+			}
+		}
+	}
+	h.endpoints(func(id int32, host string, port int32) {
+		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: id, Host: host, Port: port})
+	})
 	return resp, nil
 }

@@ -8,6 +8,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -161,4 +162,61 @@ func currentEpochCode(current, latest int32) int16 {
 		return kerr.UnknownLeaderEpoch.Code
 	}
 	return 0
+}
+
+// leaderHints are the hints a Kafka 4 broker adds to a partition answered
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (KIP-951: Produce v10+,
+// Fetch v12+ with endpoints from v16, ShareFetch and ShareAcknowledge):
+// the partition's current leader and epoch, and the endpoints, on the
+// call's listener, of the leaders named, so the client sends to the new
+// leader without waiting for a metadata refresh. Nil outside cluster mode,
+// where no partition is led elsewhere. Worker of the call.
+type leaderHints struct {
+	c     *Call
+	v     *cluster.View
+	named []int32 // the leaders named so far, each once
+}
+
+// newLeaderHints starts the hints of one answer; nil outside cluster mode.
+func (c *Call) newLeaderHints() *leaderHints {
+	n := c.G.Cfg.Cluster
+	if n == nil {
+		return nil
+	}
+	return &leaderHints{c: c, v: n.View()}
+}
+
+// of is the leader and epoch to name for a partition answered code, and
+// whether to name one (only for the two codes, and when the view has a
+// live leader for it).
+func (h *leaderHints) of(topic string, partition int32, code int16) (leader, epoch int32, ok bool) {
+	if h == nil || code != kerr.NotLeaderForPartition.Code && code != kerr.FencedLeaderEpoch.Code {
+		return -1, -1, false
+	}
+	leader = h.v.Leader(topic, partition)
+	if leader < 0 {
+		return -1, -1, false
+	}
+	for _, id := range h.named {
+		if id == leader {
+			return leader, h.v.Epoch(), true
+		}
+	}
+	h.named = append(h.named, leader)
+	return leader, h.v.Epoch(), true
+}
+
+// endpoints calls add with each leader named, ascending, and its address
+// on the call's listener (a leader without that listener is left out, as
+// Metadata leaves it out).
+func (h *leaderHints) endpoints(add func(id int32, host string, port int32)) {
+	if h == nil {
+		return
+	}
+	slices.Sort(h.named)
+	for _, id := range h.named {
+		if host, port, ok := h.c.endpointOf(h.v, id); ok {
+			add(id, host, port)
+		}
+	}
 }

@@ -223,3 +223,60 @@ func TestClusterModeLeaderEpochs(t *testing.T) {
 		t.Fatalf("DescribeCluster with the controller elsewhere: controller %d, brokers %+v", dc.ControllerID, dc.Brokers)
 	}
 }
+
+// In cluster mode a partition answered NOT_LEADER_OR_FOLLOWER names its
+// leader and the view's epoch, and the answer carries that leader's
+// endpoint on the call's listener, as a Kafka 4 broker's does (KIP-951):
+// Produce v10+, Fetch v12+ (endpoints from v16); a partition served here
+// names none.
+func TestClusterModeLeaderHints(t *testing.T) {
+	t.Parallel()
+	nodes := joinSettled(t, 9092, 9093)
+	g := newGateway(t, func(c *Config) { c.Cluster = nodes[0] })
+	createTopic(t, g, "hinted", 8)
+	v := nodes[0].View()
+	led, notLed := int32(-1), int32(-1)
+	for p := int32(0); p < 8; p++ {
+		if v.Leader("hinted", p) == 1 {
+			led = p
+		} else {
+			notLed = p
+		}
+	}
+	if led < 0 || notLed < 0 {
+		t.Fatalf("8 partitions all on one node: %v", v.IDs())
+	}
+	want := kmsg.ProduceResponseTopicPartitionCurrentLeader{LeaderID: 2, LeaderEpoch: v.Epoch()}
+	for _, version := range []int16{9, 11} {
+		r := onListener(t, g, produceReq(version, "hinted", notLed, valueBatch(1))).(*kmsg.ProduceResponse)
+		sp := r.Topics[0].Partitions[0]
+		if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("v%d: %v", version, kerr.ErrorForCode(sp.ErrorCode))
+		}
+		named := version >= 10
+		if got := sp.CurrentLeader; named && (got.LeaderID != want.LeaderID || got.LeaderEpoch != want.LeaderEpoch) || !named && got.LeaderID != -1 {
+			t.Fatalf("produce v%d names leader %+v", version, got)
+		}
+		if named != (len(r.Brokers) == 1) || named && (r.Brokers[0].NodeID != 2 || r.Brokers[0].Port != 9093 || r.Brokers[0].Host != "127.0.0.1") {
+			t.Fatalf("produce v%d endpoints %+v", version, r.Brokers)
+		}
+	}
+	if r := onListener(t, g, produceReq(11, "hinted", led, valueBatch(1))).(*kmsg.ProduceResponse); r.Topics[0].Partitions[0].CurrentLeader.LeaderID != -1 || len(r.Brokers) != 0 {
+		t.Fatalf("produce to a led partition names %+v %+v", r.Topics[0].Partitions[0].CurrentLeader, r.Brokers)
+	}
+	for _, version := range []int16{12, 16} {
+		req := fetchReq(version, "hinted", notLed, 0)
+		req.MaxWaitMillis = 0
+		if version >= 13 {
+			req.Topics[0].TopicID = metadataID(t, g, "hinted")
+		}
+		r := onListener(t, g, req).(*kmsg.FetchResponse)
+		sp := r.Topics[0].Partitions[0]
+		if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != 2 || sp.CurrentLeader.LeaderEpoch != v.Epoch() {
+			t.Fatalf("fetch v%d: %v, leader %+v", version, kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader)
+		}
+		if withEndpoints := version >= 16; withEndpoints != (len(r.Brokers) == 1) || withEndpoints && r.Brokers[0].Port != 9093 {
+			t.Fatalf("fetch v%d endpoints %+v", version, r.Brokers)
+		}
+	}
+}

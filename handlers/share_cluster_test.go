@@ -62,6 +62,17 @@ func TestShareClusterLeaderHandover(t *testing.T) {
 	if sp := onlyPart(t, b.fetch(10, true)); sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != 1 || sp.CurrentLeader.LeaderEpoch != v.Epoch() {
 		t.Fatalf("fetch at the gateway not leading: %v, leader %+v", kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader)
 	}
+	sfr := kmsg.NewPtrShareFetchRequest()
+	sfr.Version = 1
+	sfr.GroupID, sfr.MemberID = kmsg.StringPtr(group), kmsg.StringPtr("member-e")
+	sfr.MaxBytes = 1 << 20
+	sft := kmsg.NewShareFetchRequestTopic()
+	sft.TopicID = id
+	sft.Partitions = []kmsg.ShareFetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20}}
+	sfr.Topics = append(sfr.Topics, sft)
+	if r := onListener(t, g2, sfr).(*kmsg.ShareFetchResponse); len(r.NodeEndpoints) != 1 || r.NodeEndpoints[0].NodeID != 1 || r.NodeEndpoints[0].Port != 9092 {
+		t.Fatalf("the gateway not leading lists endpoints %+v, want gateway 1's", r.NodeEndpoints)
+	}
 	if sp := onlyPart(t, a.fetch(10, true)); !slices.Equal(acquiredOf(sp), []acquired{{0, 9, 1}}) {
 		t.Fatalf("a acquired %v (%v)", acquiredOf(sp), kerr.ErrorForCode(sp.ErrorCode))
 	}

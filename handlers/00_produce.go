@@ -582,6 +582,9 @@ func (c *Call) produceLeaderHints(resp *kmsg.ProduceResponse) {
 		st := &resp.Topics[i]
 		for j := range st.Partitions {
 			sp := &st.Partitions[j]
+			if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+				continue // the one code Kafka names the leader for here
+			}
 			if id, epoch, ok := h.of(st.Topic, sp.Partition, sp.ErrorCode); ok {
 				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
 			}

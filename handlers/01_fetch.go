@@ -193,7 +193,7 @@ func fetch(c *Call, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (kmsg.Resp
 		c.ParkSince(keys, time.Now().Add(wait), since)
 		return nil, nil
 	}
-	if req.Version >= 12 {
+	if req.Version >= 16 {
 		c.fetchLeaderHints(req, resp)
 	}
 	if !c.fetchThrottled(plan, resp) { // client quotas (quotas.go)
@@ -259,8 +259,8 @@ func partitionCount(req *kmsg.FetchRequest) int {
 }
 
 // fetchLeaderHints names the leader of each partition answered
-// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and from v16 their
-// endpoints (cluster mode, KIP-951). resp's topics are req's, in order.
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and their endpoints
+// (cluster mode, v16+, KIP-951). resp's topics are req's, in order.
 func (c *Call) fetchLeaderHints(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	h := c.newLeaderHints()
 	if h == nil || len(req.Topics) != len(resp.Topics) {
@@ -275,9 +275,7 @@ func (c *Call) fetchLeaderHints(req *kmsg.FetchRequest, resp *kmsg.FetchResponse
 			}
 		}
 	}
-	if req.Version >= 16 {
-		h.endpoints(func(id int32, host string, port int32) {
-			resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: id, Host: host, Port: port})
-		})
-	}
+	h.endpoints(func(id int32, host string, port int32) {
+		resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: id, Host: host, Port: port})
+	})
 }

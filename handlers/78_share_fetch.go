@@ -482,8 +482,8 @@ func strOr(s *string) string {
 }
 
 // leaderEndpoints lists, in cluster mode, the endpoints of the leaders of
-// the partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
-// (their data or their acknowledgements), as Kafka does (KIP-951).
+// the partitions answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH,
+// as Kafka does (KIP-951).
 func (sf *shareFetchRun) leaderEndpoints() {
 	h := sf.c.newLeaderHints()
 	if h == nil {
@@ -495,9 +495,6 @@ func (sf *shareFetchRun) leaderEndpoints() {
 		for j := range t.Partitions {
 			sp := &t.Partitions[j]
 			code := sp.ErrorCode
-			if code == 0 {
-				code = sp.AcknowledgeErrorCode
-			}
 			if code != kerr.NotLeaderForPartition.Code && code != kerr.FencedLeaderEpoch.Code {
 				continue
 			}

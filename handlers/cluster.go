@@ -165,8 +165,8 @@ func currentEpochCode(current, latest int32) int16 {
 }
 
 // leaderHints are the hints a Kafka 4 broker adds to a partition answered
-// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (KIP-951: Produce v10+,
-// Fetch v12+ with endpoints from v16, ShareFetch and ShareAcknowledge):
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (KIP-951: Produce v10+
+// for the first, Fetch v16+, ShareFetch and ShareAcknowledge):
 // the partition's current leader and epoch, and the endpoints, on the
 // call's listener, of the leaders named, so the client sends to the new
 // leader without waiting for a metadata refresh. Nil outside cluster mode,

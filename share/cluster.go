@@ -124,9 +124,14 @@ func (co *Coordinator) fetchFromShared(ctx context.Context, group string, tp TP,
 	g = co.group(group)
 	p := g.parts[tp]
 	switch {
-	case p != nil && p.TopicID == topicID && p.rev == rev && !fresh:
-		// Still what the store holds: keep it, with its locks.
+	case p != nil && p.TopicID == topicID && p.rev >= rev:
+		// What the store held when read, or newer: this gateway wrote
+		// it since (an acknowledgement landed between the read and
+		// now), or another fetch started it meanwhile. Revisions only
+		// grow, so keep it, with its locks: the state read would undo
+		// those acknowledgements here.
 		p.verify = false
+		fresh = false
 	default:
 		loaded.stats = &co.stats
 		p = loaded

@@ -18,11 +18,21 @@ import (
 )
 
 // etcdShared is a cluster node's shared state as the coordinator's Shared
-// (the gateway's adapter does the same).
-type etcdShared struct{ n *cluster.Node }
+// (the gateway's adapter does the same); afterGet, when set, runs once
+// between a read and its answer (a test's interleaving).
+type etcdShared struct {
+	n        *cluster.Node
+	afterGet *atomic.Pointer[func()]
+}
 
 func (s etcdShared) GetState(ctx context.Context, key string) ([]byte, int64, error) {
-	return s.n.GetState(ctx, key)
+	v, rev, err := s.n.GetState(ctx, key)
+	if s.afterGet != nil {
+		if fn := s.afterGet.Swap(nil); fn != nil {
+			(*fn)()
+		}
+	}
+	return v, rev, err
 }
 
 func (s etcdShared) PutState(ctx context.Context, key string, v []byte, ifRev int64) (int64, error) {
@@ -40,8 +50,9 @@ func (s etcdShared) ScanState(ctx context.Context, prefix string, fn func(string
 // clusterPair is two coordinators of one cluster over a real etcd; leader
 // says which (1 or 2) leads every partition.
 type clusterPair struct {
-	co     [3]*Coordinator
-	leader atomic.Int32
+	co       [3]*Coordinator
+	leader   atomic.Int32
+	afterGet atomic.Pointer[func()]
 }
 
 func newClusterPair(t *testing.T) *clusterPair {
@@ -61,7 +72,7 @@ func newClusterPair(t *testing.T) *clusterPair {
 		co := New(Options{
 			Config:   DefaultConfig(),
 			Configs:  func(context.Context, string) (bridge.GroupConfigs, error) { return cfg, nil },
-			Shared:   etcdShared{n},
+			Shared:   etcdShared{n, &cp.afterGet},
 			Leads:    leads,
 			Writable: func(tp TP) (func(), bool) { return func() {}, leads(tp) },
 			Log:      slog.New(slog.DiscardHandler),
@@ -156,5 +167,39 @@ func TestSharedPartitionFollowsTheLeader(t *testing.T) {
 	offs, err := cp.co[2].Offsets(context.Background(), "g")
 	if err != nil || offs[tp0].Start != 10 {
 		t.Fatalf("offsets read from etcd on gateway 2: %+v (%v), want start 10", offs, err)
+	}
+}
+
+// A partition read again from etcd (after a view change) while this
+// gateway writes it keeps what the write brought: an acknowledgement that
+// lands between the read and its answer is not undone by the older state
+// read, so the records it accepted are not handed out again.
+func TestSharedReadAgainKeepsANewerWrite(t *testing.T) {
+	t.Parallel()
+	cp := newClusterPair(t)
+	var e1 int32
+	if _, got, err := cp.fetch(t, 1, "m1", &e1); err != nil || !slices.Equal(got, []Acquired{acq(0, 9, 1)}) {
+		t.Fatalf("m1 acquired %v (%v)", got, err)
+	}
+	cp.move(1) // a view change: the partition is read again before its next use
+	ackDuringRead := func() {
+		res := cp.co[1].Session(context.Background(), SessionRequest{Group: "g", Member: "m1", Epoch: e1,
+			Acks: []Ack{accepted(0, 4)}})
+		if res.Code != 0 || res.Acks[tp0] != 0 {
+			t.Errorf("m1 accepts 0-4 during the read: %v %v", kerr.ErrorForCode(res.Code), kerr.ErrorForCode(res.Acks[tp0]))
+		}
+		e1++
+	}
+	cp.afterGet.Store(&ackDuringRead)
+	m2 := int32(0)
+	if _, got, err := cp.fetch(t, 1, "m2", &m2); err != nil || len(got) != 0 {
+		t.Fatalf("m2 acquired %v (%v) while m1 holds 5-9 and 0-4 are accepted", got, err)
+	}
+	if d := func() string {
+		cp.co[1].mu.Lock()
+		defer cp.co[1].mu.Unlock()
+		return dump(cp.co[1].groups["g"].parts[tp0])
+	}(); d != "5-10 q1m1 q1m1 q1m1 q1m1 q1m1" {
+		t.Fatalf("after the read: %s", d)
 	}
 }

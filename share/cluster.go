@@ -124,12 +124,16 @@ func (co *Coordinator) fetchFromShared(ctx context.Context, group string, tp TP,
 	g = co.group(group)
 	p := g.parts[tp]
 	switch {
-	case p != nil && p.TopicID == topicID && p.rev >= rev:
+	case p != nil && p.TopicID == topicID && (p.rev >= rev || p.dirty || p.writing):
 		// What the store held when read, or newer: this gateway wrote
 		// it since (an acknowledgement landed between the read and
-		// now), or another fetch started it meanwhile. Revisions only
-		// grow, so keep it, with its locks: the state read would undo
-		// those acknowledgements here.
+		// now), or another fetch started it meanwhile, or it holds
+		// changes on their way to the store (the read may have seen
+		// the write before its answer set rev). Revisions only grow,
+		// so keep it, with its locks: the state read would undo those
+		// acknowledgements here. Were the store's newer for another
+		// reason, the pending write fails its compare-and-set and
+		// drops it.
 		p.verify = false
 		fresh = false
 	default:

@@ -18,11 +18,12 @@ import (
 )
 
 // etcdShared is a cluster node's shared state as the coordinator's Shared
-// (the gateway's adapter does the same); afterGet, when set, runs once
-// between a read and its answer (a test's interleaving).
+// (the gateway's adapter does the same); afterGet and afterPut, when set,
+// run once between a read or a write and its answer (a test's
+// interleaving).
 type etcdShared struct {
-	n        *cluster.Node
-	afterGet *atomic.Pointer[func()]
+	n                  *cluster.Node
+	afterGet, afterPut *atomic.Pointer[func()]
 }
 
 func (s etcdShared) GetState(ctx context.Context, key string) ([]byte, int64, error) {
@@ -37,6 +38,11 @@ func (s etcdShared) GetState(ctx context.Context, key string) ([]byte, int64, er
 
 func (s etcdShared) PutState(ctx context.Context, key string, v []byte, ifRev int64) (int64, error) {
 	rev, err := s.n.PutState(ctx, key, v, ifRev)
+	if s.afterPut != nil {
+		if fn := s.afterPut.Swap(nil); fn != nil {
+			(*fn)()
+		}
+	}
 	if errors.Is(err, cluster.ErrStateConflict) {
 		err = ErrStateConflict
 	}
@@ -53,6 +59,7 @@ type clusterPair struct {
 	co       [3]*Coordinator
 	leader   atomic.Int32
 	afterGet atomic.Pointer[func()]
+	afterPut atomic.Pointer[func()]
 }
 
 func newClusterPair(t *testing.T) *clusterPair {
@@ -72,7 +79,7 @@ func newClusterPair(t *testing.T) *clusterPair {
 		co := New(Options{
 			Config:   DefaultConfig(),
 			Configs:  func(context.Context, string) (bridge.GroupConfigs, error) { return cfg, nil },
-			Shared:   etcdShared{n, &cp.afterGet},
+			Shared:   etcdShared{n, &cp.afterGet, &cp.afterPut},
 			Leads:    leads,
 			Writable: func(tp TP) (func(), bool) { return func() {}, leads(tp) },
 			Log:      slog.New(slog.DiscardHandler),
@@ -201,5 +208,33 @@ func TestSharedReadAgainKeepsANewerWrite(t *testing.T) {
 		return dump(cp.co[1].groups["g"].parts[tp0])
 	}(); d != "5-10 q1m1 q1m1 q1m1 q1m1 q1m1" {
 		t.Fatalf("after the read: %s", d)
+	}
+}
+
+// A partition read again while its write is on the wire, after etcd
+// took the write and before its answer, is kept: the read sees the new
+// revision before the partition knows it, and replacing the partition
+// would drop the locks of the records its members hold.
+func TestSharedReadAgainDuringAWrite(t *testing.T) {
+	t.Parallel()
+	cp := newClusterPair(t)
+	var e1, e2 int32
+	if _, got, err := cp.fetch(t, 1, "m1", &e1); err != nil || !slices.Equal(got, []Acquired{acq(0, 9, 1)}) {
+		t.Fatalf("m1 acquired %v (%v)", got, err)
+	}
+	var during []Acquired
+	fetchDuringWrite := func() {
+		cp.move(1) // read again before the next use
+		var err error
+		if _, during, err = cp.fetch(t, 1, "m2", &e2); err != nil {
+			t.Errorf("m2's fetch during the write: %v", err)
+		}
+	}
+	cp.afterPut.Store(&fetchDuringWrite)
+	if acks, _, _ := cp.fetch(t, 1, "m1", &e1, accepted(0, 4)); acks[tp0] != 0 {
+		t.Fatalf("m1 accepts 0-4: %v", kerr.ErrorForCode(acks[tp0]))
+	}
+	if len(during) != 0 {
+		t.Fatalf("m2 acquired %v during the write, while m1 holds 5-9", during)
 	}
 }

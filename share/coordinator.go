@@ -476,8 +476,14 @@ func (co *Coordinator) writeState(ctx context.Context, group string, tp TP, key 
 	}
 	v := appendState(nil, p)
 	p.dirty = false
+	p.writing = true
 	rev := p.rev
 	co.mu.Unlock()
+	defer func() {
+		co.mu.Lock()
+		p.writing = false
+		co.mu.Unlock()
+	}()
 	var err error
 	if co.shared() {
 		err = co.writeShared(ctx, group, tp, key, p, v, rev)

@@ -56,6 +56,9 @@ type Partition struct {
 	// stale, so it is read again before its next use.
 	rev    int64
 	verify bool
+	// writing: a snapshot of it is being written (its rev is set when
+	// the write answers).
+	writing bool
 }
 
 // Stats are the record counts of a coordinator's share partitions.

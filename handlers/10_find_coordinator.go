@@ -82,7 +82,8 @@ func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindC
 			}
 		case req.CoordinatorType == coordinatorShare && c.G.Share != nil:
 			// "group:topicId:partition" names a share partition's
-			// state; this gateway keeps every one.
+			// state; every gateway reads every one (in cluster mode
+			// from the shared store).
 			if !validShareKey(key) {
 				code = kerr.InvalidRequest.Code
 				break

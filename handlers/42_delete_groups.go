@@ -30,7 +30,9 @@ func deleteGroups(c *Call, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error)
 	if sh := c.G.Share; sh != nil {
 		// A share group is unknown to the group coordinator.
 		for i := range resp.Groups {
-			if g := &resp.Groups[i]; g.ErrorCode == kerr.GroupIDNotFound.Code && sh.Exists(g.Group) {
+			// In cluster mode its coordinator may hold only its state
+			// (in etcd), not its members: Delete looks there too.
+			if g := &resp.Groups[i]; g.ErrorCode == kerr.GroupIDNotFound.Code {
 				g.ErrorCode = sh.Delete(c.Ctx, g.Group)
 			}
 		}

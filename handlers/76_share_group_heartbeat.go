@@ -19,8 +19,9 @@
 //     message; group.share.max.size members GROUP_MAX_SIZE_REACHED.
 //   - ACLs: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on
 //     the subscribed topics (TOPIC_AUTHORIZATION_FAILED naming them).
-//   - Served while share groups are on (--share-groups, not in cluster
-//     mode).
+//   - Served while share groups are on (--share-groups). In cluster mode
+//     by the gateway coordinating the group (NOT_COORDINATOR elsewhere,
+//     COORDINATOR_LOAD_IN_PROGRESS while it is handed over).
 //
 // Version notes:
 //   - v0 was Kafka 4.0's early access, removed in 4.1; v1 is KIP-932's.
@@ -45,6 +46,10 @@ func shareGroupHeartbeat(c *Call, req *kmsg.ShareGroupHeartbeatRequest) (kmsg.Re
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	if !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.GroupID) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	if code := c.shareGroupCode(req.GroupID); code != 0 {
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	var denied []string

@@ -33,6 +33,12 @@ func shareGroupDescribe(c *Call, req *kmsg.ShareGroupDescribeRequest) (kmsg.Resp
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
+		if code := c.shareGroupCode(id); code != 0 {
+			g := kmsg.NewShareGroupDescribeResponseGroup()
+			g.GroupID, g.ErrorCode = id, code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		g := c.G.Share.Describe(id)
 		if req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
 			g.AuthorizedOperations = c.authorizedOps(kmsg.ACLResourceTypeGroup, id, groupOps)

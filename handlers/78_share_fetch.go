@@ -230,8 +230,11 @@ func (sf *shareFetchRun) part(id [16]byte, partition int32) *kmsg.ShareFetchResp
 	}
 	sp := kmsg.NewShareFetchResponseTopicPartition()
 	sp.Partition = partition
-	sp.CurrentLeader.LeaderID = sf.c.G.Cfg.NodeID
-	sp.CurrentLeader.LeaderEpoch = 0
+	name := ""
+	if sf.c.G.Cfg.Cluster != nil {
+		name, _ = sf.c.topicNameByID(id) // only cluster mode names another leader
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = sf.c.shareLeader(name, partition)
 	sp.Records = []byte{}
 	*ps = append(*ps, sp)
 	return &(*ps)[len(*ps)-1]

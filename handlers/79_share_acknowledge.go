@@ -73,7 +73,7 @@ func shareAcknowledge(c *Call, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = g.Cfg.NodeID, 0
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = c.shareLeader(topics[i].name, rp.Partition)
 			if topics[i].code != 0 {
 				sp.ErrorCode = topics[i].code
 			} else {

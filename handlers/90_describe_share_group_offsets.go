@@ -41,7 +41,17 @@ func describeShareGroupOffsets(c *Call, req *kmsg.DescribeShareGroupOffsetsReque
 			resp.Groups = append(resp.Groups, og)
 			continue
 		}
-		offs := c.G.Share.Offsets(rg.GroupID)
+		if code := c.shareGroupCode(rg.GroupID); code != 0 {
+			og.ErrorCode = code
+			resp.Groups = append(resp.Groups, og)
+			continue
+		}
+		offs, err := c.G.Share.Offsets(c.Ctx, rg.GroupID)
+		if err != nil {
+			og.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			resp.Groups = append(resp.Groups, og)
+			continue
+		}
 		want := rg.Topics
 		if want == nil {
 			// Every topic the group consumes, in name order.

@@ -30,6 +30,10 @@ func alterShareGroupOffsets(c *Call, req *kmsg.AlterShareGroupOffsetsRequest) (k
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
+	if code := c.shareGroupCode(req.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	if c.G.coordinator().Holds(req.GroupID) {
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		resp.ErrorMessage = kmsg.StringPtr("Group " + req.GroupID + " is not a share group.")

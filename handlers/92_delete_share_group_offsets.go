@@ -28,6 +28,10 @@ func deleteShareGroupOffsets(c *Call, req *kmsg.DeleteShareGroupOffsetsRequest) 
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
+	if code := c.shareGroupCode(req.GroupID); code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	var names []string
 	for _, rt := range req.Topics {
 		ot := kmsg.NewDeleteShareGroupOffsetsResponseTopic()

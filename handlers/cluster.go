@@ -89,7 +89,8 @@ func (l *leadership) of(topic string, partition int32) (leader int32, replicas [
 // ClusterChanged is the cluster's Changed hook: state of partitions and
 // groups that moved away is dropped (a partition's idempotence state is
 // rebuilt from the store if it comes back, a group's members rejoin its
-// new coordinator) and parked fetches of moved partitions re-run. It runs
+// new coordinator, a share partition's state is loaded from etcd by its
+// new leader) and parked fetches of moved partitions re-run. It runs
 // on the cluster's watch goroutine after the new view is in place.
 func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
 	lost := func(topic string, partition int32) bool { return cur.Leader(topic, partition) != cur.Self }
@@ -98,6 +99,9 @@ func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
 		if n := g.Groups.Forget(func(name string) bool { return cur.Coordinator(name) != cur.Self }); n > 0 {
 			g.Log.Info("cluster: groups moved to other gateways", "groups", n)
 		}
+	}
+	if g.Share != nil {
+		g.Share.Moved(lost)
 	}
 	if g.Watch != nil {
 		g.Watch.SignalWhere(func(k PartitionKey) bool { return lost(k.Topic, k.Partition) })

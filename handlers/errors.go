@@ -10,6 +10,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/codec"
+	"github.com/iggy-kafka/gateway/share"
 )
 
 // This file holds the rules every handler shares: how a Store or mapping
@@ -52,6 +53,9 @@ func errCode(err error, o op) int16 {
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, kerr.TransactionCoordinatorFenced):
 		return kerr.TransactionCoordinatorFenced.Code
+	case errors.Is(err, share.ErrNotLeader):
+		// Cluster mode: the partition (or its share state) moved on.
+		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, bridge.ErrTopicNotFound), errors.Is(err, bridge.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, bridge.ErrTopicExists):

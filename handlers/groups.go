@@ -30,11 +30,17 @@ func newCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Log
 		// store is not shared safely, so they are soft state there.
 		o.StreamsState = store
 	}
-	switch {
-	case cfg.Cluster != nil:
+	if cfg.Cluster != nil {
 		o.Placement = cfg.Cluster.GroupCode
-	case shares != nil:
+	}
+	if shares != nil {
+		placed := o.Placement
 		o.Placement = func(id string) int16 {
+			if placed != nil {
+				if code := placed(id); code != 0 {
+					return code
+				}
+			}
 			if shares.Exists(id) {
 				return kerr.GroupIDNotFound.Code
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iggy-kafka/gateway/bridge"
+	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/share"
 )
 
@@ -29,19 +30,36 @@ type ShareConfig struct {
 }
 
 // shareServed gates the share-group keys (Spec.Gated): on unless turned
-// off, and not in cluster mode, where a share group's state would need a
-// coordinator per group that survives a gateway's failure (not built).
-func shareServed(cfg *Config) bool { return !cfg.Shares.Disabled && cfg.Cluster == nil }
+// off.
+func shareServed(cfg *Config) bool { return !cfg.Shares.Disabled }
 
 // newShareCoordinator makes a gateway's share coordinator over its store
 // and stream, waking parked ShareFetches through w; StartShareGroups loads
-// it.
+// it. In cluster mode the share-partition states are in the cluster's
+// etcd (share/cluster.go), written by each partition's leader under the
+// cluster's write gate.
 func newShareCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slog.Logger) *share.Coordinator {
 	lim := cfg.Shares.Limits
 	if lim.MaxInFlight <= 0 {
 		lim = share.DefaultConfig()
 	}
+	var shared share.Shared
+	var writable func(share.TP) (func(), bool)
+	var leads func(share.TP) bool
+	var coordinates func(string) bool
+	if n := cfg.Cluster; n != nil {
+		shared = sharedState{n}
+		writable = func(tp share.TP) (func(), bool) {
+			if !n.BeginWrite(tp.Topic, tp.Partition) {
+				return nil, false
+			}
+			return n.EndWrite, true
+		}
+		leads = func(tp share.TP) bool { return n.Leads(tp.Topic, tp.Partition) }
+		coordinates = func(group string) bool { v := n.View(); return v.Coordinator(group) == v.Self }
+	}
 	return share.New(share.Options{
+		Shared: shared, Writable: writable, Leads: leads, Coordinates: coordinates,
 		Config: lim,
 		Store:  store,
 		Configs: func(ctx context.Context, group string) (bridge.GroupConfigs, error) {
@@ -63,6 +81,44 @@ func (g *Gateway) StartShareGroups(ctx context.Context) error {
 		return nil
 	}
 	return g.Share.Load(ctx)
+}
+
+// sharedState is the share coordinator's store in cluster mode: the
+// cluster's shared state in etcd. Any goroutine.
+type sharedState struct{ n *cluster.Node }
+
+func (s sharedState) GetState(ctx context.Context, key string) ([]byte, int64, error) {
+	return s.n.GetState(ctx, key)
+}
+
+func (s sharedState) PutState(ctx context.Context, key string, value []byte, ifRev int64) (int64, error) {
+	rev, err := s.n.PutState(ctx, key, value, ifRev)
+	if errors.Is(err, cluster.ErrStateConflict) {
+		err = share.ErrStateConflict
+	}
+	return rev, err
+}
+
+func (s sharedState) ScanState(ctx context.Context, prefix string, fn func(key string, value []byte, rev int64)) error {
+	return s.n.ScanState(ctx, prefix, fn)
+}
+
+// shareGroupCode is where a share group's request (heartbeat, describe,
+// offsets) is served: 0 here; in cluster mode NOT_COORDINATOR and the
+// other answers of cluster.Node.GroupCode when this gateway does not
+// coordinate it now. Any goroutine.
+func (c *Call) shareGroupCode(group string) int16 { return c.G.Cfg.Cluster.GroupCode(group) }
+
+// shareLeader is the leader a ShareFetch or ShareAcknowledge answer names
+// for a partition (CurrentLeader): this gateway with epoch 0, or in
+// cluster mode its leader and epoch in the current view.
+func (c *Call) shareLeader(topic string, partition int32) (id, epoch int32) {
+	n := c.G.Cfg.Cluster
+	if n == nil {
+		return c.G.Cfg.NodeID, 0
+	}
+	v := n.View()
+	return v.Leader(topic, partition), v.Epoch()
 }
 
 // CloseShareGroups stops the sweeps. Any goroutine; idempotent.

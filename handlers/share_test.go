@@ -242,7 +242,8 @@ func TestShareFetchAcknowledge(t *testing.T) {
 	if sp := onlyPart(t, a.fetch(100, false)); len(sp.AcquiredRecords) != 0 {
 		t.Fatalf("acquired again: %v", acquiredOf(sp))
 	}
-	if o := g.Share.Offsets("sg")[share.TP{Topic: "sq", Partition: 0}]; o.Start != 9 {
+	if offs, _ := g.Share.Offsets(context.Background(), "sg"); offs[share.TP{Topic: "sq", Partition: 0}].Start != 9 {
+		o := offs[share.TP{Topic: "sq", Partition: 0}]
 		t.Fatalf("share-partition start %d", o.Start)
 	}
 	// Closing with ShareFetch releases what is held.

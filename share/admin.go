@@ -27,6 +27,9 @@ func (co *Coordinator) List() []Listed {
 	defer co.mu.Unlock()
 	out := make([]Listed, 0, len(co.groups))
 	for id, g := range co.groups {
+		if !co.coordinates(id) {
+			continue // in cluster mode: held here for its partitions only
+		}
 		out = append(out, Listed{id, g.State()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -94,20 +97,52 @@ type PartitionOffsets struct {
 }
 
 // Offsets returns the share partitions of group (nil when it is not a
-// share group here).
-func (co *Coordinator) Offsets(group string) map[TP]PartitionOffsets {
+// share group here). In cluster mode they are read from the shared store,
+// where their leaders keep them.
+func (co *Coordinator) Offsets(ctx context.Context, group string) (map[TP]PartitionOffsets, error) {
+	offsetsOf := func(p *Partition) PartitionOffsets {
+		c := p.Count()
+		return PartitionOffsets{TopicID: p.TopicID, Start: p.start, Done: int64(c.Acked + c.Archived)}
+	}
+	if co.shared() {
+		out := map[TP]PartitionOffsets{}
+		if err := co.sharedStates(ctx, group, func(tp TP, p *Partition) { out[tp] = offsetsOf(p) }); err != nil {
+			return nil, err
+		}
+		if len(out) == 0 && !co.Exists(group) {
+			return nil, nil
+		}
+		return out, nil
+	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	g := co.groups[group]
 	if g == nil {
-		return nil
+		return nil, nil
 	}
 	out := make(map[TP]PartitionOffsets, len(g.parts))
 	for tp, p := range g.parts {
-		c := p.Count()
-		out[tp] = PartitionOffsets{TopicID: p.TopicID, Start: p.start, Done: int64(c.Acked + c.Archived)}
+		out[tp] = offsetsOf(p)
 	}
-	return out
+	return out, nil
+}
+
+// storedParts lists the share partitions of group: in cluster mode those
+// of the shared store, else those held here. Without co.mu.
+func (co *Coordinator) storedParts(ctx context.Context, group string) ([]TP, error) {
+	var out []TP
+	if co.shared() {
+		err := co.sharedStates(ctx, group, func(tp TP, _ *Partition) { out = append(out, tp) })
+		return out, err
+	}
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if g := co.groups[group]; g != nil {
+		for tp := range g.parts {
+			out = append(out, tp)
+		}
+	}
+	return out, nil
 }
 
 // AlterOffsets sets the start offset of share partitions of an empty (or
@@ -125,6 +160,22 @@ func (co *Coordinator) AlterOffsets(ctx context.Context, group string, to map[TP
 		return kerr.GroupMaxSizeReached.Code
 	}
 	g = co.group(group)
+	if co.shared() {
+		// The partitions' leaders may be other gateways: the new states
+		// go to the shared store, whose watch tells the leaders to read
+		// them again.
+		for tp := range to {
+			delete(g.parts, tp)
+		}
+		co.mu.Unlock()
+		for tp, off := range to {
+			v := appendState(nil, newPartition(ids[tp.Topic], off))
+			if _, err := co.o.Shared.PutState(ctx, stateKey(group, tp.Topic, tp.Partition), v, AnyRevision); err != nil {
+				return storeCode(err)
+			}
+		}
+		return 0
+	}
 	for tp, off := range to {
 		p := g.parts[tp]
 		if p == nil || p.TopicID != ids[tp.Topic] {
@@ -151,21 +202,29 @@ func (co *Coordinator) DeleteOffsets(ctx context.Context, group string, topics [
 	co.mu.Lock()
 	g := co.groups[group]
 	switch {
-	case g == nil:
+	case g == nil && !co.shared():
 		co.mu.Unlock()
 		return 0, nil
-	case len(g.members) > 0:
+	case g != nil && len(g.members) > 0:
 		co.mu.Unlock()
 		return kerr.NonEmptyGroup.Code, nil
 	}
+	co.mu.Unlock()
+	tps, err := co.storedParts(ctx, group)
+	if err != nil {
+		return storeCode(err), nil
+	}
 	var gone []TP
 	had = map[string]bool{}
-	for tp := range g.parts {
+	co.mu.Lock()
+	for _, tp := range tps {
 		for _, t := range topics {
 			if tp.Topic == t {
 				gone = append(gone, tp)
 				had[t] = true
-				delete(g.parts, tp)
+				if g := co.groups[group]; g != nil {
+					delete(g.parts, tp)
+				}
 			}
 		}
 	}
@@ -178,17 +237,24 @@ func (co *Coordinator) DeleteOffsets(ctx context.Context, group string, topics [
 func (co *Coordinator) Delete(ctx context.Context, group string) int16 {
 	co.mu.Lock()
 	g := co.groups[group]
-	switch {
-	case g == nil:
-		co.mu.Unlock()
-		return kerr.GroupIDNotFound.Code
-	case len(g.members) > 0:
+	if g != nil && len(g.members) > 0 {
 		co.mu.Unlock()
 		return kerr.NonEmptyGroup.Code
 	}
-	tps := make([]TP, 0, len(g.parts))
-	for tp := range g.parts {
-		tps = append(tps, tp)
+	co.mu.Unlock()
+	tps, err := co.storedParts(ctx, group)
+	if err != nil {
+		return storeCode(err)
+	}
+	co.mu.Lock()
+	g = co.groups[group]
+	switch {
+	case g == nil && len(tps) == 0:
+		co.mu.Unlock()
+		return kerr.GroupIDNotFound.Code
+	case g != nil && len(g.members) > 0:
+		co.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
 	}
 	delete(co.groups, group)
 	for k, s := range co.sessions {
@@ -231,6 +297,21 @@ func (co *Coordinator) ForgetTopic(ctx context.Context, topic string) {
 		tps   []TP
 	}
 	var all []gone
+	if co.shared() {
+		// Every group's state of the topic, wherever it is led.
+		byGroup := map[string][]TP{}
+		err := co.o.Shared.ScanState(ctx, KeyPrefix, func(key string, _ []byte, _ int64) {
+			if g, t, n, ok := parseKey(key); ok && t == topic {
+				byGroup[g] = append(byGroup[g], TP{t, n})
+			}
+		})
+		if err != nil {
+			co.log.Warn("share groups: listing a deleted topic's state failed", "topic", topic, "err", err)
+		}
+		for g, tps := range byGroup {
+			all = append(all, gone{g, tps})
+		}
+	}
 	co.mu.Lock()
 	for id, g := range co.groups {
 		var tps []TP

@@ -111,6 +111,22 @@ type Options struct {
 	// Sweep is how often locks and member sessions are checked for
 	// expiry (0: 100 ms).
 	Sweep time.Duration
+
+	// Shared, in cluster mode, keeps the share-partition states instead
+	// of Store (share/cluster.go).
+	Shared Shared
+	// Writable asks, before a share partition's state is written in
+	// cluster mode, whether this gateway leads it now; when ok, end is
+	// called once the write is done (the cluster's write gate). Nil:
+	// always.
+	Writable func(tp TP) (end func(), ok bool)
+	// Leads reports whether this gateway leads a partition now (cluster
+	// mode; nil: every one): an acknowledgement of a partition led
+	// elsewhere is NOT_LEADER_OR_FOLLOWER.
+	Leads func(tp TP) bool
+	// Coordinates reports whether this gateway coordinates a group
+	// (cluster mode; nil: every group). ListGroups lists only those.
+	Coordinates func(group string) bool
 }
 
 // TP names a topic partition.
@@ -199,13 +215,12 @@ func New(o Options) *Coordinator {
 
 // Load reads the stored share-partition states (ctx bounds it) and starts
 // the sweeps of locks and member sessions. Once, before serving.
+// In cluster mode nothing is read here: each partition is loaded from
+// the shared store when this gateway first serves it.
 func (co *Coordinator) Load(ctx context.Context) error {
-	if co.o.Store != nil {
+	if co.o.Store != nil && !co.shared() {
 		bad := 0
-		// A window passes the bound by at most the rest of one batch
-		// (Acquire in batch mode): a batch of a million records is far
-		// past what a frame holds.
-		bound := max(2*co.o.Config.MaxInFlight, co.o.Config.MaxInFlight+1<<20)
+		bound := co.stateBound()
 		err := co.o.Store.TxnStates(ctx, func(key string, v []byte) {
 			g, t, p, ok := parseKey(key)
 			if !ok {
@@ -414,7 +429,7 @@ type partWriter struct {
 // durable: it returns once a write that began after the call was made
 // has ended, itself writing when no write is under way. Without co.mu.
 func (co *Coordinator) persist(ctx context.Context, group string, tp TP) error {
-	if co.o.Store == nil {
+	if co.o.Store == nil && !co.shared() {
 		return nil
 	}
 	key := stateKey(group, tp.Topic, tp.Partition)
@@ -461,8 +476,14 @@ func (co *Coordinator) writeState(ctx context.Context, group string, tp TP, key 
 	}
 	v := appendState(nil, p)
 	p.dirty = false
+	rev := p.rev
 	co.mu.Unlock()
-	err := co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: key, Value: v}})
+	var err error
+	if co.shared() {
+		err = co.writeShared(ctx, group, tp, key, p, v, rev)
+	} else {
+		err = co.o.Store.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: key, Value: v}})
+	}
 	co.stats.StateWrites.Add(1)
 	if err != nil {
 		co.mu.Lock()
@@ -475,6 +496,16 @@ func (co *Coordinator) writeState(ctx context.Context, group string, tp TP, key 
 // forget deletes the durable state of the partitions of group named by
 // tps. Without co.mu.
 func (co *Coordinator) forget(ctx context.Context, group string, tps []TP) error {
+	if co.shared() {
+		for _, tp := range tps {
+			key := stateKey(group, tp.Topic, tp.Partition)
+			co.writes.Delete(key)
+			if _, err := co.o.Shared.PutState(ctx, key, nil, AnyRevision); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if co.o.Store == nil || len(tps) == 0 {
 		return nil
 	}
@@ -572,6 +603,8 @@ func storeCode(err error) int16 {
 		return 0
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotLeaderForPartition.Code
 	}
 	return kerr.CoordinatorNotAvailable.Code
 }

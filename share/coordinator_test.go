@@ -650,7 +650,8 @@ func TestAdminNeedsEmptyGroup(t *testing.T) {
 	if p := e.stored(t, "g", tp0); p.start != 50 {
 		t.Fatalf("stored start %d after alter", p.start)
 	}
-	if o := e.co.Offsets("g")[tp0]; o.Start != 50 {
+	if offs, _ := e.co.Offsets(context.Background(), "g"); offs[tp0].Start != 50 {
+		o := offs[tp0]
 		t.Fatalf("offsets %+v", o)
 	}
 	if code, had := e.co.DeleteOffsets(ctx, "g", []string{"t", "u"}); code != 0 || !had["t"] || had["u"] {

@@ -51,6 +51,11 @@ type Partition struct {
 	// stats counts what happens to records, for metrics (nil: not
 	// counted).
 	stats *Stats
+	// rev is the shared store's revision of the state this partition
+	// was read from or last wrote (cluster mode); verify: it may be
+	// stale, so it is read again before its next use.
+	rev    int64
+	verify bool
 }
 
 // Stats are the record counts of a coordinator's share partitions.

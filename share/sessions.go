@@ -127,9 +127,12 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 			continue // the partition's acknowledgements already failed
 		}
 		p := g.parts[a.TP]
-		if p == nil {
+		switch {
+		case co.o.Leads != nil && !co.o.Leads(a.TP):
+			code = kerr.NotLeaderForPartition.Code
+		case p == nil:
 			code = kerr.InvalidRecordState.Code
-		} else {
+		default:
 			code = p.Acknowledge(r.Member, a.First, a.Last, a.Types, r.RenewOK, set.limits(), now)
 		}
 		if res.Acks == nil {
@@ -149,6 +152,9 @@ func (co *Coordinator) Session(ctx context.Context, r SessionRequest) SessionRes
 			s.epoch = 1
 		}
 		co.bindConn(key, s, r.Conn)
+		if r.Epoch == 0 && co.shared() {
+			g.verifyParts(r.Add)
+		}
 		// Additions first, then removals, as Kafka's share session
 		// update: a partition a request names for its acknowledgements
 		// and forgets leaves the session.
@@ -225,6 +231,9 @@ func (co *Coordinator) Sessions() int {
 // earlier topic of the same name) at the offset start returns. Without
 // co.mu; start may call the store.
 func (co *Coordinator) FetchFrom(ctx context.Context, group string, tp TP, topicID [16]byte, start func(ctx context.Context) (int64, error)) (int64, error) {
+	if co.shared() {
+		return co.fetchFromShared(ctx, group, tp, topicID, start)
+	}
 	co.mu.Lock()
 	g := co.groups[group]
 	if g == nil {

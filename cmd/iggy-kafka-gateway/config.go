@@ -210,7 +210,7 @@ func optionsFor(c *config) []option {
 			usage: "transactional ids kept at once (memory bound); a new id past it is answered COORDINATOR_LOAD_IN_PROGRESS until idle ones expire (7 days)",
 			set:   intIn(1, 1<<30, to(&c.Handlers.Transactions.MaxIDs))},
 		{flag: "share-groups", def: "enabled",
-			usage: "share groups (KIP-932, Kafka's queues): enabled (KafkaShareConsumer and kafka-share-groups work; docs/SHARE_GROUPS.md) or disabled (the share keys are not advertised). Not served in cluster mode",
+			usage: "share groups (KIP-932, Kafka's queues): enabled (KafkaShareConsumer and kafka-share-groups work; docs/SHARE_GROUPS.md) or disabled (the share keys are not advertised)",
 			set:   oneOf([]string{"enabled", "disabled"}, func(v string) { c.Handlers.Shares.Disabled = v == "disabled" })},
 		{flag: "streams-groups", def: "enabled",
 			usage: "streams groups (KIP-1071, Kafka Streams with group.protocol=streams): enabled (docs/CONSUMER_GROUPS.md) or disabled (keys 88, 89 and 93 and streams.version are not advertised; Streams apps use the classic protocol)",

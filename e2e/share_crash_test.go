@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,6 +175,18 @@ type shareFate struct {
 	unanswered bool
 }
 
+// describe lists f's deliveries for a failure message.
+func (f *shareFate) describe() string {
+	var b strings.Builder
+	for i, d := range f.deliveries {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s at %s (count %d)", d.consumer, d.at.Format(time.StampMicro), d.count)
+	}
+	return b.String()
+}
+
 // shareLedger tracks every value of a share-group crash test.
 type shareLedger struct {
 	mu       sync.Mutex
@@ -290,8 +303,8 @@ func (l *shareLedger) verify(t *testing.T, values []string) string {
 		for _, d := range f.deliveries {
 			if !f.confirmed.IsZero() && d.at.After(f.confirmed) {
 				if bad++; bad <= 10 {
-					t.Errorf("value %s delivered to %s at %v (count %d), after its accept was answered at %v",
-						v, d.consumer, d.at.Format(time.StampMicro), d.count, f.confirmed.Format(time.StampMicro))
+					t.Errorf("value %s delivered to %s at %v (count %d), after its accept was answered at %v; all its deliveries: %s",
+						v, d.consumer, d.at.Format(time.StampMicro), d.count, f.confirmed.Format(time.StampMicro), f.describe())
 				}
 			}
 			if d.at.After(l.killedAt) {

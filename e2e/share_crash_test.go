@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,6 +175,18 @@ type shareFate struct {
 	unanswered bool
 }
 
+// describe lists f's deliveries for a failure message.
+func (f *shareFate) describe() string {
+	var b strings.Builder
+	for i, d := range f.deliveries {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s at %s (count %d)", d.consumer, d.at.Format(time.StampMicro), d.count)
+	}
+	return b.String()
+}
+
 // shareLedger tracks every value of a share-group crash test.
 type shareLedger struct {
 	mu       sync.Mutex
@@ -202,10 +215,10 @@ func (l *shareLedger) confirmedCount() int {
 	return n
 }
 
-// consume runs a share consumer that accepts every record it gets, until
-// ctx ends.
-func (l *shareLedger) consume(ctx context.Context, t *testing.T, name, addr, group, topic string) {
-	cl, w := kgoShareConsumer(t, addr, group, topic, kgo.ShareMaxRecords(50))
+// consume runs a share consumer seeded with seeds that accepts every
+// record it gets, until ctx ends.
+func (l *shareLedger) consume(ctx context.Context, t *testing.T, name string, seeds []string, group, topic string) {
+	cl, w := kgoShareConsumer(t, seeds[0], group, topic, kgo.ShareMaxRecords(50), kgo.SeedBrokers(seeds...))
 	defer cl.Close()
 	accept := func(*kgo.Record) kgo.AckStatus { return kgo.AckAccept }
 	for ctx.Err() == nil {
@@ -276,6 +289,56 @@ func (l *shareLedger) settled() error {
 	return nil
 }
 
+// verify fails t for each delivery of a value after its accept was
+// answered (at most ten are listed), once the run is over; it returns a
+// summary of the deliveries around the kill for the log.
+func (l *shareLedger) verify(t *testing.T, values []string) string {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var again, againUnanswered, deliveredAfter, unansweredOnly, bad, lost int
+	for _, v := range values {
+		f := l.fates[v]
+		before, after := 0, 0
+		for _, d := range f.deliveries {
+			if !f.confirmed.IsZero() && d.at.After(f.confirmed) {
+				if bad++; bad <= 10 {
+					t.Errorf("value %s delivered to %s at %v (count %d), after its accept was answered at %v; all its deliveries: %s",
+						v, d.consumer, d.at.Format(time.StampMicro), d.count, f.confirmed.Format(time.StampMicro), f.describe())
+				}
+			}
+			if d.at.After(l.killedAt) {
+				after++
+			} else {
+				before++
+			}
+		}
+		if after > 0 {
+			deliveredAfter++
+			if !f.confirmed.IsZero() && f.confirmed.Before(l.killedAt) {
+				lost++ // also counted in bad
+			}
+			if before > 0 {
+				again++
+				if f.unanswered {
+					againUnanswered++
+				}
+			}
+		}
+		if f.confirmed.IsZero() {
+			unansweredOnly++ // settled: its accept went unanswered, and it never came back
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d deliveries of values whose accept had been answered (%d values answered before the kill delivered after it)", bad, lost)
+	}
+	if unansweredOnly > 0 {
+		t.Logf("%d values whose accept the killed gateway stored without answering (never delivered again)", unansweredOnly)
+	}
+	return fmt.Sprintf("%d values delivered after the kill, %d of them delivered again (%d with an accept sent and unanswered before the kill); %d accepts failed or unanswered over the run",
+		deliveredAfter, again, againUnanswered, l.failed)
+}
+
 // TestShareGroupGatewayKill: two franz-go share consumers accept 3000
 // records of a two-partition topic with explicit acknowledgements; after a
 // third of the accepts were answered the gateway binary is killed
@@ -319,7 +382,7 @@ func TestShareGroupGatewayKill(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l.consume(ctx, t, name, addr, group, topic)
+				l.consume(ctx, t, name, []string{addr}, group, topic)
 			}()
 		}
 		stopped := false
@@ -358,49 +421,8 @@ func TestShareGroupGatewayKill(t *testing.T) {
 		}
 		stop()
 
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		var again, againUnanswered, deliveredAfter, unansweredOnly, bad, lost int
-		for _, v := range values {
-			f := l.fates[v]
-			before, after := 0, 0
-			for _, d := range f.deliveries {
-				if !f.confirmed.IsZero() && d.at.After(f.confirmed) {
-					if bad++; bad <= 10 {
-						t.Errorf("value %s delivered to %s at %v (count %d), after its accept was answered at %v",
-							v, d.consumer, d.at.Format(time.StampMicro), d.count, f.confirmed.Format(time.StampMicro))
-					}
-				}
-				if d.at.After(l.killedAt) {
-					after++
-				} else {
-					before++
-				}
-			}
-			if after > 0 {
-				deliveredAfter++
-				if !f.confirmed.IsZero() && f.confirmed.Before(l.killedAt) {
-					lost++ // also counted in bad
-				}
-				if before > 0 {
-					again++
-					if f.unanswered {
-						againUnanswered++
-					}
-				}
-			}
-			if f.confirmed.IsZero() {
-				unansweredOnly++ // settled: its accept went unanswered, and it never came back
-			}
-		}
-		if bad > 0 {
-			t.Errorf("%d deliveries of values whose accept had been answered (%d values answered before the kill delivered after the restart)", bad, lost)
-		}
-		if unansweredOnly > 0 {
-			t.Logf("%d values whose accept the killed gateway stored without answering (never delivered again)", unansweredOnly)
-		}
-		t.Logf("%d values; %d accepts answered at the kill; %d values delivered after the restart, %d of them delivered again (%d with an accept sent and unanswered before the kill); %d accepts failed or unanswered over the run; took %v",
-			n, atKill, deliveredAfter, again, againUnanswered, l.failed, time.Since(start).Round(time.Millisecond))
+		summary := l.verify(t, values)
+		t.Logf("%d values; %d accepts answered at the kill; %s; took %v", n, atKill, summary, time.Since(start).Round(time.Millisecond))
 		g.cur.Stop()
 	})
 }

@@ -68,6 +68,9 @@ func TestLostAckIsSentAgain(t *testing.T) {
 			c.EndWrite()
 			t.Fatalf("c writes partition %d before the view it gained it in settled", p)
 		}
+		if c.Serves("t", p) {
+			t.Fatalf("c serves the state of partition %d before the view it gained it in settled", p)
+		}
 	}
 	if gained == 0 {
 		t.Fatal("c gained no partition of 64")
@@ -75,6 +78,11 @@ func TestLostAckIsSentAgain(t *testing.T) {
 	// etcd answers b again: its next renewal sends the acknowledgement.
 	failAcks.Store(false)
 	await.True(t, 15*time.Second, "a, b and c settled on the three", settledOn(3, a, b, c))
+	for p := int32(0); p < 64; p++ {
+		if c.View().Leader("t", p) == 3 && !c.Serves("t", p) {
+			t.Fatalf("c does not serve partition %d once settled", p)
+		}
+	}
 }
 
 // Listing the members again after a watch failure never takes the epoch

@@ -530,6 +530,21 @@ func (n *Node) LeaderEpoch(topic string, partition int32) (epoch int32, leads bo
 	return v.Epoch(), v.Leader(topic, partition) == v.Self && n.LeaseLive()
 }
 
+// Serves reports whether this gateway may serve the partition's state
+// now: it leads it, its session is known live, and the handover rule lets
+// it write there (BeginWrite's check, without taking the gate). Share
+// groups load a share partition's state only then, so a partition gained
+// in a view not yet settled is not read before its old leader stopped
+// writing it. Any goroutine.
+func (n *Node) Serves(topic string, partition int32) bool {
+	if n == nil {
+		return true
+	}
+	v := n.view.Load()
+	return v.Leader(topic, partition) == v.Self && n.LeaseLive() &&
+		n.servable(v, func(s *View) int32 { return s.Leader(topic, partition) })
+}
+
 // BeginWrite reports whether this gateway may write the partition now;
 // when true the caller must call EndWrite after its store write finished
 // (or failed). It may block briefly while a view change waits for the

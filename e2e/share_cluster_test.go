@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,54 +160,12 @@ func TestClusterShareGroupCoordinatorKill(t *testing.T) {
 	group, coord := shareClusterGroup(ctx, t, cg, admin, "share-cluster-group", leaders)
 	t.Logf("partition leaders %v; group %s coordinated by gateway %d", leaders, group, coord)
 
-	values := make([]string, n)
-	var recs []*kgo.Record
-	ends := map[int32]int64{}
-	for i := range values {
-		values[i] = fmt.Sprintf("share-cluster-%05d", i)
-		// Batches of 25 records, so a fetch acquires a few at a time.
-		p := int32(i / 25 % parts)
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(values[i])})
-		ends[p]++
-		if len(recs) == 25 || i == n-1 {
-			produceAll(t, admin, recs)
-			recs = nil
-		}
-	}
+	values, ends := produceShareValues(t, admin, topic, "share-cluster", n, parts)
 	setGroupConfigs(t, admin, group, "share.auto.offset.reset", "earliest",
 		"share.record.lock.duration.ms", strconv.Itoa(shareLockMs))
 
 	l := newShareLedger(values)
-	cctx, stopConsumers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	seeds := cg.seeds()
-	for i := range consumers {
-		name := string(rune('a' + i))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.consume(cctx, t, name, seeds, group, topic)
-		}()
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		stopConsumers()
-		// consume ends within its poll and flush timeouts of ctx ending,
-		// plus the client's leave; bounded so a leave that never ends
-		// fails the test instead of hanging it.
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Minute):
-			t.Errorf("the share consumers did not stop within 2 minutes of being told to")
-		}
-	}
-	t.Cleanup(stop)
+	stop := l.startConsumers(ctx, t, consumers, cg.seeds(), group, topic)
 
 	await.Until(t, 3*time.Minute, func() error {
 		if c := l.confirmedCount(); c < n/3 {

@@ -279,7 +279,7 @@ func (l *shareLedger) settled() error {
 	for v, f := range l.fates {
 		if len(f.deliveries) == 0 || f.confirmed.IsZero() && !f.unanswered {
 			if open++; example == "" {
-				example = v
+				example = v + ": " + f.describe()
 			}
 		}
 	}
@@ -358,41 +358,12 @@ func TestShareGroupGatewayKill(t *testing.T) {
 		g := newProxiedGateway(t, 1<<62, t.TempDir(), args...)
 		addr := g.proxy.Addr()
 		prod := clientWithTopic(t, addr, topic, parts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		values := make([]string, n)
-		var recs []*kgo.Record
-		ends := map[int32]int64{}
-		for i := range values {
-			values[i] = fmt.Sprintf("share-kill-%05d", i)
-			// Batches of 25 records, so a fetch acquires a few at a time.
-			p := int32(i / 25 % parts)
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(values[i])})
-			ends[p]++
-			if len(recs) == 25 || i == n-1 {
-				produceAll(t, prod, recs)
-				recs = nil
-			}
-		}
+		values, ends := produceShareValues(t, prod, topic, "share-kill", n, parts)
 		setGroupConfigs(t, prod, group, "share.auto.offset.reset", "earliest",
 			"share.record.lock.duration.ms", strconv.Itoa(shareLockMs))
 
 		l := newShareLedger(values)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, name := range []string{"a", "b"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				l.consume(ctx, t, name, []string{addr}, group, topic)
-			}()
-		}
-		stopped := false
-		stop := func() {
-			if !stopped {
-				stopped = true
-				cancel()
-				wg.Wait()
-			}
-		}
+		stop := l.startConsumers(context.Background(), t, 2, []string{addr}, group, topic)
 		defer stop()
 
 		await.Until(t, 2*time.Minute, func() error {
@@ -534,4 +505,59 @@ func TestShareGroupGatewayRestartRelease(t *testing.T) {
 		second.Close() // leaves the group while the gateway is there to answer
 		g.cur.Stop()
 	})
+}
+
+// produceShareValues produces n unique values prefix-NNNNN to topic's
+// parts partitions, in batches of 25 records per partition in turn (so a
+// share fetch acquires a few at a time), and returns them with the
+// records each partition got.
+func produceShareValues(t *testing.T, cl *kgo.Client, topic, prefix string, n, parts int) ([]string, map[int32]int64) {
+	t.Helper()
+	values := make([]string, n)
+	var recs []*kgo.Record
+	ends := map[int32]int64{}
+	for i := range values {
+		values[i] = fmt.Sprintf("%s-%05d", prefix, i)
+		p := int32(i / 25 % parts)
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(values[i])})
+		ends[p]++
+		if len(recs) == 25 || i == n-1 {
+			produceAll(t, cl, recs)
+			recs = nil
+		}
+	}
+	return values, ends
+}
+
+// startConsumers runs n share consumers (a, b, ...) of group on seeds,
+// counting in l, until the returned stop (idempotent; also at cleanup)
+// or ctx ends. stop waits for them, at most 2 minutes: consume ends
+// within its poll and flush timeouts plus the client's leave, and a
+// leave that never ends fails the test instead of hanging it.
+func (l *shareLedger) startConsumers(ctx context.Context, t *testing.T, n int, seeds []string, group, topic string) (stop func()) {
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range n {
+		name := string(rune('a' + i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.consume(cctx, t, name, seeds, group, topic)
+		}()
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Errorf("the share consumers did not stop within 2 minutes of being told to")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

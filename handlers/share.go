@@ -55,7 +55,7 @@ func newShareCoordinator(cfg Config, store bridge.Backend, w *Watchers, log *slo
 			}
 			return n.EndWrite, true
 		}
-		leads = func(tp share.TP) bool { return n.Leads(tp.Topic, tp.Partition) }
+		leads = func(tp share.TP) bool { return n.Serves(tp.Topic, tp.Partition) }
 		coordinates = func(group string) bool { v := n.View(); return v.Coordinator(group) == v.Self }
 	}
 	return share.New(share.Options{

@@ -181,3 +181,75 @@ func shareGroupsListed(t *testing.T, g *Gateway) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The offset admin of a share group in cluster mode acts at the group's
+// coordinator on state its partitions' leader wrote to etcd:
+// DeleteShareGroupOffsets forgets it (the leader's next session starts
+// over by share.auto.offset.reset) and DeleteGroups deletes the group
+// with its state; the gateway that does not coordinate the group answers
+// NOT_COORDINATOR.
+func TestShareClusterAdminAtTheCoordinator(t *testing.T) {
+	t.Parallel()
+	nodes := joinSettled(t, 9092, 9093)
+	st := openEmbedded(t, t.TempDir())
+	ctx := context.Background()
+	gws := make([]*Gateway, 2)
+	for i := range gws {
+		gws[i] = newGatewayOn(t, st, func(c *Config) { c.Cluster, c.NodeID, c.AdvertisedPort = nodes[i], int32(i+1), 9092+int32(i) })
+		if err := gws[i].StartShareGroups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(gws[i].CloseShareGroups)
+	}
+	leader, coord := gws[0], gws[1]
+	v := nodes[0].View()
+	topic, group := "", ""
+	for i := 0; topic == "" || group == ""; i++ {
+		if name := fmt.Sprintf("sa%d", i); topic == "" && v.Leader(name, 0) == 1 {
+			topic = name
+		}
+		if name := fmt.Sprintf("sag%d", i); group == "" && v.Coordinator(name) == 2 {
+			group = name
+		}
+	}
+	id := shareTopic(t, leader, topic, group, []int{4})
+	a := &shareClient{t: t, g: leader, group: group, member: "member-a", topic: id}
+	onlyPart(t, a.fetch(10, true))
+	if ar := a.ack(ackRange{0, 3, accept}); ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accept: %v", kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+	}
+	a.epoch = -1
+	a.ack()
+	if start := shareStartAt(t, coord, group, topic); start != 4 {
+		t.Fatalf("start %d at the coordinator, want 4", start)
+	}
+
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID = group
+	del.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic}}
+	if r := do(t, leader, del).(*kmsg.DeleteShareGroupOffsetsResponse); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("delete offsets at the leader: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := do(t, coord, del).(*kmsg.DeleteShareGroupOffsetsResponse); r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete offsets at the coordinator: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Topics)
+	}
+	b := &shareClient{t: t, g: leader, group: group, member: "member-b", topic: id}
+	if got := acquiredOf(onlyPart(t, b.fetch(10, true))); !slices.Equal(got, []acquired{{0, 3, 1}}) {
+		t.Fatalf("after the offsets were deleted b acquired %v, want 0-3 again (earliest)", got)
+	}
+	b.epoch = -1
+	b.ack()
+
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Version = 2
+	dg.Groups = []string{group}
+	if r := do(t, coord, dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete group at the coordinator: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+	if got := shareGroupsListed(t, coord); len(got) != 0 {
+		t.Fatalf("listed after the delete: %v", got)
+	}
+	if r := do(t, coord, dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete again: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+}

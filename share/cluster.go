@@ -124,16 +124,15 @@ func (co *Coordinator) fetchFromShared(ctx context.Context, group string, tp TP,
 	g = co.group(group)
 	p := g.parts[tp]
 	switch {
-	case p != nil && p.TopicID == topicID && (p.rev >= rev || p.dirty || p.writing):
+	case p != nil && p.TopicID == topicID && (p.dirty || p.writing || atLeast(p.rev, rev)):
 		// What the store held when read, or newer: this gateway wrote
 		// it since (an acknowledgement landed between the read and
 		// now), or another fetch started it meanwhile, or it holds
 		// changes on their way to the store (the read may have seen
-		// the write before its answer set rev). Revisions only grow,
-		// so keep it, with its locks: the state read would undo those
-		// acknowledgements here. Were the store's newer for another
-		// reason, the pending write fails its compare-and-set and
-		// drops it.
+		// the write before its answer set rev). Keep it, with its
+		// locks: the state read would undo those acknowledgements
+		// here. Were the store's newer for another reason, the pending
+		// write fails its compare-and-set and drops it.
 		p.verify = false
 		fresh = false
 	default:
@@ -147,6 +146,18 @@ func (co *Coordinator) fetchFromShared(ctx context.Context, group string, tp TP,
 		return from, nil
 	}
 	return from, co.persist(ctx, group, tp)
+}
+
+// atLeast reports whether a partition last read or written at revision
+// held is as new as the store's state read at rev: revisions only grow,
+// but a key deleted since (DeleteShareGroupOffsets, DeleteGroups, a
+// deleted topic) reads as 0, which only a partition never stored (held
+// 0) is as new as.
+func atLeast(held, rev int64) bool {
+	if rev == 0 {
+		return held == 0
+	}
+	return held >= rev
 }
 
 // writeShared writes p's state, snapshot v, over the revision it was

@@ -188,13 +188,29 @@ func TestClusterShareGroupCoordinatorKill(t *testing.T) {
 	t.Logf("killed gateway %d (coordinator of %s, leader of partitions %v) with %d of %d accepts answered",
 		coord, group, led, atKill, n)
 
-	adm := kadm.NewClient(admin)
+	// The admin client is made again after an error: kgo keeps asking a
+	// coordinator it cached while dials to it fail, and that was the
+	// killed gateway.
+	var adm *kadm.Client
 	var lastErr error
-	if err := await.Poll(4*time.Minute, 200*time.Millisecond, func() error {
-		if lastErr = l.settled(); lastErr != nil {
+	if err := await.Poll(4*time.Minute, 500*time.Millisecond, func() error {
+		if adm == nil {
+			adm = kadm.NewClient(cg.client())
+		}
+		defer func() {
+			if lastErr != nil {
+				adm.Close()
+				adm = nil
+			}
+		}()
+		startsErr := shareStartsAt(adm, group, topic, ends)
+		if lastErr = l.settled(startsErr == nil); lastErr != nil {
+			if startsErr != nil {
+				lastErr = fmt.Errorf("%w; %w", lastErr, startsErr)
+			}
 			return lastErr
 		}
-		if lastErr = shareStartsAt(adm, group, topic, ends); lastErr != nil {
+		if lastErr = startsErr; lastErr != nil {
 			return lastErr
 		}
 		lastErr = shareDescribedAfter(ctx, adm, group, topic, parts, consumers, coord)

@@ -912,7 +912,7 @@ func (r *kafkaRecord) readTxn(m *IggyMessage) {
 		r.txn, r.ps = txnData, ps
 		return
 	}
-	if ps, _, ok := parseMarker(m); ok {
+	if ps, _, _, ok := ParseMarker(m); ok {
 		r.txn, r.ps = txnControl, ps
 	}
 }

@@ -106,26 +106,27 @@ func ParseMarkerID(id *[16]byte) (ps ProducerSeq, commit bool, ok bool) {
 	return ProducerSeq{ProducerID: int64(pid), Epoch: int16(epoch), Sequence: -1, First: true, Transactional: true}, commit, true
 }
 
-// parseMarker reads m as a transaction marker: its id (ParseMarkerID) and
+// ParseMarker reads m as a transaction marker: its id (ParseMarkerID) and
 // what EncodeMarker writes beside it, which must agree (kafka.v = 1,
 // kafka.control and the control key of the id's type, the control value
-// as payload). ok is false for anything else, which then reads as an
-// ordinary record: a native producer's id that happens to look like a
-// marker's never hides data.
-func parseMarker(m *IggyMessage) (ps ProducerSeq, commit bool, ok bool) {
+// as payload); coordEpoch is the control value's coordinator epoch. ok is
+// false for anything else, which then reads as an ordinary record: a
+// native producer's id that happens to look like a marker's never hides
+// data. Any goroutine; no allocation.
+func ParseMarker(m *IggyMessage) (ps ProducerSeq, commit bool, coordEpoch int32, ok bool) {
 	if ps, commit, ok = ParseMarkerID(&m.ID); !ok {
-		return ProducerSeq{}, false, false
+		return ProducerSeq{}, false, 0, false
 	}
 	var mh mappingHeaders
 	if mh.scan(m.UserHeaders) != nil || !bytes.Equal(mh.version, oneByte) || mh.envelope != nil || mh.value != nil {
-		return ProducerSeq{}, false, false
+		return ProducerSeq{}, false, 0, false
 	}
-	c, _, valid := codec.ParseControlRecord(mh.key, m.Payload)
+	c, coordEpoch, valid := codec.ParseControlRecord(mh.key, m.Payload)
 	kind := userHeader(m.UserHeaders, HeaderControl)
 	if !valid || c != commit || len(kind) != 1 || (kind[0] == codec.ControlCommit) != commit || kind[0] > codec.ControlCommit {
-		return ProducerSeq{}, false, false
+		return ProducerSeq{}, false, 0, false
 	}
-	return ps, commit, true
+	return ps, commit, coordEpoch, true
 }
 
 // userHeader is the value of the first entry named name in a valid TLV
@@ -161,7 +162,7 @@ func ScanProducerRecords(b []byte, fn func(offset uint64, ps ProducerSeq, contro
 			if !fn(m.Offset, ps, false, false) {
 				return nil
 			}
-		} else if ps, commit, ok := parseMarker(m); ok {
+		} else if ps, commit, _, ok := ParseMarker(m); ok {
 			if !fn(m.Offset, ps, true, commit) {
 				return nil
 			}

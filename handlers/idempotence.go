@@ -97,8 +97,8 @@ type seqProducer struct {
 	// (ms since the epoch), 0 when it has not (state rebuilt from the
 	// store). DescribeProducers reports it.
 	appendedMs int64
-	marked     bool  // a transaction marker of the producer was written here since start (DescribeProducers)
-	markEpoch  int32 // the coordinator epoch of that marker
+	marked     bool  // a transaction marker of the producer is in the partition's tail read at load, or was written since (DescribeProducers)
+	markEpoch  int32 // the coordinator epoch of the last such marker
 	// markers counts the markers of the producer written here (under mu),
 	// read without mu before a transactional batch's coordinator check: a
 	// marker written between the check and the append ended the
@@ -375,6 +375,11 @@ func (rs *runScanner) batch(b []byte) bool {
 }
 
 func (rs *runScanner) message(m *bridge.IggyMessage) {
+	if mps, _, coord, ok := bridge.ParseMarker(m); ok {
+		rs.close()
+		rs.marker(mps, coord)
+		return
+	}
 	ps, ok := bridge.ParseMessageID(&m.ID)
 	switch {
 	case !ok:
@@ -393,6 +398,28 @@ func (rs *runScanner) message(m *bridge.IggyMessage) {
 		// we can vouch for.
 		rs.open = false
 	}
+}
+
+// marker records a transaction marker of the tail as writing it did
+// (txnEnv.WriteMarker): the producer's epoch there moves up to the
+// marker's (a batch of an older epoch is refused), and the marker's
+// coordinator epoch is the one DescribeProducers shows and a
+// WriteTxnMarkers of an older coordinator is fenced against, after a
+// restart as before it.
+func (rs *runScanner) marker(ps bridge.ProducerSeq, coordEpoch int32) {
+	pid := ps.ProducerID
+	if rs.only >= 0 && pid != rs.only {
+		return
+	}
+	p := rs.out[pid]
+	if p == nil {
+		p = &seqProducer{epoch: -1}
+		rs.out[pid] = p
+	}
+	if ps.Epoch > p.epoch {
+		p.epoch, p.n = ps.Epoch, 0
+	}
+	p.marked, p.markEpoch = true, coordEpoch
 }
 
 // close ends the current run and records it as a batch.

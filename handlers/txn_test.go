@@ -188,7 +188,7 @@ func TestTxnMarkerCoordinatorEpoch(t *testing.T) {
 	if p := produceOne(t, g, produceReq(9, "wm", 0, idemBatch(pid, 0, 0, 1, "v"))); p.ErrorCode != 0 {
 		t.Fatalf("produce: %d", p.ErrorCode)
 	}
-	coordEpoch := func() int32 {
+	coordEpoch := func(g *Gateway) int32 {
 		t.Helper()
 		req := kmsg.NewPtrDescribeProducersRequest()
 		rt := kmsg.NewDescribeProducersRequestTopic()
@@ -203,10 +203,10 @@ func TestTxnMarkerCoordinatorEpoch(t *testing.T) {
 		t.Fatalf("producer %d not listed: %+v", pid, resp.Topics[0].Partitions[0])
 		return 0
 	}
-	if e := coordEpoch(); e != -1 {
+	if e := coordEpoch(g); e != -1 {
 		t.Fatalf("before any marker: coordinator epoch %d, want -1", e)
 	}
-	mark := func(coord int32) int16 {
+	mark := func(g *Gateway, coord int32) int16 {
 		t.Helper()
 		req := kmsg.NewPtrWriteTxnMarkersRequest()
 		req.Version = 1
@@ -218,17 +218,29 @@ func TestTxnMarkerCoordinatorEpoch(t *testing.T) {
 		req.Markers = append(req.Markers, m)
 		return do(t, g, req).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
 	}
-	if code := mark(1); code != 0 {
+	if code := mark(g, 1); code != 0 {
 		t.Fatalf("marker at coordinator epoch 1: %v", kerr.ErrorForCode(code))
 	}
-	if e := coordEpoch(); e != 1 {
+	if e := coordEpoch(g); e != 1 {
 		t.Fatalf("after a marker of coordinator epoch 1: %d", e)
 	}
-	if code := mark(0); code != kerr.TransactionCoordinatorFenced.Code {
+	if code := mark(g, 0); code != kerr.TransactionCoordinatorFenced.Code {
 		t.Fatalf("marker of an older coordinator epoch: %v, want TRANSACTION_COORDINATOR_FENCED", kerr.ErrorForCode(code))
 	}
 	st, err := g.Store.Partition(t.Context(), g.Cfg.Stream, "wm", 0)
 	if err != nil || st.Next != 2 {
 		t.Fatalf("high watermark %d, %v: want 2 (the record and one marker)", st.Next, err)
+	}
+	// A restarted gateway reads the marker back from the partition: the
+	// same coordinator epoch, the same fence.
+	again := newGatewayOn(t, g.Store, noAutoCreate, func(c *Config) { c.Transactions = TxnConfig{Enabled: true, Version: 1} })
+	if err := again.Txn.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if e := coordEpoch(again); e != 1 {
+		t.Fatalf("after a restart: coordinator epoch %d, want the stored marker's 1", e)
+	}
+	if code := mark(again, 0); code != kerr.TransactionCoordinatorFenced.Code {
+		t.Fatalf("after a restart, a marker of an older coordinator epoch: %v, want TRANSACTION_COORDINATOR_FENCED", kerr.ErrorForCode(code))
 	}
 }

@@ -411,15 +411,21 @@ func (rs *runScanner) marker(ps bridge.ProducerSeq, coordEpoch int32) {
 	if rs.only >= 0 && pid != rs.only {
 		return
 	}
+	p := rs.producer(pid)
+	if ps.Epoch > p.epoch {
+		p.epoch, p.n = ps.Epoch, 0
+	}
+	p.marked, p.markEpoch = true, coordEpoch
+}
+
+// producer is pid's entry of the scan, made (no epoch yet) when missing.
+func (rs *runScanner) producer(pid int64) *seqProducer {
 	p := rs.out[pid]
 	if p == nil {
 		p = &seqProducer{epoch: -1}
 		rs.out[pid] = p
 	}
-	if ps.Epoch > p.epoch {
-		p.epoch, p.n = ps.Epoch, 0
-	}
-	p.marked, p.markEpoch = true, coordEpoch
+	return p
 }
 
 // close ends the current run and records it as a batch.
@@ -432,11 +438,7 @@ func (rs *runScanner) close() {
 	if rs.only >= 0 && pid != rs.only {
 		return
 	}
-	p := rs.out[pid]
-	if p == nil {
-		p = &seqProducer{epoch: -1}
-		rs.out[pid] = p
-	}
+	p := rs.producer(pid)
 	if rs.ps.Epoch < p.epoch {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/iggy-kafka/gateway/cluster"
 	"github.com/iggy-kafka/gateway/internal/await"
 )
 
@@ -24,28 +25,10 @@ import (
 // refused rather than lost.
 func TestShareClusterLeaderHandover(t *testing.T) {
 	t.Parallel()
-	nodes := joinSettled(t, 9092, 9093)
-	st := openEmbedded(t, t.TempDir())
-	ctx := context.Background()
-	gw := func(i int) *Gateway {
-		g := newGatewayOn(t, st, func(c *Config) { c.Cluster, c.NodeID, c.AdvertisedPort = nodes[i], int32(i+1), 9092+int32(i) })
-		if err := g.StartShareGroups(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(g.CloseShareGroups)
-		return g
-	}
-	g1, g2 := gw(0), gw(1)
+	nodes, g1, g2 := newShareClusterPair(t)
 	v := nodes[0].View()
-	topic, group := "", ""
-	for i := 0; topic == "" || group == ""; i++ {
-		if name := fmt.Sprintf("sc%d", i); topic == "" && v.Leader(name, 0) == 1 {
-			topic = name
-		}
-		if name := fmt.Sprintf("scg%d", i); group == "" && v.Coordinator(name) == 2 {
-			group = name
-		}
-	}
+	topic := nameWhere("sc", func(n string) bool { return v.Leader(n, 0) == 1 })
+	group := nameWhere("scg", func(n string) bool { return v.Coordinator(n) == 2 })
 	id := shareTopic(t, g1, topic, group, []int{10}) // offsets 0-9, one batch
 
 	// The coordinator serves the group, the other gateway refers to it.
@@ -112,12 +95,7 @@ func TestShareClusterLeaderHandover(t *testing.T) {
 	// ListGroups: the coordinator lists the group, the leader does not;
 	// a group whose members never met its coordinator is listed from
 	// its state in etcd.
-	other := ""
-	for i := 0; other == ""; i++ {
-		if name := fmt.Sprintf("scq%d", i); v.Coordinator(name) == 2 {
-			other = name
-		}
-	}
+	other := nameWhere("scq", func(n string) bool { return v.Coordinator(n) == 2 })
 	x := &shareClient{t: t, g: g1, group: other, member: "member-x", topic: id}
 	onlyPart(t, x.fetch(1, true))
 	if got := shareGroupsListed(t, g2); !slices.Equal(got, []string{group, other}) {
@@ -190,28 +168,10 @@ func shareGroupsListed(t *testing.T, g *Gateway) []string {
 // NOT_COORDINATOR.
 func TestShareClusterAdminAtTheCoordinator(t *testing.T) {
 	t.Parallel()
-	nodes := joinSettled(t, 9092, 9093)
-	st := openEmbedded(t, t.TempDir())
-	ctx := context.Background()
-	gws := make([]*Gateway, 2)
-	for i := range gws {
-		gws[i] = newGatewayOn(t, st, func(c *Config) { c.Cluster, c.NodeID, c.AdvertisedPort = nodes[i], int32(i+1), 9092+int32(i) })
-		if err := gws[i].StartShareGroups(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(gws[i].CloseShareGroups)
-	}
-	leader, coord := gws[0], gws[1]
+	nodes, leader, coord := newShareClusterPair(t)
 	v := nodes[0].View()
-	topic, group := "", ""
-	for i := 0; topic == "" || group == ""; i++ {
-		if name := fmt.Sprintf("sa%d", i); topic == "" && v.Leader(name, 0) == 1 {
-			topic = name
-		}
-		if name := fmt.Sprintf("sag%d", i); group == "" && v.Coordinator(name) == 2 {
-			group = name
-		}
-	}
+	topic := nameWhere("sa", func(n string) bool { return v.Leader(n, 0) == 1 })
+	group := nameWhere("sag", func(n string) bool { return v.Coordinator(n) == 2 })
 	id := shareTopic(t, leader, topic, group, []int{4})
 	a := &shareClient{t: t, g: leader, group: group, member: "member-a", topic: id}
 	onlyPart(t, a.fetch(10, true))
@@ -251,5 +211,33 @@ func TestShareClusterAdminAtTheCoordinator(t *testing.T) {
 	}
 	if r := do(t, coord, dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("delete again: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+}
+
+// newShareClusterPair is gateways 1 and 2 of one settled cluster over one
+// embedded store, share groups started, each advertising 127.0.0.1:9091+id
+// on its PLAINTEXT listener.
+func newShareClusterPair(t *testing.T) (nodes []*cluster.Node, g1, g2 *Gateway) {
+	t.Helper()
+	nodes = joinSettled(t, 9092, 9093)
+	st := openEmbedded(t, t.TempDir())
+	gw := func(i int) *Gateway {
+		g := newGatewayOn(t, st, func(c *Config) { c.Cluster, c.NodeID, c.AdvertisedPort = nodes[i], int32(i+1), 9092+int32(i) })
+		if err := g.StartShareGroups(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.CloseShareGroups)
+		return g
+	}
+	return nodes, gw(0), gw(1)
+}
+
+// nameWhere is prefix followed by the first number from 0 whose name ok
+// accepts (a topic led, or a group coordinated, by a given gateway).
+func nameWhere(prefix string, ok func(string) bool) string {
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("%s%d", prefix, i); ok(name) {
+			return name
+		}
 	}
 }

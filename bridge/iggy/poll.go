@@ -37,9 +37,10 @@ func (s *Store) poll(ctx context.Context, stream, topic string, partition int32,
 		return bridge.ErrPartitionNotFound
 	}
 	key := pollKey{stream, topic, partition}
-	pc := pollCursor{from: from, max: maxBytes, fn: fn}
+	now := time.Now()
+	pc := pollCursor{from: from, max: maxBytes, fn: fn, born: s.born.floor(stream, topic, now)}
 	if ahead {
-		if ch := s.ahead.take(key, from, time.Now()); ch != nil {
+		if ch := s.ahead.take(key, from, now); ch != nil {
 			s.serveAhead(ctx, key, ch, &pc)
 			s.ahead.release(ch)
 		}
@@ -71,6 +72,9 @@ type pollCursor struct {
 	sent   int
 	fn     func([]byte) bool
 	stop   bool
+	// born is the topic's creation time while the server may still serve
+	// a deleted topic's messages under its name (ghost.go), else 0.
+	born uint64
 	// Totals of the current Iggy poll, for the size estimate.
 	bytes, msgs int
 }
@@ -92,6 +96,10 @@ func (pc *pollCursor) record(rec []byte) bool {
 	v, err := bridge.ParseIggyBatch(rec)
 	if err != nil {
 		pc.stop = true
+		return false
+	}
+	if v.BaseTimestamp < pc.born {
+		pc.stop = true // another topic's message (ghost.go)
 		return false
 	}
 	pc.bytes += len(rec)

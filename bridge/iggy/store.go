@@ -31,6 +31,8 @@ type Store struct {
 	ahead readAhead // polls made ahead of Fetch (readahead.go)
 
 	txn txnStates // the transaction state's fold (txnstate.go)
+
+	born births // creation times of the topics looked up (ghost.go)
 }
 
 type pollKey struct {
@@ -127,6 +129,7 @@ func (s *Store) CreateTopic(ctx context.Context, stream, topic string, partition
 	if err != nil {
 		return bridge.TopicInfo{}, err
 	}
+	s.born.note(stream, topic, t.CreatedAt)
 	return topicInfo(stream, &t), nil
 }
 
@@ -148,6 +151,7 @@ func (s *Store) createTopic(ctx context.Context, stream, topic string, partition
 func (s *Store) DeleteTopic(ctx context.Context, stream, topic string) error {
 	s.forget(stream, topic)
 	s.ahead.forget(stream, topic)
+	s.born.forget(stream, topic)
 	err := s.c.DeleteTopic(ctx, Name(stream), Name(topic))
 	if brokenConn(err) && ctx.Err() == nil {
 		if err = s.c.DeleteTopic(ctx, Name(stream), Name(topic)); errors.Is(err, bridge.ErrTopicNotFound) {
@@ -163,6 +167,9 @@ func (s *Store) lookupTopic(ctx context.Context, stream, topic string) (Topic, e
 	t, ok, err := s.c.GetTopic(ctx, Name(stream), Name(topic))
 	if err == nil && !ok {
 		err = bridge.ErrTopicNotFound
+	}
+	if err == nil {
+		s.born.note(stream, topic, t.CreatedAt)
 	}
 	return t, err
 }
@@ -185,6 +192,7 @@ func (s *Store) Topics(ctx context.Context, stream string) ([]bridge.TopicInfo, 
 	out := make([]bridge.TopicInfo, len(ts))
 	for i := range ts {
 		out[i] = topicInfo(stream, &ts[i])
+		s.born.note(stream, ts[i].Name, ts[i].CreatedAt)
 	}
 	return out, nil
 }

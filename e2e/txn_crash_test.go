@@ -472,9 +472,36 @@ func (r *ctpRun) committedAtEnd(adm *kadm.Client) error {
 // the input's end.
 func TestTransactionsGatewayKilledCTP(t *testing.T) {
 	t.Parallel()
+	gatewayKilledCTP(t, "gwkill")
+}
+
+// TestTransactionsGatewayKilledCTPFsyncNever is the same with
+// --fsync=never on the embedded store: the coordinator's state and the
+// group's offsets are then written unsynced, and the journal alone keeps
+// what was answered past each kill (docs/STORAGE.md, "Coordinator state
+// journal").
+func TestTransactionsGatewayKilledCTPFsyncNever(t *testing.T) {
+	t.Parallel()
+	if iggyBackend() {
+		t.Skipf("the journal is the embedded store's; this pass is %s=%s", backendEnv, os.Getenv(backendEnv))
+	}
+	runs := gatewayKilledCTP(t, "gwkillnever", "--fsync=never")
+	replays := 0
+	for _, run := range runs {
+		replays += strings.Count(run.Log(), "coordinator state journal replayed")
+	}
+	t.Logf("restarts that replayed the journal: %d of %d", replays, len(runs)-1)
+	if replays == 0 {
+		t.Error("no restart replayed the coordinator state journal: the test did not exercise it")
+	}
+}
+
+// gatewayKilledCTP runs the gateway-kill loop and returns every gateway
+// run it made, the last one included.
+func gatewayKilledCTP(t *testing.T, name string, args ...string) []*process {
 	needJava(t)
-	g := newProxiedGateway(t, 1<<62, t.TempDir(), "--transactions=enabled")
-	r := newCTPRun(t, g.proxy.Addr(), "gwkill", g.createTopic)
+	g := newProxiedGateway(t, 1<<62, t.TempDir(), append([]string{"--transactions=enabled"}, args...)...)
+	r := newCTPRun(t, g.proxy.Addr(), name, g.createTopic)
 	p := r.start("a")
 	var runs []*process
 	for i := range crashKills {
@@ -486,11 +513,13 @@ func TestTransactionsGatewayKilledCTP(t *testing.T) {
 	}
 	r.feedInput(100)
 	r.finish(p)
+	runs = append(runs, g.cur)
 	prepared := 0
-	for _, run := range append(runs, g.cur) {
+	for _, run := range runs {
 		prepared += strings.Count(run.Log(), "finishing a transaction the last run left prepared")
 	}
 	t.Logf("restarts that found a transaction prepared and finished it: %d", prepared)
+	return runs
 }
 
 // TestTransactionsClientKilledCTP: the Java consume-transform-produce loop

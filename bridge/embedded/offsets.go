@@ -83,31 +83,45 @@ func checkGroup(stream, group string) error {
 // CommitOffset stores o under the topic's current id, with the store's sync
 // policy.
 func (s *Store) CommitOffset(ctx context.Context, stream, group, topic string, partition int32, o bridge.CommittedOffset) error {
-	if err := checkGroup(stream, group); err != nil {
-		return err
-	}
-	if err := s.enterWrite(); err != nil {
-		return err
-	}
-	defer s.exitWrite()
-	t, _, err := s.lookupPartition(stream, topic, partition)
-	if err != nil {
-		return err
-	}
-	if err := s.db.Set(offsetKey(stream, group, t.info.ID, partition), encodeCommitted(o), s.writeOpts); err != nil {
-		return fmt.Errorf("%w: commit offset: %w", bridge.ErrUnavailable, err)
-	}
-	s.wroteUnsynced()
-	return nil
+	return s.CommitOffsets(ctx, stream, group, []bridge.GroupOffset{{Topic: topic, Partition: partition, CommittedOffset: o}})[0]
 }
 
-// CommitOffsets is one CommitOffset per entry: each is a pebble write of
-// its own, so there is nothing to gain from batching them.
+// CommitOffsets stores the offsets of the partitions that exist as one
+// pebble write, with the store's sync policy (one sync under SyncAlways,
+// one journal frame otherwise).
 func (s *Store) CommitOffsets(ctx context.Context, stream, group string, offs []bridge.GroupOffset) []error {
 	errs := make([]error, len(offs))
-	for i, o := range offs {
-		errs[i] = s.CommitOffset(ctx, stream, group, o.Topic, o.Partition, o.CommittedOffset)
+	fail := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
 	}
+	if err := checkGroup(stream, group); err != nil {
+		return fail(err)
+	}
+	if err := s.enterWrite(); err != nil {
+		return fail(err)
+	}
+	defer s.exitWrite()
+	ops := make([]journalOp, 0, len(offs))
+	for i, o := range offs {
+		t, _, err := s.lookupPartition(stream, o.Topic, o.Partition)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ops = append(ops, journalOp{kind: journalSet, key: offsetKey(stream, group, t.info.ID, o.Partition), value: encodeCommitted(o.CommittedOffset)})
+	}
+	if len(ops) == 0 {
+		return errs
+	}
+	if err := s.commitOps(ops, s.writeOpts); err != nil {
+		return fail(fmt.Errorf("%w: commit offset: %w", bridge.ErrUnavailable, err))
+	}
+	s.wroteUnsynced()
 	return errs
 }
 
@@ -212,7 +226,8 @@ func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, p
 	if err != nil {
 		return nil
 	}
-	if err := s.db.Delete(offsetKey(stream, group, t.info.ID, partition), s.writeOpts); err != nil {
+	op := journalOp{kind: journalDelete, key: offsetKey(stream, group, t.info.ID, partition)}
+	if err := s.commitOps([]journalOp{op}, s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete offset: %w", bridge.ErrUnavailable, err)
 	}
 	s.wroteUnsynced()
@@ -230,7 +245,8 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) er
 	}
 	defer s.exitWrite()
 	lo := offsetGroupPrefix(stream, group)
-	if err := s.db.DeleteRange(lo, prefixEnd(lo), s.writeOpts); err != nil {
+	op := journalOp{kind: journalDeleteRange, key: lo, value: prefixEnd(lo)}
+	if err := s.commitOps([]journalOp{op}, s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete group offsets: %w", bridge.ErrUnavailable, err)
 	}
 	s.wroteUnsynced()

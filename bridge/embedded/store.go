@@ -130,6 +130,10 @@ type Store struct {
 	closed atomic.Bool
 	health *healthState // disk full / failed (health.go)
 
+	// journal keeps the coordinators' state writes past a kill -9 under
+	// SyncNever and SyncInterval (txnjournal.go); nil under SyncAlways.
+	journal *txnJournal
+
 	dirty    atomic.Uint64 // unsynced writes, for SyncInterval
 	stopSync chan struct{}
 	syncDone chan struct{}
@@ -276,6 +280,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.writeOpts = pebble.Sync
 	}
 	if err := s.load(); err != nil {
+		s.closeLogs()
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.openJournal(); err != nil {
 		s.closeLogs()
 		_ = db.Close()
 		return nil, err
@@ -495,9 +504,13 @@ func (s *Store) Close() error {
 	if err := s.closeLogs(); err != nil {
 		return errors.Join(err, s.db.Close())
 	}
-	// Then pebble's WAL (committed offsets under SyncInterval/SyncNever).
+	// Then pebble's WAL (committed offsets and coordinator state under
+	// SyncInterval/SyncNever).
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return errors.Join(err, s.db.Close())
+	}
+	if s.journal != nil {
+		s.journal.close()
 	}
 	// Flush writes the memtable to an sstable, so the next Open has no WAL
 	// to replay; pebble's Close syncs the WAL in any case. Skipped when the

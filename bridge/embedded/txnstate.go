@@ -5,11 +5,16 @@ package embedded
 //
 //	'x' key -> value
 //
-// Written with pebble.Sync whatever the sync policy: a transaction's
-// commit is acknowledged to the producer once its state is stored, and a
-// crash must not forget it. Lazy writes (a transaction's complete state,
-// which its synced prepared state rebuilds) are not synced: pebble's log
-// keeps writes in order, so the next synced write makes them durable too.
+// Under SyncAlways written with pebble.Sync: a transaction's commit is
+// acknowledged to the producer once its state is stored, and a crash must
+// not forget it. Lazy writes (a transaction's complete state, which its
+// synced prepared state rebuilds) are not synced: pebble's log keeps
+// writes in order, so the next synced write makes them durable too.
+//
+// Under SyncNever and SyncInterval, as the segment logs are, written to
+// the kernel before the call returns, and synced only as the policy says:
+// each write, lazy or not, goes to the journal (txnjournal.go) and to
+// pebble unsynced.
 
 import (
 	"context"
@@ -48,20 +53,14 @@ func (s *Store) putTxnStates(ctx context.Context, entries []bridge.TxnStateEntry
 		return err
 	}
 	defer s.exitWrite()
-	b := s.db.NewBatch()
-	defer b.Close()
-	for _, e := range entries {
-		var err error
+	ops := make([]journalOp, len(entries))
+	for i, e := range entries {
+		ops[i] = journalOp{kind: journalSet, key: txnStateKey(e.Key), value: e.Value}
 		if e.Value == nil {
-			err = b.Delete(txnStateKey(e.Key), nil)
-		} else {
-			err = b.Set(txnStateKey(e.Key), e.Value, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
+			ops[i].kind = journalDelete
 		}
 	}
-	if err := b.Commit(opts); err != nil {
+	if err := s.commitOps(ops, opts); err != nil {
 		return fmt.Errorf("%w: transaction state: %w", bridge.ErrUnavailable, err)
 	}
 	return nil

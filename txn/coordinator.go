@@ -661,9 +661,9 @@ func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int1
 	// v2 (KIP-890) bumps the epoch first and writes the markers with the
 	// bumped one, as Kafka does: a batch of the old epoch still in flight
 	// is then refused on every partition (INVALID_PRODUCER_EPOCH), and the
-	// bump is stored with the Prepare state, two synced writes per
-	// transaction. A spent epoch (the bump is a new producer id, the
-	// markers must name the old one) is bumped after the end instead.
+	// bump is stored in the same write as the Prepare state. A spent
+	// epoch (the bump is a new producer id, the markers must name the old
+	// one) is bumped after the end instead.
 	bumped := false
 	if e.state == Ongoing {
 		if v2 && e.epoch < math.MaxInt16-1 {

@@ -486,13 +486,25 @@ func TestTransactionsGatewayKilledCTPFsyncNever(t *testing.T) {
 		t.Skipf("the journal is the embedded store's; this pass is %s=%s", backendEnv, os.Getenv(backendEnv))
 	}
 	runs := gatewayKilledCTP(t, "gwkillnever", "--fsync=never")
-	replays := 0
+	reads, replayed := 0, 0
 	for _, run := range runs {
-		replays += strings.Count(run.Log(), "coordinator state journal replayed")
+		for _, l := range strings.Split(run.Log(), "\n") {
+			if !strings.Contains(l, "coordinator state journal read") {
+				continue
+			}
+			reads++
+			var n int
+			if i := strings.Index(l, "replayed="); i >= 0 {
+				_, _ = fmt.Sscanf(l[i:], "replayed=%d", &n)
+			}
+			replayed += n
+		}
 	}
-	t.Logf("restarts that replayed the journal: %d of %d", replays, len(runs)-1)
-	if replays == 0 {
-		t.Error("no restart replayed the coordinator state journal: the test did not exercise it")
+	// Each restart after a kill finds the journal; it replays the writes
+	// pebble had not written out yet, often none.
+	t.Logf("restarts that read the journal: %d of %d; writes it gave back: %d", reads, len(runs)-1, replayed)
+	if reads == 0 {
+		t.Error("no restart found the coordinator state journal: the test did not exercise it")
 	}
 }
 

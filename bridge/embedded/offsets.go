@@ -121,7 +121,6 @@ func (s *Store) CommitOffsets(ctx context.Context, stream, group string, offs []
 	if err := s.commitOps(ops, s.writeOpts); err != nil {
 		return fail(fmt.Errorf("%w: commit offset: %w", bridge.ErrUnavailable, err))
 	}
-	s.wroteUnsynced()
 	return errs
 }
 
@@ -230,7 +229,6 @@ func (s *Store) DeleteOffset(ctx context.Context, stream, group, topic string, p
 	if err := s.commitOps([]journalOp{op}, s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete offset: %w", bridge.ErrUnavailable, err)
 	}
-	s.wroteUnsynced()
 	return nil
 }
 
@@ -249,7 +247,6 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, stream, group string) er
 	if err := s.commitOps([]journalOp{op}, s.writeOpts); err != nil {
 		return fmt.Errorf("%w: delete group offsets: %w", bridge.ErrUnavailable, err)
 	}
-	s.wroteUnsynced()
 	return nil
 }
 

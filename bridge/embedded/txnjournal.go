@@ -14,16 +14,22 @@ package embedded
 // process, as the segment logs' pwritev does; like them, only a crash of
 // the machine can lose what the policy left unsynced.
 //
-// Open replays the journal over pebble's state, syncs pebble and removes
-// the journal. The journal holds every write since it was made, in
-// pebble's order, so replaying it over whatever prefix of them pebble
-// kept gives the state as last written. When it passes journalMax, pebble
-// is synced and a new, empty journal replaces it.
+// Each write has a sequence number, in its frame and, under key 'j', in
+// the same pebble batch. Open replays the frames past pebble's number, in
+// order and without a gap, over pebble's state, syncs pebble and removes
+// the journal: after a kill -9 those are exactly the writes pebble lost.
+// After a crash of the machine pebble may hold more than the journal (the
+// journal is not synced, pebble is, by other writes or the interval): its
+// number then covers the whole journal and nothing is replayed, so a
+// replay never sets a key back. When the journal passes journalMax,
+// pebble is synced and a new, empty journal replaces it; Close syncs
+// pebble and removes it.
 //
 // Frame: u32 LE length of the body, u32 LE CRC-32C of the body, then the
-// body: the batch's writes (appendJournalFrame). Replay stops at the first
-// frame that is short or fails its CRC (what a machine crash can leave at
-// the end).
+// body: u64 LE sequence number and the batch's writes
+// (appendJournalFrame). Replay stops at the first frame that is short,
+// fails its CRC or does not follow the one before (what a crash of the
+// machine can leave).
 
 import (
 	"encoding/binary"
@@ -49,7 +55,12 @@ const (
 	// must not make replay allocate without bound).
 	journalFrameMax = 256 << 20
 	journalHeader   = 8
+	// prefixJournalSeq is the pebble key of the last journaled write's
+	// sequence number (u64 BE), written in the same batch as the write.
+	prefixJournalSeq = 'j'
 )
+
+var journalSeqKey = []byte{prefixJournalSeq}
 
 var journalCRC = crc32.MakeTable(crc32.Castagnoli)
 
@@ -61,6 +72,7 @@ type txnJournal struct {
 	path   string
 	f      vfs.File // nil: broken (a write failed); writes sync pebble instead
 	size   int
+	seq    uint64 // the last write's sequence number
 	buf    []byte
 	closed bool
 }
@@ -78,11 +90,13 @@ type journalOp struct {
 	key, value []byte
 }
 
-// appendJournalFrame appends the frame of ops to dst: each op is its
-// kind, then u32 LE length and bytes of its key and of its value.
-func appendJournalFrame(dst []byte, ops []journalOp) []byte {
+// appendJournalFrame appends the frame of write seq to dst: seq, then
+// each op as its kind, then u32 LE length and bytes of its key and of its
+// value.
+func appendJournalFrame(dst []byte, seq uint64, ops []journalOp) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, journalHeader)...)
+	dst = binary.LittleEndian.AppendUint64(dst, seq)
 	for _, op := range ops {
 		dst = append(dst, op.kind)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(op.key)))
@@ -99,42 +113,50 @@ func appendJournalFrame(dst []byte, ops []journalOp) []byte {
 // errJournalOp is a frame whose CRC holds but whose ops do not decode.
 var errJournalOp = errors.New("embedded: malformed coordinator state journal frame")
 
-// replayJournal calls fn with every op of the whole frames of data, in
-// order, and returns how many frames it read. It stops at the first
-// frame that is short or fails its CRC; a frame that passes its CRC but
-// does not decode is an error.
-func replayJournal(data []byte, fn func(op journalOp) error) (int, error) {
-	frames := 0
+// replayJournal calls fn with every op of the frames of data that follow
+// write after: frames numbered after or below are skipped, then frames
+// after+1, after+2, ... are replayed until one is short, fails its CRC or
+// is numbered otherwise. It returns the last number replayed (after when
+// none). A frame that passes its CRC but does not decode is an error.
+func replayJournal(data []byte, after uint64, fn func(seq uint64, op journalOp) error) (uint64, error) {
+	last := after
 	for len(data) >= journalHeader {
-		n := int(binary.LittleEndian.Uint32(data))
-		if n > journalFrameMax || n > len(data)-journalHeader {
+		n := uint64(binary.LittleEndian.Uint32(data))
+		if n < 8 || n > journalFrameMax || n > uint64(len(data)-journalHeader) {
 			break
 		}
 		body := data[journalHeader : journalHeader+n]
 		if crc32.Checksum(body, journalCRC) != binary.LittleEndian.Uint32(data[4:]) {
 			break
 		}
-		for len(body) > 0 {
+		data = data[journalHeader+n:]
+		seq := binary.LittleEndian.Uint64(body)
+		if seq <= last && last == after {
+			continue // pebble has it
+		}
+		if seq != last+1 {
+			break
+		}
+		for body = body[8:]; len(body) > 0; {
 			var op journalOp
 			var ok bool
 			op.kind = body[0]
 			if op.kind < journalSet || op.kind > journalDeleteRange {
-				return frames, errJournalOp
+				return last, errJournalOp
 			}
 			if body, op.key, ok = cutJournalBytes(body[1:]); !ok {
-				return frames, errJournalOp
+				return last, errJournalOp
 			}
 			if body, op.value, ok = cutJournalBytes(body); !ok {
-				return frames, errJournalOp
+				return last, errJournalOp
 			}
-			if err := fn(op); err != nil {
-				return frames, err
+			if err := fn(seq, op); err != nil {
+				return last, err
 			}
 		}
-		data = data[journalHeader+n:]
-		frames++
+		last = seq
 	}
-	return frames, nil
+	return last, nil
 }
 
 // cutJournalBytes splits a u32 LE length and that many bytes off b.
@@ -161,44 +183,79 @@ func applyJournalOp(b *pebble.Batch, op journalOp) error {
 	}
 }
 
-// recoverJournal applies a journal a previous run left to pebble, syncs
-// pebble and removes it. Open only.
-func recoverJournal(fs vfs.FS, db *pebble.DB, path string) (int, error) {
+// recoverJournal applies the writes pebble lost from a journal a previous
+// run left, syncs pebble and removes the journal; it returns how many it
+// applied (-1: there was no journal) and the last write's number. Open
+// only.
+func recoverJournal(fs vfs.FS, db *pebble.DB, path string) (int, uint64, error) {
+	seq, err := journalSeq(db)
+	if err != nil {
+		return 0, 0, err
+	}
 	f, err := fs.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return -1, seq, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("embedded: open %s: %w", path, err)
+		return 0, 0, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
 	data, err := io.ReadAll(f)
 	_ = f.Close()
 	if err != nil {
-		return 0, fmt.Errorf("embedded: read %s: %w", path, err)
+		return 0, 0, fmt.Errorf("embedded: read %s: %w", path, err)
 	}
 	b := db.NewBatch()
 	defer b.Close()
-	frames, err := replayJournal(data, func(op journalOp) error { return applyJournalOp(b, op) })
+	last, err := replayJournal(data, seq, func(_ uint64, op journalOp) error { return applyJournalOp(b, op) })
 	if err != nil {
-		return 0, fmt.Errorf("embedded: %s: %w", path, err)
+		return 0, 0, fmt.Errorf("embedded: %s: %w", path, err)
+	}
+	if last > seq {
+		if err := b.Set(journalSeqKey, binary.BigEndian.AppendUint64(nil, last), nil); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return 0, fmt.Errorf("embedded: replaying %s: %w", path, err)
+		return 0, 0, fmt.Errorf("embedded: replaying %s: %w", path, err)
 	}
-	// The removal is made durable: a journal that came back after a crash
-	// of the machine would be replayed over newer state.
-	if err := fs.Remove(path); err != nil {
-		return 0, fmt.Errorf("embedded: remove %s: %w", path, err)
+	if err := removeJournal(fs, path); err != nil {
+		return 0, 0, err
 	}
-	if err := seglog.SyncDir(fs, fs.PathDir(path)); err != nil {
-		return 0, fmt.Errorf("embedded: sync the directory of %s: %w", path, err)
-	}
-	return frames, nil
+	return int(last - seq), last, nil
 }
 
-// openJournal makes a new, empty journal. Open only.
-func openJournal(fs vfs.FS, path string) (*txnJournal, error) {
-	j := &txnJournal{fs: fs, path: path}
+// journalSeq reads the last journaled write's number from pebble.
+func journalSeq(db *pebble.DB) (uint64, error) {
+	v, closer, err := db.Get(journalSeqKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("embedded: reading the journal's sequence number: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("embedded: journal sequence number of %d bytes", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// removeJournal removes the journal and syncs its directory (tidiness:
+// the sequence numbers make an old journal harmless).
+func removeJournal(fs vfs.FS, path string) error {
+	if err := fs.Remove(path); err != nil {
+		return fmt.Errorf("embedded: remove %s: %w", path, err)
+	}
+	if err := seglog.SyncDir(fs, fs.PathDir(path)); err != nil {
+		return fmt.Errorf("embedded: sync the directory of %s: %w", path, err)
+	}
+	return nil
+}
+
+// openJournal makes a new, empty journal whose writes follow seq. Open
+// only.
+func openJournal(fs vfs.FS, path string, seq uint64) (*txnJournal, error) {
+	j := &txnJournal{fs: fs, path: path, seq: seq}
 	if err := j.replace(); err != nil {
 		return nil, err
 	}
@@ -217,8 +274,8 @@ func (j *txnJournal) replace() error {
 	if err != nil {
 		return fmt.Errorf("embedded: create %s: %w", j.path, err)
 	}
-	// As at Open: the old journal must not come back after a crash of the
-	// machine. Until the directory is synced the new one is not used.
+	// Not needed for safety (an old journal is skipped by its numbers),
+	// but a new journal is not used before its entry is durable.
 	if err := seglog.SyncDir(j.fs, j.fs.PathDir(j.path)); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("embedded: sync the directory of %s: %w", j.path, err)
@@ -236,6 +293,7 @@ func (j *txnJournal) put(db *pebble.DB, ops []journalOp) error {
 	if j.closed {
 		return bridge.ErrClosed
 	}
+	j.seq++
 	b := db.NewBatch()
 	defer b.Close()
 	for _, op := range ops {
@@ -243,9 +301,12 @@ func (j *txnJournal) put(db *pebble.DB, ops []journalOp) error {
 			return err
 		}
 	}
+	if err := b.Set(journalSeqKey, binary.BigEndian.AppendUint64(nil, j.seq), nil); err != nil {
+		return err
+	}
 	opts := pebble.NoSync
 	if j.f != nil {
-		j.buf = appendJournalFrame(j.buf[:0], ops)
+		j.buf = appendJournalFrame(j.buf[:0], j.seq, ops)
 		if _, err := j.f.Write(j.buf); err != nil {
 			// Part of the frame may be in the file, and replay stops
 			// there: this write and the next ones go to pebble synced
@@ -270,8 +331,9 @@ func (j *txnJournal) put(db *pebble.DB, ops []journalOp) error {
 	return nil
 }
 
-// close closes the journal file; it stays for the next Open to replay
-// (pebble holds all of it by then, so the replay changes nothing).
+// close closes and removes the journal. Close calls it once pebble is
+// synced, so pebble holds everything the journal does; a journal left
+// behind (removal failed) is skipped by its numbers.
 func (j *txnJournal) close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -280,23 +342,26 @@ func (j *txnJournal) close() {
 		_ = j.f.Close()
 		j.f = nil
 	}
+	_ = removeJournal(j.fs, j.path)
 }
 
 // openJournal replays the journal a previous run left and, under
 // SyncNever and SyncInterval, makes a new one. Open only.
 func (s *Store) openJournal() error {
 	path := s.fs.PathJoin(s.dir, journalName)
-	frames, err := recoverJournal(s.fs, s.db, path)
+	frames, seq, err := recoverJournal(s.fs, s.db, path)
 	if err != nil {
 		return err
 	}
-	if frames > 0 {
-		s.log.Info("embedded store: coordinator state journal replayed", "frames", frames)
+	if frames >= 0 {
+		// A journal is left only by a run that did not close: say what it
+		// gave back (the writes pebble had lost).
+		s.log.Info("embedded store: coordinator state journal read", "replayed", frames)
 	}
 	if s.policy == SyncAlways {
 		return nil
 	}
-	s.journal, err = openJournal(s.fs, path)
+	s.journal, err = openJournal(s.fs, path, seq)
 	return err
 }
 
@@ -306,6 +371,9 @@ func (s *Store) openJournal() error {
 // the journal could be set back to an older value by a replay. Caller is
 // inside enterWrite.
 func (s *Store) commitOps(ops []journalOp, opts *pebble.WriteOptions) error {
+	if len(ops) == 0 {
+		return nil
+	}
 	if s.journal != nil {
 		err := s.journal.put(s.db, ops)
 		s.wroteUnsynced()

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,9 +84,9 @@ func TestTxnStateSurvivesKill(t *testing.T) {
 	t.Logf("%d writes acknowledged before SIGKILL", len(acks))
 }
 
-// Open replays the journal over pebble's state, in order, up to a torn
-// frame, then removes it; a store reopened under SyncAlways keeps what it
-// replayed and makes no journal.
+// Open replays the journal's writes that pebble does not have, in order,
+// up to a torn frame, then removes it; a store reopened under SyncAlways
+// keeps what it replayed and makes no journal.
 func TestTxnJournalReplay(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -99,10 +98,11 @@ func TestTxnJournalReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a killed SyncNever run leaves: its writes in the journal,
-	// pebble without them, a frame cut short at the end.
-	j := appendJournalFrame(nil, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("one")}, bridge.TxnStateEntry{Key: "b", Value: []byte("b1")}))
-	j = appendJournalFrame(j, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("two")}, bridge.TxnStateEntry{Key: "gone"}))
-	torn := appendJournalFrame(nil, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("torn")}))
+	// pebble without them (no sequence number stored), a frame cut short
+	// at the end.
+	j := appendJournalFrame(nil, 1, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("one")}, bridge.TxnStateEntry{Key: "b", Value: []byte("b1")}))
+	j = appendJournalFrame(j, 2, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("two")}, bridge.TxnStateEntry{Key: "gone"}))
+	torn := appendJournalFrame(nil, 3, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("torn")}))
 	j = append(j, torn[:len(torn)-1]...)
 	path := filepath.Join(dir, journalName)
 	if err := os.WriteFile(path, j, 0o644); err != nil {
@@ -127,6 +127,61 @@ func TestTxnJournalReplay(t *testing.T) {
 	defer s.Close()
 	if got := txnStateMap(t, s)["a"]; got != "three" {
 		t.Errorf("a = %q after a reopen, want three (an old journal replayed?)", got)
+	}
+}
+
+// After a crash of the machine pebble can hold more than the journal (it
+// is synced by other writes, the journal is not): a journal that is
+// behind pebble is not replayed, so no key goes back to an older value;
+// nor is one with a gap in its numbers replayed past the gap.
+func TestTxnJournalBehindPebbleChangesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openStore(t, dir, SyncNever)
+	path := filepath.Join(dir, journalName)
+	put := func(v string) {
+		t.Helper()
+		if err := s.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: "k", Value: []byte(v)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("old")
+	early, err := os.ReadFile(path) // the journal's page on disk
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("new")
+	if err := s.Close(); err != nil { // pebble synced past both
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, early, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, SyncNever)
+	if got := txnStateMap(t, s)["k"]; got != "new" {
+		t.Errorf("k = %q after replaying a journal behind pebble, want new", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seq := func() uint64 {
+		s := openStore(t, dir, SyncAlways)
+		defer s.Close()
+		n, err := journalSeq(s.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}()
+	gap := appendJournalFrame(nil, seq+1, txnOps(bridge.TxnStateEntry{Key: "k", Value: []byte("next")}))
+	gap = appendJournalFrame(gap, seq+3, txnOps(bridge.TxnStateEntry{Key: "k", Value: []byte("past a gap")}))
+	if err := os.WriteFile(path, gap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, SyncNever)
+	defer s.Close()
+	if got := txnStateMap(t, s)["k"]; got != "next" {
+		t.Errorf("k = %q, want next (the frame after the gap must not be replayed)", got)
 	}
 }
 
@@ -168,35 +223,36 @@ func TestTxnJournalReplacedWhenFull(t *testing.T) {
 // A journal's frames decode to the ops they were made of; a damaged one
 // ends the replay without a panic or an unbounded allocation.
 func FuzzReplayJournal(f *testing.F) {
-	f.Add(appendJournalFrame(nil, append(txnOps(bridge.TxnStateEntry{Key: "t/a", Value: []byte{1, 2, 3}}, bridge.TxnStateEntry{Key: "gone"}),
+	f.Add(appendJournalFrame(nil, 1, append(txnOps(bridge.TxnStateEntry{Key: "t/a", Value: []byte{1, 2, 3}}, bridge.TxnStateEntry{Key: "gone"}),
 		journalOp{kind: journalDeleteRange, key: []byte("o1"), value: []byte("o2")})))
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0})
+	f.Add(make([]byte, 64))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var ops []journalOp
-		frames, err := replayJournal(data, func(op journalOp) error {
-			ops = append(ops, op)
+		type frame struct {
+			seq uint64
+			ops []journalOp
+		}
+		var frames []frame
+		last, err := replayJournal(data, 0, func(seq uint64, op journalOp) error {
+			if len(frames) == 0 || frames[len(frames)-1].seq != seq {
+				frames = append(frames, frame{seq: seq})
+			}
+			frames[len(frames)-1].ops = append(frames[len(frames)-1].ops, op)
 			return nil
 		})
-		if err != nil || frames == 0 {
+		if err != nil || last == 0 {
 			return
 		}
-		// The whole frames re-encode to the bytes they came from.
-		var again []byte
-		rest := data
-		for range frames {
-			n := journalHeader + int(binary.LittleEndian.Uint32(rest))
-			var frameOps []journalOp
-			if _, err := replayJournal(rest[:n], func(op journalOp) error {
-				frameOps = append(frameOps, op)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
+		// The replayed frames are numbered 1..last and re-encode to the
+		// bytes they came from, wherever they lay.
+		for i, fr := range frames {
+			if fr.seq != uint64(i+1) {
+				t.Fatalf("frame %d numbered %d", i, fr.seq)
 			}
-			again = appendJournalFrame(again, frameOps)
-			rest = rest[n:]
-		}
-		if !bytes.Equal(again, data[:len(data)-len(rest)]) {
-			t.Fatalf("frames re-encode differently")
+			enc := appendJournalFrame(nil, fr.seq, fr.ops)
+			if !bytes.Contains(data, enc) {
+				t.Fatalf("frame %d does not re-encode to its bytes", fr.seq)
+			}
 		}
 	})
 }
@@ -227,8 +283,8 @@ func TestTxnJournalReplaysOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A kill can leave the journal with pebble short of its writes: keep
-	// the journal, undo the offsets in pebble (as if its buffer had been
-	// lost), put the journal back and reopen.
+	// the journal, undo the offsets and the sequence number in pebble (as
+	// if its buffer had been lost), put the journal back and reopen.
 	path := filepath.Join(dir, journalName)
 	journal, err := os.ReadFile(path)
 	if err != nil {
@@ -240,6 +296,9 @@ func TestTxnJournalReplaysOffsets(t *testing.T) {
 	s = openStore(t, dir, SyncAlways)
 	lo := []byte{prefixOffset}
 	if err := s.db.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Delete(journalSeqKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -293,7 +293,7 @@ func (j *txnJournal) put(db *pebble.DB, ops []journalOp) error {
 	if j.closed {
 		return bridge.ErrClosed
 	}
-	j.seq++
+	seq := j.seq + 1
 	b := db.NewBatch()
 	defer b.Close()
 	for _, op := range ops {
@@ -301,9 +301,12 @@ func (j *txnJournal) put(db *pebble.DB, ops []journalOp) error {
 			return err
 		}
 	}
-	if err := b.Set(journalSeqKey, binary.BigEndian.AppendUint64(nil, j.seq), nil); err != nil {
+	if err := b.Set(journalSeqKey, binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
 		return err
 	}
+	// From here the number is spent, whatever follows: the next write's
+	// frame must follow this one's for a replay to reach it.
+	j.seq = seq
 	opts := pebble.NoSync
 	if j.f != nil {
 		j.buf = appendJournalFrame(j.buf[:0], j.seq, ops)

@@ -171,6 +171,18 @@ func cutJournalBytes(b []byte) (rest, v []byte, ok bool) {
 	return b[4+n:], b[4 : 4+n], true
 }
 
+// opsBatch is a new batch of ops; the caller closes it.
+func opsBatch(db *pebble.DB, ops []journalOp) (*pebble.Batch, error) {
+	b := db.NewBatch()
+	for _, op := range ops {
+		if err := applyJournalOp(b, op); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
 // applyJournalOp adds op to b.
 func applyJournalOp(b *pebble.Batch, op journalOp) error {
 	switch op.kind {
@@ -294,13 +306,11 @@ func (j *txnJournal) put(db *pebble.DB, ops []journalOp) error {
 		return bridge.ErrClosed
 	}
 	seq := j.seq + 1
-	b := db.NewBatch()
-	defer b.Close()
-	for _, op := range ops {
-		if err := applyJournalOp(b, op); err != nil {
-			return err
-		}
+	b, err := opsBatch(db, ops)
+	if err != nil {
+		return err
 	}
+	defer b.Close()
 	if err := b.Set(journalSeqKey, binary.BigEndian.AppendUint64(nil, seq), nil); err != nil {
 		return err
 	}
@@ -369,10 +379,9 @@ func (s *Store) openJournal() error {
 }
 
 // commitOps commits ops: under SyncAlways (no journal) to pebble with
-// opts; else through the journal, unsynced, as the policy says. For the
-// keys only ever written this way ('x', 'o'): a key also written around
-// the journal could be set back to an older value by a replay. Caller is
-// inside enterWrite.
+// opts; else through the journal, unsynced, as the policy says. Every
+// write of the 'x' and 'o' keys goes through it, so one rule decides how
+// durable each is. Caller is inside enterWrite.
 func (s *Store) commitOps(ops []journalOp, opts *pebble.WriteOptions) error {
 	if len(ops) == 0 {
 		return nil
@@ -382,12 +391,10 @@ func (s *Store) commitOps(ops []journalOp, opts *pebble.WriteOptions) error {
 		s.wroteUnsynced()
 		return err
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	for _, op := range ops {
-		if err := applyJournalOp(b, op); err != nil {
-			return err
-		}
+	b, err := opsBatch(s.db, ops)
+	if err != nil {
+		return err
 	}
+	defer b.Close()
 	return b.Commit(opts)
 }

@@ -23,6 +23,19 @@ func txnOps(entries ...bridge.TxnStateEntry) []journalOp {
 	return ops
 }
 
+// reopenWithJournal closes s, leaves journal as the journal a killed run
+// left in dir, and opens the store again under policy.
+func reopenWithJournal(t *testing.T, s *Store, dir string, journal []byte, policy SyncPolicy) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, journalName), journal, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return openStore(t, dir, policy)
+}
+
 // txnStateMap reads the store's coordinator state into a map.
 func txnStateMap(t *testing.T, s *Store) map[string]string {
 	t.Helper()
@@ -94,9 +107,6 @@ func TestTxnJournalReplay(t *testing.T) {
 	if err := s.PutTxnStates(ctx, []bridge.TxnStateEntry{{Key: "a", Value: []byte("pebble")}, {Key: "gone", Value: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// What a killed SyncNever run leaves: its writes in the journal,
 	// pebble without them (no sequence number stored), a frame cut short
 	// at the end.
@@ -105,10 +115,7 @@ func TestTxnJournalReplay(t *testing.T) {
 	torn := appendJournalFrame(nil, 3, txnOps(bridge.TxnStateEntry{Key: "a", Value: []byte("torn")}))
 	j = append(j, torn[:len(torn)-1]...)
 	path := filepath.Join(dir, journalName)
-	if err := os.WriteFile(path, j, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncAlways)
+	s = reopenWithJournal(t, s, dir, j, SyncAlways)
 	got := txnStateMap(t, s)
 	want := map[string]string{"a": "two", "b": "b1"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -151,34 +158,17 @@ func TestTxnJournalBehindPebbleChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	put("new")
-	if err := s.Close(); err != nil { // pebble synced past both
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, early, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncNever)
+	s = reopenWithJournal(t, s, dir, early, SyncNever) // Close synced pebble past both
 	if got := txnStateMap(t, s)["k"]; got != "new" {
 		t.Errorf("k = %q after replaying a journal behind pebble, want new", got)
 	}
-	if err := s.Close(); err != nil {
+	seq, err := journalSeq(s.db)
+	if err != nil {
 		t.Fatal(err)
 	}
-	seq := func() uint64 {
-		s := openStore(t, dir, SyncAlways)
-		defer s.Close()
-		n, err := journalSeq(s.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}()
 	gap := appendJournalFrame(nil, seq+1, txnOps(bridge.TxnStateEntry{Key: "k", Value: []byte("next")}))
 	gap = appendJournalFrame(gap, seq+3, txnOps(bridge.TxnStateEntry{Key: "k", Value: []byte("past a gap")}))
-	if err := os.WriteFile(path, gap, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncNever)
+	s = reopenWithJournal(t, s, dir, gap, SyncNever)
 	defer s.Close()
 	if got := txnStateMap(t, s)["k"]; got != "next" {
 		t.Errorf("k = %q, want next (the frame after the gap must not be replayed)", got)
@@ -301,13 +291,7 @@ func TestTxnJournalReplaysOffsets(t *testing.T) {
 	if err := s.db.Delete(journalSeqKey, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, journal, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s = openStore(t, dir, SyncNever)
+	s = reopenWithJournal(t, s, dir, journal, SyncNever)
 	defer s.Close()
 	for _, c := range []struct {
 		group string

@@ -30,6 +30,14 @@ type TxnStateStore interface {
 	TxnStates(ctx context.Context, fn func(key string, value []byte)) error
 }
 
+// TxnStateGetter is a TxnStateStore that reads one key, linearizably (the
+// cluster's etcd): in cluster mode a coordinator loads a transactional id
+// when it is handed the id, not once at start. Any goroutine.
+type TxnStateGetter interface {
+	// TxnState is key's value, nil when it has none.
+	TxnState(ctx context.Context, key string) ([]byte, error)
+}
+
 // ShareStateKeyPrefix starts the keys the share-group coordinator (package
 // share) keeps in the same store; the transaction coordinator skips them.
 const ShareStateKeyPrefix = "share/"

@@ -591,6 +591,23 @@ func (n *Node) GroupCode(group string) int16 {
 	return 0
 }
 
+// BeginCoordinate is GroupCode for a write of key's coordinator state
+// (a transactional id's, package txn): when it answers 0 it holds the
+// write gate, so a view change waits for the write, and the caller must
+// call EndWrite after it. So when a view settles, no gateway still writes
+// the state of a key it no longer coordinates. Any goroutine; never nested.
+func (n *Node) BeginCoordinate(key string) int16 {
+	if n == nil {
+		return 0
+	}
+	n.gate.RLock()
+	if code := n.GroupCode(key); code != 0 {
+		n.gate.RUnlock()
+		return code
+	}
+	return 0
+}
+
 // Close leaves the cluster: the session lease is revoked, so the others
 // take over at once rather than after the TTL.
 func (n *Node) Close() {

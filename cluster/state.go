@@ -81,15 +81,95 @@ func (n *Node) PutState(ctx context.Context, key string, value []byte, ifRev int
 // ScanState calls fn with every key under prefix that has a value (key
 // without the cluster's prefix), in key order. Any goroutine.
 func (n *Node) ScanState(ctx context.Context, prefix string, fn func(key string, value []byte, rev int64)) error {
+	_, err := n.ScanStateAt(ctx, prefix, fn)
+	return err
+}
+
+// ScanStateAt is ScanState that also returns the etcd revision the scan
+// read at: a key written later has a greater revision. Any goroutine.
+func (n *Node) ScanStateAt(ctx context.Context, prefix string, fn func(key string, value []byte, rev int64)) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, stateCallTimeout)
 	defer cancel()
 	base := n.stateKey("")
 	r, err := n.cli.Get(ctx, base+prefix, clientv3.WithPrefix())
 	if err != nil {
-		return fmt.Errorf("cluster: etcd scan state: %w", err)
+		return 0, fmt.Errorf("cluster: etcd scan state: %w", err)
 	}
 	for _, kv := range r.Kvs {
 		fn(string(kv.Key[len(base):]), kv.Value, kv.ModRevision)
 	}
+	return r.Header.Revision, nil
+}
+
+// StateEntry is one key of PutStates: its new value, nil to delete it.
+type StateEntry struct {
+	Key   string
+	Value []byte
+}
+
+// maxStateOps bounds the operations of one etcd transaction (etcd's
+// --max-txn-ops defaults to 128).
+const maxStateOps = 100
+
+// PutStates writes entries unconditionally on their revisions, fenced on
+// this gateway's session as PutState is, in one etcd transaction per
+// maxStateOps entries (in order). ErrStateConflict when the session is
+// gone. Any goroutine.
+func (n *Node) PutStates(ctx context.Context, entries []StateEntry) error {
+	for len(entries) > 0 {
+		chunk := entries[:min(len(entries), maxStateOps)]
+		entries = entries[len(chunk):]
+		lease := clientv3.LeaseID(n.lease.Load())
+		if lease == 0 || !n.LeaseLive() {
+			return ErrStateConflict
+		}
+		ops := make([]clientv3.Op, len(chunk))
+		for i, e := range chunk {
+			if e.Value == nil {
+				ops[i] = clientv3.OpDelete(n.stateKey(e.Key))
+			} else {
+				ops[i] = clientv3.OpPut(n.stateKey(e.Key), string(e.Value))
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, stateCallTimeout)
+		r, err := n.cli.Txn(cctx).If(clientv3.Compare(clientv3.LeaseValue(n.memberKey(n.opts.Self.ID)), "=", lease)).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("cluster: etcd put states: %w", err)
+		}
+		if !r.Succeeded {
+			return ErrStateConflict
+		}
+	}
 	return nil
+}
+
+// WatchState calls changed, on its own goroutine, after keys under
+// prefix were put or deleted (several changes may come as one call), and
+// once when the watch starts again after etcd was lost, since changes may
+// have been missed meanwhile; the caller reads the keys again. It returns
+// when ctx ends or the node closes. Any goroutine.
+func (n *Node) WatchState(ctx context.Context, prefix string, changed func()) {
+	key := n.stateKey(prefix)
+	for ctx.Err() == nil && n.ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(n.ctx, cancel)
+		wc := n.cli.Watch(clientv3.WithRequireLeader(wctx), key, clientv3.WithPrefix())
+		changed()
+		for r := range wc {
+			if r.Err() != nil {
+				break
+			}
+			if len(r.Events) > 0 {
+				changed()
+			}
+		}
+		stop()
+		cancel()
+		select {
+		case <-ctx.Done():
+		case <-n.ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -77,8 +77,8 @@ func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindC
 			case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
 				code = kerr.TransactionalIDAuthorizationFailed.Code
 			default:
-				host, port := c.advertised()
-				return 0, cfg.NodeID, host, port
+				// Placed as a group of the same name is.
+				return c.placedCoordinator(key)
 			}
 		case req.CoordinatorType == coordinatorShare && c.G.Share != nil:
 			// "group:topicId:partition" names a share partition's
@@ -96,16 +96,8 @@ func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindC
 			code = kerr.InvalidGroupID.Code
 		case !c.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
 			code = kerr.GroupAuthorizationFailed.Code
-		case cfg.Cluster != nil:
-			v := cfg.Cluster.View()
-			id := v.Coordinator(key)
-			if host, port, ok := c.endpointOf(v, id); ok {
-				return 0, id, host, port
-			}
-			code = kerr.CoordinatorNotAvailable.Code
 		default:
-			host, port := c.advertised()
-			return 0, cfg.NodeID, host, port
+			return c.placedCoordinator(key)
 		}
 		return code, -1, "", -1
 	}
@@ -128,4 +120,22 @@ func findCoordinator(c *Call, req *kmsg.FindCoordinatorRequest, resp *kmsg.FindC
 		}
 	}
 	return resp, nil
+}
+
+// placedCoordinator is the coordinator of a group or transactional id
+// named key: this gateway, or in cluster mode the live gateway the
+// rendezvous placement names (COORDINATOR_NOT_AVAILABLE when it has no
+// address on the call's listener).
+func (c *Call) placedCoordinator(key string) (code int16, node int32, host string, port int32) {
+	n := c.G.Cfg.Cluster
+	if n == nil {
+		host, port := c.advertised()
+		return 0, c.G.Cfg.NodeID, host, port
+	}
+	v := n.View()
+	id := v.Coordinator(key)
+	if host, port, ok := c.endpointOf(v, id); ok {
+		return 0, id, host, port
+	}
+	return kerr.CoordinatorNotAvailable.Code, -1, "", -1
 }

@@ -7,6 +7,10 @@
 //     the open transaction. An unknown id is TRANSACTIONAL_ID_NOT_FOUND
 //     with producer id and epoch -1 and no topics; DESCRIBE on the id is
 //     checked first (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+//   - In cluster mode an id another gateway coordinates is
+//     NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while just handed
+//     here), as Kafka's admin client expects of a broker it asked
+//     FindCoordinator about.
 //   - Without it no transactions exist: every id is
 //     TRANSACTIONAL_ID_NOT_FOUND.
 //   - On a worker: an id in the middle of ending its transaction is
@@ -41,6 +45,10 @@ func describeTransactions(c *Call, req *kmsg.DescribeTransactionsRequest, resp *
 		}
 		if c.G.Txn == nil {
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code
+			continue
+		}
+		if code := c.G.Txn.Here(c.Ctx, id); code != 0 {
+			st.ErrorCode = code // cluster mode: another gateway coordinates it
 			continue
 		}
 		in, ok := c.G.Txn.Describe(id)

@@ -104,6 +104,9 @@ func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
 	if g.Share != nil {
 		g.Share.Moved(lost)
 	}
+	if g.Txn != nil {
+		g.Txn.Moved(func(id string) bool { return cur.Coordinator(id) == cur.Self })
+	}
 	if g.Watch != nil {
 		g.Watch.SignalWhere(func(k PartitionKey) bool { return lost(k.Topic, k.Partition) })
 	}

@@ -47,6 +47,9 @@ var sharedFiles = map[string]bool{
 	"broker_configs.go": true, "broker_loggers.go": true,
 	// Client quotas: what is set (48, 49) and what acts (0, 1, the loop).
 	"quotas.go": true,
+	// Transactions in cluster mode: the coordinator's state in etcd and
+	// the marker requests its partitions' leaders serve.
+	"txn_cluster.go": true, "txn_marks.go": true,
 }
 
 var (

@@ -49,7 +49,11 @@ func newTxnCoordinator(g *Gateway) *txn.Coordinator {
 	if t.MaxTimeout <= 0 {
 		t.MaxTimeout = 15 * time.Minute
 	}
-	return txn.New(txn.Options{Store: g.Store, Env: txnEnv{g}, MaxTimeout: t.MaxTimeout, MaxIDs: t.MaxIDs, Log: g.Log})
+	o := txn.Options{Store: g.Store, Env: txnEnv{g}, MaxTimeout: t.MaxTimeout, MaxIDs: t.MaxIDs, Log: g.Log}
+	if n := g.Cfg.Cluster; n != nil {
+		o.Store, o.Placement = clusterTxnState{n}, txnPlacement{n}
+	}
+	return txn.New(o)
 }
 
 // StartTransactions loads the coordinator's state, finishing what a crash
@@ -69,6 +73,9 @@ func (g *Gateway) StartTransactions(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	g.txnStop = cancel
 	go g.Txn.Run(runCtx, every)
+	if n := g.Cfg.Cluster; n != nil {
+		go g.runTxnMarks(runCtx, n)
+	}
 	return nil
 }
 
@@ -149,6 +156,13 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 	}
 	if err != nil {
 		return 0, err
+	}
+	if n := g.Cfg.Cluster; n != nil {
+		// Only the partition's leader writes it (docs/CLUSTER.md).
+		if !n.BeginWrite(p.Topic, p.Partition) {
+			return 0, kerr.NotLeaderForPartition
+		}
+		defer n.EndWrite()
 	}
 	c := &Call{G: g, Ctx: ctx}
 	sp, err := g.Idem.producer(c, seqPartKey{topic: ti.Name, id: ti.ID, partition: p.Partition}, pid)

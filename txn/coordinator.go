@@ -57,6 +57,9 @@ type Options struct {
 	// transactional.id.expiration.ms, 7 days).
 	IDExpiry time.Duration
 	Log      *slog.Logger
+	// Placement is cluster mode (cluster.go): nil for one gateway. Store
+	// must then be a bridge.TxnStateGetter too.
+	Placement Placement
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -80,6 +83,9 @@ type Coordinator struct {
 	// more than the last start's, stored by Load before anything is
 	// served, written into every marker.
 	epoch atomic.Int32
+	// adoptDue: a membership change may have handed ids here that Adopt
+	// has not loaded yet (cluster mode).
+	adoptDue atomic.Bool
 
 	mu  sync.Mutex
 	ids map[string]*txnEntry
@@ -106,7 +112,12 @@ func (co *Coordinator) nowMs() int64 { return co.o.Now().UnixMilli() }
 
 // Epoch is the coordinator epoch of this start (set by Load). Any
 // goroutine.
-func (co *Coordinator) Epoch() int32 { return co.epoch.Load() }
+func (co *Coordinator) Epoch() int32 {
+	if co.clustered() {
+		return co.o.Placement.Epoch()
+	}
+	return co.epoch.Load()
+}
 
 // Load reads the stored state, then finishes what a crash interrupted:
 // a transaction past PrepareCommit or PrepareAbort gets its markers
@@ -165,6 +176,15 @@ func (co *Coordinator) Load(ctx context.Context) error {
 	}
 	if bad > 0 {
 		co.o.Log.Warn("txn: skipped unreadable transaction state records", "count", bad)
+	}
+	if co.clustered() {
+		// The ids are loaded by the gateway that coordinates them, when
+		// it is handed them (cluster.go); the epoch is the view's.
+		for _, x := range aborted {
+			co.Index.AddAborted(x.p, x.a)
+		}
+		co.adoptDue.Store(true)
+		return nil
 	}
 	// A new start is a new coordinator epoch, as a Kafka coordinator's is
 	// its state partition's leader epoch, which a restart moves on. It is
@@ -279,6 +299,10 @@ func errCode(err error) int16 {
 	if err == nil {
 		return 0
 	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && (ke == kerr.NotCoordinator || ke == kerr.CoordinatorLoadInProgress) {
+		return ke.Code // cluster mode: the id moved away meanwhile
+	}
 	return kerr.CoordinatorNotAvailable.Code
 }
 
@@ -299,6 +323,9 @@ func (co *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs 
 	fail := func(code int16) InitResult { return InitResult{Code: code, ProducerID: -1, Epoch: -1} }
 	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > co.o.MaxTimeout {
 		return fail(kerr.InvalidTransactionTimeout.Code)
+	}
+	if code := co.loadID(ctx, id); code != 0 {
+		return fail(code)
 	}
 	e, full := co.entry(id, true)
 	if full {
@@ -390,6 +417,9 @@ func check(e *txnEntry, pid int64, epoch int16, fencedOld bool) int16 {
 // and the state stored before the answer. verifyOnly (v4+, from brokers)
 // only says whether each partition is in the ongoing transaction.
 func (co *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition, verifyOnly, fencedOld bool) (int16, map[Partition]int16) {
+	if code := co.loadID(ctx, id); code != 0 {
+		return code, nil
+	}
 	e, _ := co.entry(id, false)
 	if e == nil {
 		return kerr.InvalidProducerIDMapping.Code, nil
@@ -475,7 +505,10 @@ func partitionCode(err error) int16 {
 // producerEntry is id's entry, locked, when pid at epoch is its producer
 // and no end is being written (the checks AddOffsetsToTxn and
 // TxnOffsetCommit make), else nil and the code to answer.
-func (co *Coordinator) producerEntry(id string, pid int64, epoch int16, fencedOld bool) (*txnEntry, int16) {
+func (co *Coordinator) producerEntry(ctx context.Context, id string, pid int64, epoch int16, fencedOld bool) (*txnEntry, int16) {
+	if code := co.loadID(ctx, id); code != 0 {
+		return nil, code
+	}
 	e, _ := co.entry(id, false)
 	if e == nil {
 		return nil, kerr.InvalidProducerIDMapping.Code
@@ -503,7 +536,7 @@ func (e *txnEntry) begin(now int64) {
 
 // AddGroup answers AddOffsetsToTxn: the group joins the transaction.
 func (co *Coordinator) AddGroup(ctx context.Context, id string, pid int64, epoch int16, group string, fencedOld bool) int16 {
-	e, code := co.producerEntry(id, pid, epoch, fencedOld)
+	e, code := co.producerEntry(ctx, id, pid, epoch, fencedOld)
 	if e == nil {
 		return code
 	}
@@ -530,7 +563,7 @@ func (co *Coordinator) addGroupLocked(ctx context.Context, e *txnEntry, group st
 // in it; otherwise a group not added is INVALID_TXN_STATE, as Kafka's
 // verification answers.
 func (co *Coordinator) CommitOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, offs []Offset, implicit, fencedOld bool) int16 {
-	e, code := co.producerEntry(id, pid, epoch, fencedOld)
+	e, code := co.producerEntry(ctx, id, pid, epoch, fencedOld)
 	if e == nil {
 		return code
 	}
@@ -609,6 +642,9 @@ type EndResult struct {
 // recognised by the previous epoch.
 func (co *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16, commit, v2, fencedOld bool) EndResult {
 	fail := func(code int16) EndResult { return EndResult{Code: code, ProducerID: -1, Epoch: -1} }
+	if code := co.loadID(ctx, id); code != 0 {
+		return fail(code)
+	}
 	e, _ := co.entry(id, false)
 	if e == nil {
 		return fail(kerr.InvalidProducerIDMapping.Code)
@@ -719,6 +755,12 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 				continue
 			}
 		}
+		if handled, err := co.markElsewhere(ctx, p, e.pid, e.epoch, commit, bound); handled {
+			if err != nil {
+				return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
+			}
+			continue
+		}
 		if err := co.WriteMarker(ctx, p, e.pid, e.epoch, co.Epoch(), commit); err != nil {
 			return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
 		}
@@ -753,6 +795,15 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 // partition is in its ongoing transaction; with implicit (Produce v12+,
 // transaction.version 2) a partition not in it yet is added.
 func (co *Coordinator) CheckWrite(ctx context.Context, id string, pid int64, epoch int16, p Partition, implicit bool) int16 {
+	if co.clustered() && co.o.Placement.Code(id) != 0 {
+		// Cluster mode: the partition's leader is not the id's
+		// coordinator, which it does not ask (transaction.version 1,
+		// Kafka's behaviour before KIP-890's verification).
+		return 0
+	}
+	if code := co.loadID(ctx, id); code != 0 {
+		return code
+	}
 	e, _ := co.entry(id, false)
 	if e == nil {
 		return kerr.InvalidProducerIDMapping.Code

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"context"
 	"sort"
 
 	"github.com/iggy-kafka/gateway/bridge"
@@ -22,6 +23,11 @@ func (e *txnEntry) info() Info {
 	return Info{ID: e.id, State: e.state, ProducerID: e.pid, Epoch: e.epoch, TimeoutMs: e.timeoutMs,
 		StartMs: e.startMs, Partitions: e.sortedParts()}
 }
+
+// Here is 0 when this coordinator serves id now, with its state in
+// memory (cluster mode loads it); else the code to answer for id. Any
+// goroutine.
+func (co *Coordinator) Here(ctx context.Context, id string) int16 { return co.loadID(ctx, id) }
 
 // Describe returns id's state; ok is false for an unknown id.
 func (co *Coordinator) Describe(id string) (Info, bool) {

@@ -79,6 +79,14 @@ func (co *Coordinator) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			if co.adoptDue.Swap(false) {
+				if err := co.Adopt(cctx); err != nil {
+					co.adoptDue.Store(true) // the next tick tries again
+					if !errors.Is(err, errAdoptLater) {
+						co.o.Log.Warn("txn: loading the transactional ids handed here failed; retried", "err", err)
+					}
+				}
+			}
 			co.AbortExpired(cctx)
 			if time.Since(lastPurge) >= PurgeInterval {
 				lastPurge = time.Now()

@@ -28,6 +28,7 @@ type clusterGateways struct {
 	id      string // --cluster-id
 	procs   map[int]*process
 	all     []incarnation // every gateway process started, killed ones too
+	extra   []string      // more flags of every gateway
 }
 
 // incarnation is one gateway process: its id and which start of it.
@@ -99,7 +100,7 @@ func (cg *clusterGateways) start(id int) *process {
 		"--cluster-etcd-endpoints="+cg.etcd.Endpoint, "--cluster-id="+cg.id,
 		"--instance-id="+strconv.Itoa(id), "--cluster-session-ttl-secs=3",
 		"--default-partitions=12")
-	p := spawnGateway(cg.t, cg.dataDir, args...)
+	p := spawnGateway(cg.t, cg.dataDir, append(args, cg.extra...)...)
 	starts := 0
 	for _, in := range cg.all {
 		if strings.HasPrefix(in.name, fmt.Sprintf("gw%d#", id)) {

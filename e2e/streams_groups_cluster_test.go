@@ -197,10 +197,17 @@ func (w *clusterWordCount) stop() {
 // answer or a gateway the test does not know.
 func (cg *clusterGateways) coordinatorOf(ctx context.Context, t *testing.T, cl *kgo.Client, group string) int {
 	t.Helper()
+	return cg.coordinatorOfType(ctx, t, cl, group, 0)
+}
+
+// coordinatorOfType is coordinatorOf for key type typ (1: a
+// transactional id).
+func (cg *clusterGateways) coordinatorOfType(ctx context.Context, t *testing.T, cl *kgo.Client, group string, typ int8) int {
+	t.Helper()
 	var id int
 	await.Until(t, time.Minute, func() error {
 		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType = 0
+		req.CoordinatorType = typ
 		req.CoordinatorKeys = []string{group}
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {

@@ -33,7 +33,9 @@ func (co *Coordinator) ApplyTxnOffsets(ctx context.Context, group string, offs [
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) < len(offs) {
+	if len(errs) < len(offs) && co.groupCode(group) == 0 {
+		// Listed from now on, here where it is coordinated (in cluster
+		// mode a transaction's coordinator may be another gateway).
 		co.noteCommitted(group)
 	}
 	return errors.Join(errs...)

@@ -82,7 +82,9 @@ func listOffsets(c *Call, req *kmsg.ListOffsetsRequest, resp *kmsg.ListOffsetsRe
 			if code == 0 {
 				latest, leads := c.G.Cfg.Cluster.LeaderEpoch(rt.Topic, rp.Partition)
 				switch {
-				case !leads:
+				case !leads, req.IsolationLevel == 1 && c.G.Txn != nil && !c.G.Txn.Ready():
+					// read_committed waits for a new leader to load
+					// the partition's transactions (txn.Coordinator.Ready).
 					code = kerr.NotLeaderForPartition.Code
 				case req.Version >= 4:
 					code = currentEpochCode(rp.CurrentLeaderEpoch, latest)

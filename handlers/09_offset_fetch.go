@@ -69,8 +69,14 @@ func (c *Call) markUnstable(req *kmsg.OffsetFetchRequest, resp *kmsg.OffsetFetch
 	}
 	// unstable marks one partition's answer; v1-7 and v8+ answer in
 	// different types with the same fields.
+	pendingOf := map[string]func(txn.Partition) bool{}
 	unstable := func(group, topic string, partition int32, code *int16, offset *int64) {
-		if *code == 0 && tx.HasPendingOffsets(group, txn.Partition{Topic: topic, Partition: partition}) {
+		pending := pendingOf[group]
+		if pending == nil {
+			pending = tx.PendingOffsets(c.Ctx, group)
+			pendingOf[group] = pending
+		}
+		if *code == 0 && pending(txn.Partition{Topic: topic, Partition: partition}) {
 			*code, *offset = kerr.UnstableOffsetCommit.Code, -1
 		}
 	}

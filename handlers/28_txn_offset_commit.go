@@ -83,8 +83,8 @@ func txnOffsetCommit(c *Call, req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOf
 	if whole == 0 && len(offs) > 0 {
 		whole = c.G.coordinator().TxnCommitCheck(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
 		if whole == 0 {
-			whole = c.G.Txn.CommitOffsets(c.Ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, offs,
-				req.Version >= 5, fencedOld(28, req.Version))
+			whole = c.txnCommitOffsets(req.TransactionalID, offsRelay{pid: req.ProducerID, epoch: req.ProducerEpoch,
+				group: req.Group, offs: offs, implicit: req.Version >= 5, fencedOld: fencedOld(28, req.Version)})
 		}
 	}
 	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))

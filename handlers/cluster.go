@@ -15,6 +15,7 @@ import (
 
 	"github.com/iggy-kafka/gateway/bridge"
 	"github.com/iggy-kafka/gateway/cluster"
+	"github.com/iggy-kafka/gateway/txn"
 )
 
 // endpointOf is where the clients of this call's listener reach member id;
@@ -105,7 +106,8 @@ func (g *Gateway) ClusterChanged(old, cur *cluster.View) {
 		g.Share.Moved(lost)
 	}
 	if g.Txn != nil {
-		g.Txn.Moved(func(id string) bool { return cur.Coordinator(id) == cur.Self })
+		g.Txn.Moved(func(id string) bool { return cur.Coordinator(id) == cur.Self },
+			func(p txn.Partition) bool { return lost(p.Topic, p.Partition) })
 	}
 	if g.Watch != nil {
 		g.Watch.SignalWhere(func(k PartitionKey) bool { return lost(k.Topic, k.Partition) })

@@ -265,12 +265,21 @@ func (fr *fetchRun) plan(fp *fetchPart, ft *fetchTopic, rp *kmsg.FetchRequestTop
 	fp.led, fp.epochCode = false, 0
 	if rp.Partition >= 0 && ft.valid {
 		latest, leads := fr.cluster.LeaderEpoch(ft.name, rp.Partition)
-		fp.led = leads
+		fp.led = leads && (fr.req.IsolationLevel != 1 || fr.txnReady())
 		if leads && fr.req.Version >= 9 {
 			fp.epochCode = currentEpochCode(rp.CurrentLeaderEpoch, latest)
 			fp.led = fp.epochCode == 0
 		}
 	}
+}
+
+// txnReady reports whether this gateway knows the transactions of the
+// partitions it leads (txn.Coordinator.Ready): a read_committed Fetch
+// answers NOT_LEADER_OR_FOLLOWER until then, for the few milliseconds
+// after a membership change in which a new leader loads them.
+func (fr *fetchRun) txnReady() bool {
+	tx := fr.c.G.Txn
+	return tx == nil || tx.Ready()
 }
 
 // place is fp's error code from its topic's lookup, its partition number

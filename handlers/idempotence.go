@@ -476,6 +476,12 @@ func (c *Call) produceIdempotent(tx txnWrite, ti *bridge.TopicInfo, partition in
 		// in between.
 		markers = p.markers.Load()
 		if code := g.Txn.CheckWrite(c.Ctx, tx.id, pid, epoch, txn.Partition{Topic: ti.Name, Partition: partition}, tx.implicit); code != 0 {
+			if g.Log != nil {
+				// Rare (a client's error, or a transaction ended
+				// meanwhile): worth a line at debug level.
+				g.Log.Debug("transactional batch refused by its transaction's check", "transactional_id", tx.id,
+					"topic", ti.Name, "partition", partition, "producer_id", pid, "epoch", epoch, "code", code)
+			}
 			return written{}, code, nil
 		}
 		if g.afterTxnCheck != nil {
@@ -485,6 +491,10 @@ func (c *Call) produceIdempotent(tx txnWrite, ti *bridge.TopicInfo, partition in
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if txnal && p.markers.Load() != markers {
+		if g.Log != nil {
+			g.Log.Debug("transactional batch refused: a marker came between its check and its write", "transactional_id", tx.id,
+				"topic", ti.Name, "partition", partition, "producer_id", pid, "epoch", epoch)
+		}
 		return written{}, kerr.InvalidTxnState.Code, nil
 	}
 	if p.dirty {

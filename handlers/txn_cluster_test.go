@@ -226,6 +226,13 @@ func TestTxnClusterMarkersAtTheLeaders(t *testing.T) {
 		}
 	}
 
+	// A batch after its transaction ended, at a leader that does not
+	// coordinate it: checked against the coordinator's state in etcd.
+	late := produceReq(9, far, 0, txnBatch(pid, epoch, 1, "late"))
+	late.TransactionID = strp(id)
+	if pr := produceOne(t, g1, late); pr.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("a batch after the commit at the far leader: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(pr.ErrorCode))
+	}
 	txnAddAt(t, g2, id, pid, epoch, far)
 	txnProduceAt(t, g1, id, pid, epoch, 1, far, "a1")
 	if r := g2.Txn.End(t.Context(), id, pid, epoch, false, false, false); r.Code != 0 {
@@ -240,13 +247,16 @@ func TestTxnClusterMarkersAtTheLeaders(t *testing.T) {
 	}
 }
 
-// FuzzMarkRequest: a marker request's key and value, as read from etcd,
-// either parse or are refused, never panic; what parses encodes back to
-// the same bytes.
+// FuzzMarkRequest: a marker request's or a relayed TxnOffsetCommit's key
+// and value, as read from etcd, either parse or are refused, never panic;
+// a value that parses encodes back to the same bytes.
 func FuzzMarkRequest(f *testing.F) {
 	f.Add("txnmark/orders/3/42", markRequest{epoch: 2, coordEpoch: 9, commit: true, from: 17}.encode())
 	f.Add("txnmark/a/b/c", []byte{1, 0})
 	f.Add("txnmark//0/1", []byte{})
+	f.Add(offsKey("tx", "g"), offsRelay{pid: 7, epoch: 1, implicit: true, group: "g",
+		offs: []txn.Offset{{Partition: txn.Partition{Topic: "t", Partition: 2}, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}}.encode())
+	f.Add(offsKey("tx", "g"), offsRelay{answered: true, code: 48}.encode())
 	f.Fuzz(func(t *testing.T, key string, v []byte) {
 		if p, pid, ok := parseMarkKey(key); ok && markKey(p, pid) != key {
 			q, qpid, ok2 := parseMarkKey(markKey(p, pid))
@@ -257,5 +267,119 @@ func FuzzMarkRequest(f *testing.F) {
 		if m, ok := parseMarkRequest(v); ok && string(m.encode()) != string(v) {
 			t.Fatalf("%x parsed as %+v, encoded as %x", v, m, m.encode())
 		}
+		parseOffsKey(key)
+		if r, ok := parseOffsRelay(v); ok {
+			if again, ok := parseOffsRelay(r.encode()); !ok || again.answered != r.answered || again.code != r.code || again.pid != r.pid || again.group != r.group || len(again.offs) != len(r.offs) {
+				t.Fatalf("%x parsed as %+v, which does not read back", v, r)
+			}
+		}
 	})
+}
+
+// A partition whose leader leaves in the middle of a transaction: the
+// gateway that takes it over holds its last stable offset for the open
+// transaction (read from the coordinator's state in etcd, since it never
+// saw the transaction's records arrive), refuses read_committed reads
+// until it has loaded that, and moves the offset past the marker it
+// writes at the commit.
+func TestTxnClusterLeaderHandoverKeepsOpenTransaction(t *testing.T) {
+	t.Parallel()
+	nodes, _, g1, g2 := newTxnClusterPair(t)
+	v := nodes[0].View()
+	id := nameWhere("hc", func(n string) bool { return v.Coordinator(n) == 2 })
+	far := nameWhere("hf", func(n string) bool { return v.Leader(n, 0) == 1 })
+	createTopic(t, g1, far, 1)
+	if p := produceOne(t, g1, produceReq(9, far, 0, idemBatch(4242, 0, 0, 1, "before"))); p.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	pid, epoch := txnInit(t, g2, id, 4)
+	txnAddAt(t, g2, id, pid, epoch, far)
+	txnProduceAt(t, g1, id, pid, epoch, 0, far, "open")
+	if hwm, lso, _ := committedView(t, g1, far); hwm != 2 || lso != 1 {
+		t.Fatalf("at the first leader: high watermark %d, last stable %d; want 2 and 1", hwm, lso)
+	}
+
+	old := nodes[1].View()
+	nodes[0].Close()
+	await.True(t, 15*time.Second, "gateway 2 serves the partition", func() bool { return nodes[1].Serves(far, 0) })
+	g2.ClusterChanged(old, nodes[1].View())
+	await.True(t, 15*time.Second, "gateway 2 loaded the partitions' transactions", g2.Txn.Ready)
+	if hwm, lso, _ := committedView(t, g2, far); hwm != 2 || lso > 1 {
+		t.Fatalf("at the new leader: high watermark %d, last stable %d; want 2 and at most 1", hwm, lso)
+	}
+	if r := g2.Txn.End(t.Context(), id, pid, epoch, true, false, false); r.Code != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.Code))
+	}
+	if hwm, lso, _ := committedView(t, g2, far); hwm != 3 || lso != 3 {
+		t.Fatalf("after the commit: high watermark %d, last stable %d; want 3 and 3", hwm, lso)
+	}
+}
+
+// TxnOffsetCommit at a group's coordinator that is not the transaction's:
+// the offsets are relayed to the transaction's coordinator (its checks
+// answer), held there with its state, unstable for require_stable readers
+// at the group's coordinator while the transaction is open, and applied
+// at the commit. The other gateway refuses the group (NOT_COORDINATOR).
+func TestTxnClusterOffsetsRelayed(t *testing.T) {
+	t.Parallel()
+	nodes, _, g1, g2 := newTxnClusterPair(t)
+	v := nodes[0].View()
+	id := nameWhere("oc", func(n string) bool { return v.Coordinator(n) == 2 })
+	grp := nameWhere("og", func(n string) bool { return v.Coordinator(n) == 1 })
+	createTopic(t, g1, "oin", 1)
+	pid, epoch := txnInit(t, g2, id, 4)
+	commit := func(g *Gateway, epoch int16, offset int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version = 3
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = id, grp, pid, epoch
+		req.Generation, req.MemberID = -1, ""
+		ct := kmsg.NewTxnOffsetCommitRequestTopic()
+		ct.Topic = "oin"
+		cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset = 0, offset
+		ct.Partitions = append(ct.Partitions, cp)
+		req.Topics = append(req.Topics, ct)
+		return do(t, g, req).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(g1, epoch, 7); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("offsets of a group not added to the transaction: %v, want INVALID_TXN_STATE from its coordinator", kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.Version = 3
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, pid, epoch, grp
+	if r := do(t, g2, add).(*kmsg.AddOffsetsToTxnResponse); r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if code := commit(g2, epoch, 7); code != kerr.NotCoordinator.Code {
+		t.Fatalf("TxnOffsetCommit at the gateway not coordinating the group: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(g1, epoch+1, 7); code != kerr.ProducerFenced.Code && code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("TxnOffsetCommit of a wrong epoch: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(g1, epoch, 7); code != 0 {
+		t.Fatalf("TxnOffsetCommit relayed: %v", kerr.ErrorForCode(code))
+	}
+	fetch := func() kmsg.OffsetFetchResponseTopicPartition {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 7
+		req.Group, req.RequireStable = grp, true
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "oin", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		return do(t, g1, req).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+	}
+	if p := fetch(); p.ErrorCode != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("require_stable at the group's coordinator while the transaction is open: %+v", p)
+	}
+	if r := g2.Txn.End(t.Context(), id, pid, epoch, true, false, false); r.Code != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.Code))
+	}
+	if p := fetch(); p.ErrorCode != 0 || p.Offset != 7 {
+		t.Fatalf("after the commit: %+v, want offset 7", p)
+	}
+	left := 0
+	if err := nodes[0].ScanState(t.Context(), txnOffsPrefix, func(string, []byte, int64) { left++ }); err != nil || left != 0 {
+		t.Fatalf("%d relayed commits left in etcd (%v)", left, err)
+	}
 }

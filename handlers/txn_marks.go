@@ -104,39 +104,53 @@ func parseMarkKey(key string) (txn.Partition, int64, bool) {
 // EndTxn or the coordinator's timeout loop.
 const markWait = 10 * time.Second
 
-// MarkElsewhere implements txn.RemoteMarker: in cluster mode, a marker
-// for a partition another gateway leads is posted for it, and awaited.
-func (e txnEnv) MarkElsewhere(ctx context.Context, p txn.Partition, pid int64, epoch int16, coordEpoch int32, commit bool, from uint64) (bool, error) {
+// MarkElsewhere implements txn.RemoteMarker: in cluster mode, the markers
+// of partitions other gateways lead are posted for them in one etcd
+// transaction, and awaited together.
+func (e txnEnv) MarkElsewhere(ctx context.Context, marks []txn.RemoteMark) ([]bool, error) {
+	handled := make([]bool, len(marks))
 	n := e.g.Cfg.Cluster
 	if n == nil {
-		return false, nil
+		return handled, nil
 	}
-	if v := n.View(); v.Leader(p.Topic, p.Partition) == v.Self {
-		return false, nil
-	}
-	key := markKey(p, pid)
-	m := markRequest{epoch: epoch, coordEpoch: coordEpoch, commit: commit, from: from}
-	if _, err := n.PutState(ctx, key, m.encode(), cluster.StateAnyRevision); err != nil {
-		if errors.Is(err, cluster.ErrStateConflict) {
-			return true, kerr.NotCoordinator // this gateway's session is gone
+	v := n.View()
+	var posts []cluster.StateEntry
+	for i, m := range marks {
+		if v.Leader(m.P.Topic, m.P.Partition) == v.Self {
+			continue
 		}
-		return true, err
+		handled[i] = true
+		r := markRequest{epoch: m.Epoch, coordEpoch: m.CoordEpoch, commit: m.Commit, from: m.From}
+		posts = append(posts, cluster.StateEntry{Key: markKey(m.P, m.PID), Value: r.encode()})
+	}
+	if len(posts) == 0 {
+		return handled, nil
+	}
+	if err := n.PutStates(ctx, posts); err != nil {
+		if errors.Is(err, cluster.ErrStateConflict) {
+			return nil, kerr.NotCoordinator // this gateway's session is gone
+		}
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, markWait)
 	defer cancel()
-	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
-		v, _, err := n.GetState(ctx, key)
-		if err == nil && v == nil {
-			return true, nil // the leader wrote it
-		}
+	for pause := time.Millisecond; len(posts) > 0; pause = min(2*pause, 5*time.Millisecond) {
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return true, fmt.Errorf("the leader of %s/%d did not write the marker: %w", p.Topic, p.Partition, ctx.Err())
+			return nil, fmt.Errorf("the leaders did not write %d markers (first %s): %w", len(posts), posts[0].Key, ctx.Err())
 		case <-t.C:
 		}
+		left := posts[:0]
+		for _, p := range posts {
+			if v, _, err := n.GetState(ctx, p.Key); err != nil || v != nil {
+				left = append(left, p) // not written yet
+			}
+		}
+		posts = left
 	}
+	return handled, nil
 }
 
 // txnMarks is the leader's side: it serves the marker requests of the
@@ -152,17 +166,20 @@ type txnMarks struct {
 	since map[txn.Partition]int64
 }
 
-// runTxnMarks serves marker requests until ctx ends: at every change
-// under txnMarkPrefix, and every second for partitions gained since.
+// runTxnMarks serves marker requests and relayed TxnOffsetCommits until
+// ctx ends: at every change under their prefixes, and every second (for
+// partitions and ids gained since).
 func (g *Gateway) runTxnMarks(ctx context.Context, n *cluster.Node) {
 	tm := &txnMarks{g: g, n: n, since: map[txn.Partition]int64{}}
 	kick := make(chan struct{}, 1)
-	go n.WatchState(ctx, txnMarkPrefix, func() {
+	wake := func() {
 		select {
 		case kick <- struct{}{}:
 		default:
 		}
-	})
+	}
+	go n.WatchState(ctx, txnMarkPrefix, wake)
+	go n.WatchState(ctx, txnOffsPrefix, wake)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -174,6 +191,7 @@ func (g *Gateway) runTxnMarks(ctx context.Context, n *cluster.Node) {
 		}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		tm.serve(sctx)
+		tm.serveOffsets(sctx)
 		cancel()
 	}
 }

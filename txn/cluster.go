@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -34,6 +35,10 @@ type Placement interface {
 	// write it), 0 when another gateway leads it, -1 while it leads p in
 	// a view not settled yet (the previous leader may still write it).
 	Leads(p Partition) int
+	// Settled reports whether every gateway applied the current view:
+	// then none still writes the state of an id or a partition that
+	// moved here.
+	Settled() bool
 }
 
 // OwnerOf is the transactional id whose state key is key: "t/" and "o/"
@@ -69,37 +74,22 @@ func (co *Coordinator) loadID(ctx context.Context, id string) int16 {
 	if ok {
 		return 0
 	}
-	get, _ := co.o.Store.(bridge.TxnStateGetter)
-	if get == nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	v, err := get.TxnState(ctx, keyTxn+id)
+	e, err := co.readStored(ctx, id, true)
 	if err != nil {
 		co.o.Log.Warn("txn: reading a transactional id's state failed", "transactional_id", id, "err", err)
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if v == nil {
+	if e == nil {
 		return 0 // a new id
-	}
-	e, err := decodeEntry(id, v)
-	if err == nil {
-		var ov []byte
-		if ov, err = get.TxnState(ctx, keyOffsets+id); err == nil && ov != nil {
-			e.offsets, err = decodeOffsets(ov)
-		}
-	}
-	if err != nil {
-		co.o.Log.Warn("txn: a transactional id's stored state cannot be read", "transactional_id", id, "err", err)
-		return kerr.CoordinatorNotAvailable.Code
 	}
 	co.install(e)
 	return 0
 }
 
 // install adds a loaded entry unless one is there already (a request or
-// Adopt loaded it meanwhile); it reports whether it did. An open
-// transaction's partitions hold their last stable offsets from where they
-// were added, as after Load.
+// Adopt loaded it meanwhile); it reports whether it did. The partitions'
+// view of its transaction is their leaders' (Adopt), not the
+// coordinator's.
 func (co *Coordinator) install(e *txnEntry) bool {
 	co.mu.Lock()
 	if co.ids[e.id] != nil {
@@ -108,20 +98,18 @@ func (co *Coordinator) install(e *txnEntry) bool {
 	}
 	co.ids[e.id] = e
 	co.mu.Unlock()
-	switch e.state {
-	case Ongoing, PrepareCommit, PrepareAbort:
-		for p, bound := range e.parts {
-			co.Index.Open(p, e.pid, bound)
-		}
-	}
+	co.o.Log.Debug("txn: loaded a transactional id handed here", "transactional_id", e.id,
+		"state", e.state.String(), "producer_id", e.pid, "epoch", e.epoch, "partitions", len(e.parts))
 	return true
 }
 
 // Moved drops the ids this gateway no longer coordinates (stay false) and
-// asks the next Run tick to Adopt the ids it gained. An operation that
-// holds a dropped entry fails at its next store write, which the store
-// refuses for an id coordinated elsewhere. The cluster's watch goroutine.
-func (co *Coordinator) Moved(stay func(id string) bool) {
+// what the index holds of the partitions it no longer leads (lost true),
+// and has runAdopt load what it gained. An operation that holds a dropped
+// entry fails at its next store write, which the store refuses for an id
+// coordinated elsewhere. The cluster's watch goroutine.
+func (co *Coordinator) Moved(stay func(id string) bool, lost func(Partition) bool) {
+	co.Index.Forget(lost)
 	co.mu.Lock()
 	n := 0
 	for id := range co.ids {
@@ -132,6 +120,10 @@ func (co *Coordinator) Moved(stay func(id string) bool) {
 	}
 	co.mu.Unlock()
 	co.adoptDue.Store(true)
+	select {
+	case co.adoptKick <- struct{}{}:
+	default:
+	}
 	if n > 0 {
 		co.o.Log.Info("cluster: transactional ids moved to other gateways", "ids", n)
 	}
@@ -150,8 +142,15 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 	if !co.clustered() {
 		return nil
 	}
+	// The read must come after the previous owners stopped writing what
+	// moved here: the view settled first, and is still the same after.
+	epoch := co.o.Placement.Epoch()
+	if !co.o.Placement.Settled() {
+		return errAdoptLater
+	}
 	var found []*txnEntry
 	var aborted []partAborted
+	var opens []ledTxn
 	offsets := map[string][]byte{}
 	later, bad := false, 0
 	err := co.o.Store.TxnStates(ctx, func(key string, v []byte) {
@@ -174,6 +173,29 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 		if !ok {
 			return
 		}
+		if strings.HasPrefix(key, keyOffsets) {
+			if co.o.Placement.Code(id) == 0 && !co.holds(id) {
+				offsets[id] = append([]byte(nil), v...)
+			}
+			return
+		}
+		e, err := decodeEntry(id, v)
+		if err != nil {
+			bad++
+			return
+		}
+		// Whoever coordinates it: its open transaction holds the last
+		// stable offset of the partitions led here.
+		if e.state == Ongoing || e.state == PrepareCommit || e.state == PrepareAbort {
+			for p, bound := range e.parts {
+				switch co.o.Placement.Leads(p) {
+				case 1:
+					opens = append(opens, ledTxn{p: p, pid: e.pid, epoch: e.epoch, from: bound, prepared: e.state != Ongoing, commit: e.state == PrepareCommit})
+				case -1:
+					later = true
+				}
+			}
+		}
 		switch co.o.Placement.Code(id) {
 		case 0:
 		case kerr.NotCoordinator.Code:
@@ -182,22 +204,9 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 			later = true
 			return
 		}
-		co.mu.Lock()
-		_, held := co.ids[id]
-		co.mu.Unlock()
-		if held {
-			return
+		if !co.holds(id) {
+			found = append(found, e)
 		}
-		if strings.HasPrefix(key, keyOffsets) {
-			offsets[id] = append([]byte(nil), v...)
-			return
-		}
-		e, err := decodeEntry(id, v)
-		if err != nil {
-			bad++
-			return
-		}
-		found = append(found, e)
 	})
 	if err != nil {
 		return fmt.Errorf("txn: scanning the transaction state: %w", err)
@@ -205,10 +214,18 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 	if bad > 0 {
 		co.o.Log.Warn("txn: skipped unreadable transaction state records", "count", bad)
 	}
+	if co.o.Placement.Epoch() != epoch {
+		return errAdoptLater // the view changed meanwhile: read again
+	}
 	for _, x := range aborted {
 		co.Index.AddAborted(x.p, x.a)
 	}
 	var failed error
+	for _, o := range opens {
+		if err := co.openLed(ctx, o); err != nil && failed == nil {
+			failed = err
+		}
+	}
 	for _, e := range found {
 		if ov := offsets[e.id]; ov != nil {
 			if offs, err := decodeOffsets(ov); err == nil {
@@ -232,35 +249,129 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 	if later {
 		return errAdoptLater
 	}
+	co.adopted.Store(int64(epoch) + 1)
 	return nil
 }
 
-// RemoteMarker is an Env that, in cluster mode, has the leader of a
-// partition another gateway leads write a marker there. Any goroutine.
-type RemoteMarker interface {
-	// MarkElsewhere has p's leader write pid's marker when that is
-	// another gateway (handled true), and returns once it is written;
-	// from is an offset at or before the transaction's first record on
-	// p (a leader that took p over looks for the marker from there
-	// before writing it, in case its previous leader wrote it). handled
-	// false: this gateway leads p and writes it itself.
-	MarkElsewhere(ctx context.Context, p Partition, pid int64, epoch int16, coordEpoch int32, commit bool, from uint64) (handled bool, err error)
+// ledTxn is a transaction a partition led here is part of, as its
+// coordinator stored it.
+type ledTxn struct {
+	p                Partition
+	pid              int64
+	epoch            int16
+	from             uint64
+	prepared, commit bool
 }
 
-// markElsewhere is RemoteMarker's call in cluster mode: handled when
-// another gateway wrote the marker, and this gateway's own view of the
-// partition's transaction is closed (the leader keeps the one readers
-// use).
-func (co *Coordinator) markElsewhere(ctx context.Context, p Partition, pid int64, epoch int16, commit bool, from uint64) (bool, error) {
+// openLed holds o.p's last stable offset for o's transaction from where
+// it was added, unless o is prepared and its marker is in the log already
+// (the partition's previous leader wrote it): then the marker is
+// recorded as this leader would have (an abort in the aborted list).
+func (co *Coordinator) openLed(ctx context.Context, o ledTxn) error {
+	co.Index.Open(o.p, o.pid, o.from)
+	if !o.prepared {
+		return nil
+	}
+	at, found, err := co.o.Env.FindMarker(ctx, o.p, o.from, o.pid, o.epoch)
+	if err != nil || !found {
+		return err
+	}
+	return co.marked(ctx, o.p, o.pid, at, o.commit)
+}
+
+// holds reports whether id's entry is in memory.
+func (co *Coordinator) holds(id string) bool {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return co.ids[id] != nil
+}
+
+// Ready reports whether the transactions of the partitions this gateway
+// leads are all known here: always outside cluster mode; in cluster mode
+// once Adopt ran under the current view. Until then a read_committed
+// read is refused (the previous leader's open transactions and aborted
+// list are not loaded yet). Any goroutine.
+func (co *Coordinator) Ready() bool {
+	return !co.clustered() || co.adopted.Load() == int64(co.o.Placement.Epoch())+1
+}
+
+// runAdopt runs Adopt whenever Moved asked for it, again every 20 ms
+// until it succeeds. Its own goroutine, until ctx ends (cluster mode).
+func (co *Coordinator) runAdopt(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		if co.adoptDue.Swap(false) {
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := co.Adopt(actx)
+			cancel()
+			if err != nil {
+				co.adoptDue.Store(true)
+				if !errors.Is(err, errAdoptLater) {
+					co.o.Log.Warn("txn: loading the transactions handed here failed; retried", "err", err)
+				}
+				retry.Reset(20 * time.Millisecond)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-co.adoptKick:
+		case <-retry.C:
+		}
+	}
+}
+
+// RemoteMarker is an Env that, in cluster mode, has the leaders of
+// partitions other gateways lead write a transaction's markers there. Any
+// goroutine.
+type RemoteMarker interface {
+	// MarkElsewhere has the leader of each mark's partition write it when
+	// that is another gateway (handled[i] true), all at once, and returns
+	// once they are written. handled[i] false: this gateway leads the
+	// partition and writes the marker itself.
+	MarkElsewhere(ctx context.Context, marks []RemoteMark) (handled []bool, err error)
+}
+
+// RemoteMark is one marker for a partition's leader to write.
+type RemoteMark struct {
+	P          Partition
+	PID        int64
+	Epoch      int16
+	CoordEpoch int32
+	Commit     bool
+	// From is an offset at or before the transaction's first record on
+	// P: a leader that took P over looks for the marker from there
+	// before it writes it, in case its previous leader wrote it.
+	From uint64
+}
+
+// markElsewhere has the other gateways' partitions of e's transaction
+// marked by their leaders (cluster mode) and returns the partitions left
+// for this gateway to mark. This gateway's own view of a partition marked
+// elsewhere is closed (the leader keeps the one readers use). Under e.mu.
+func (co *Coordinator) markElsewhere(ctx context.Context, e *txnEntry, parts []Partition, commit bool) ([]Partition, error) {
 	rm, ok := co.o.Env.(RemoteMarker)
-	if !co.clustered() || !ok {
-		return false, nil
+	if !co.clustered() || !ok || len(parts) == 0 {
+		return parts, nil
 	}
-	handled, err := rm.MarkElsewhere(ctx, p, pid, epoch, co.Epoch(), commit, from)
-	if handled && err == nil {
-		co.Index.Close(p, pid, 0, false)
+	marks := make([]RemoteMark, len(parts))
+	for i, p := range parts {
+		marks[i] = RemoteMark{P: p, PID: e.pid, Epoch: e.epoch, CoordEpoch: co.Epoch(), Commit: commit, From: e.parts[p]}
 	}
-	return handled, err
+	handled, err := rm.MarkElsewhere(ctx, marks)
+	if err != nil {
+		return nil, fmt.Errorf("markers on other gateways' partitions: %w", err)
+	}
+	left := parts[:0]
+	for i, p := range parts {
+		if handled[i] {
+			co.Index.Close(p, e.pid, 0, false)
+		} else {
+			left = append(left, p)
+		}
+	}
+	return left, nil
 }
 
 // Marked records, at a partition's leader, a marker of pid found at off
@@ -274,4 +385,79 @@ func (co *Coordinator) Marked(ctx context.Context, p Partition, pid int64, off u
 type partAborted struct {
 	p Partition
 	a Aborted
+}
+
+// EncodeGroupOffsets is the stored form of one group's offsets, as a
+// transaction keeps them (a TxnOffsetCommit relayed to the coordinator in
+// cluster mode).
+func EncodeGroupOffsets(group string, offs []Offset) []byte {
+	return encodeOffsets(map[string][]Offset{group: offs})
+}
+
+// DecodeGroupOffsets reads what EncodeGroupOffsets wrote.
+func DecodeGroupOffsets(b []byte) (string, []Offset, error) {
+	m, err := decodeOffsets(b)
+	if err != nil || len(m) != 1 {
+		return "", nil, errRecord
+	}
+	for g, offs := range m {
+		return g, offs, nil
+	}
+	return "", nil, errRecord
+}
+
+// verifyElsewhere is CheckWrite at a partition's leader that does not
+// coordinate id (cluster mode), KIP-890's verification without a request
+// to the coordinator: the first batch of a transaction on p is checked
+// against the coordinator's state in etcd (written before it answered the
+// client's AddPartitionsToTxn), so a batch that arrives after its
+// transaction ended, or from a fenced producer, is refused and opens
+// nothing no marker would close. Later batches of the same transaction on
+// p pass at once.
+func (co *Coordinator) verifyElsewhere(ctx context.Context, id string, pid int64, epoch int16, p Partition) int16 {
+	if _, open := co.Index.FirstOffset(p, pid); open {
+		return 0
+	}
+	e, err := co.readStored(ctx, id, false)
+	switch {
+	case err != nil:
+		// Retriable for the producer, as Kafka answers a verification
+		// its coordinator could not make.
+		return kerr.NotEnoughReplicas.Code
+	case e == nil:
+		return kerr.InvalidProducerIDMapping.Code
+	}
+	if code := check(e, pid, epoch, true); code != 0 {
+		return code
+	}
+	if _, ok := e.parts[p]; !ok || e.state != Ongoing {
+		return kerr.InvalidTxnState.Code
+	}
+	return 0
+}
+
+// readStored reads id's stored state (with its pending offsets when
+// offsets) from a store that reads one key (cluster mode); nil when the id
+// has none.
+func (co *Coordinator) readStored(ctx context.Context, id string, offsets bool) (*txnEntry, error) {
+	get, _ := co.o.Store.(bridge.TxnStateGetter)
+	if get == nil {
+		return nil, errors.New("txn: the store reads no single key")
+	}
+	v, err := get.TxnState(ctx, keyTxn+id)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	e, err := decodeEntry(id, v)
+	if err != nil || !offsets {
+		return e, err
+	}
+	if ov, err := get.TxnState(ctx, keyOffsets+id); err != nil {
+		return nil, err
+	} else if ov != nil {
+		if e.offsets, err = decodeOffsets(ov); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }

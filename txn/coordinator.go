@@ -86,6 +86,11 @@ type Coordinator struct {
 	// adoptDue: a membership change may have handed ids here that Adopt
 	// has not loaded yet (cluster mode).
 	adoptDue atomic.Bool
+	// adopted is one more than the view epoch the last successful Adopt
+	// ran under; 0 before any (cluster mode).
+	adopted atomic.Int64
+	// adoptKick wakes runAdopt (cluster mode).
+	adoptKick chan struct{}
 
 	mu  sync.Mutex
 	ids map[string]*txnEntry
@@ -105,7 +110,7 @@ func New(o Options) *Coordinator {
 	if o.IDExpiry <= 0 {
 		o.IDExpiry = 7 * 24 * time.Hour
 	}
-	return &Coordinator{o: o, ids: map[string]*txnEntry{}}
+	return &Coordinator{o: o, ids: map[string]*txnEntry{}, adoptKick: make(chan struct{}, 1)}
 }
 
 func (co *Coordinator) nowMs() int64 { return co.o.Now().UnixMilli() }
@@ -178,11 +183,9 @@ func (co *Coordinator) Load(ctx context.Context) error {
 		co.o.Log.Warn("txn: skipped unreadable transaction state records", "count", bad)
 	}
 	if co.clustered() {
-		// The ids are loaded by the gateway that coordinates them, when
-		// it is handed them (cluster.go); the epoch is the view's.
-		for _, x := range aborted {
-			co.Index.AddAborted(x.p, x.a)
-		}
+		// The ids are loaded by the gateway that coordinates them, the
+		// partitions' transactions by their leaders, when they are
+		// handed them (Adopt); the epoch is the view's.
 		co.adoptDue.Store(true)
 		return nil
 	}
@@ -454,7 +457,7 @@ func (co *Coordinator) addLocked(ctx context.Context, e *txnEntry, parts []Parti
 	bounds := make([]uint64, 0, len(parts))
 	failed := false
 	for _, p := range parts {
-		if _, ok := e.parts[p]; ok {
+		if _, ok := e.parts[p]; ok && e.state == Ongoing {
 			out[p] = 0
 			continue
 		}
@@ -608,7 +611,32 @@ func mergeOffsets(prev, offs []Offset) []Offset {
 // HasPendingOffsets reports whether a transaction holds offsets of group
 // on p not yet committed (OffsetFetch require_stable answers
 // UNSTABLE_OFFSET_COMMIT then).
-func (co *Coordinator) HasPendingOffsets(group string, p Partition) bool {
+func (co *Coordinator) HasPendingOffsets(ctx context.Context, group string, p Partition) bool {
+	return co.PendingOffsets(ctx, group)(p)
+}
+
+// PendingOffsets is HasPendingOffsets for one group, read once for all
+// its partitions: in cluster mode from the state of every transaction in
+// etcd (the group's coordinator is often not the transaction's), where a
+// failed read makes every partition pending (not known to be stable).
+func (co *Coordinator) PendingOffsets(ctx context.Context, group string) func(Partition) bool {
+	pending := map[Partition]bool{}
+	if co.clustered() {
+		err := co.o.Store.TxnStates(ctx, func(key string, v []byte) {
+			if !strings.HasPrefix(key, keyOffsets) {
+				return
+			}
+			if m, err := decodeOffsets(v); err == nil {
+				for _, o := range m[group] {
+					pending[o.Partition] = true
+				}
+			}
+		})
+		if err != nil {
+			return func(Partition) bool { return true }
+		}
+		return func(p Partition) bool { return pending[p] }
+	}
 	co.mu.Lock()
 	es := make([]*txnEntry, 0, len(co.ids))
 	for _, e := range co.ids {
@@ -618,14 +646,11 @@ func (co *Coordinator) HasPendingOffsets(group string, p Partition) bool {
 	for _, e := range es {
 		e.mu.Lock()
 		for _, o := range e.offsets[group] {
-			if o.Partition == p {
-				e.mu.Unlock()
-				return true
-			}
+			pending[o.Partition] = true
 		}
 		e.mu.Unlock()
 	}
-	return false
+	return func(p Partition) bool { return pending[p] }
 }
 
 // EndResult is EndTxn's answer; ProducerID and Epoch are set for v5
@@ -741,10 +766,11 @@ func (co *Coordinator) finish(ctx context.Context, e *txnEntry, commit bool) err
 // state. An error leaves e in its Prepare state: a later End retried by
 // the client, or the next start, finishes it. Under e.mu.
 func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recovering bool) error {
-	for _, p := range e.sortedParts() {
-		bound := e.parts[p]
-		if recovering {
-			if at, found, err := co.o.Env.FindMarker(ctx, p, bound, e.pid, e.epoch); err != nil {
+	parts := e.sortedParts()
+	if recovering {
+		left := parts[:0]
+		for _, p := range parts {
+			if at, found, err := co.o.Env.FindMarker(ctx, p, e.parts[p], e.pid, e.epoch); err != nil {
 				return err
 			} else if found {
 				// Written before the crash; what followed it may not be
@@ -754,13 +780,15 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 				}
 				continue
 			}
+			left = append(left, p)
 		}
-		if handled, err := co.markElsewhere(ctx, p, e.pid, e.epoch, commit, bound); handled {
-			if err != nil {
-				return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
-			}
-			continue
-		}
+		parts = left
+	}
+	parts, err := co.markElsewhere(ctx, e, parts, commit)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
 		if err := co.WriteMarker(ctx, p, e.pid, e.epoch, co.Epoch(), commit); err != nil {
 			return fmt.Errorf("marker on %s/%d: %w", p.Topic, p.Partition, err)
 		}
@@ -796,10 +824,7 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 // transaction.version 2) a partition not in it yet is added.
 func (co *Coordinator) CheckWrite(ctx context.Context, id string, pid int64, epoch int16, p Partition, implicit bool) int16 {
 	if co.clustered() && co.o.Placement.Code(id) != 0 {
-		// Cluster mode: the partition's leader is not the id's
-		// coordinator, which it does not ask (transaction.version 1,
-		// Kafka's behaviour before KIP-890's verification).
-		return 0
+		return co.verifyElsewhere(ctx, id, pid, epoch, p)
 	}
 	if code := co.loadID(ctx, id); code != 0 {
 		return code

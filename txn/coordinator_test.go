@@ -216,13 +216,13 @@ func TestCommitAbortAndLastStable(t *testing.T) {
 	if code := co.CommitOffsets(ctx, "t1", pid, 0, "g", []Offset{{Partition: pa, Offset: 42, LeaderEpoch: -1}}, false, false); code != 0 {
 		t.Fatal(code)
 	}
-	if !co.HasPendingOffsets("g", pa) {
+	if !co.HasPendingOffsets(t.Context(), "g", pa) {
 		t.Fatal("pending offsets not reported")
 	}
 	if r := co.End(ctx, "t1", pid, 0, false, false, false); r.Code != 0 {
 		t.Fatalf("abort: %+v", r)
 	}
-	if len(env.offsets["g"]) != 0 || co.HasPendingOffsets("g", pa) {
+	if len(env.offsets["g"]) != 0 || co.HasPendingOffsets(t.Context(), "g", pa) {
 		t.Fatalf("aborted offsets applied: %v", env.offsets)
 	}
 	if got := co.Index.LastStable(pa, 9); got != 9 {
@@ -746,5 +746,42 @@ func TestForgetTopic(t *testing.T) {
 		if got := c.Index.AbortedIn(nil, pb, 0, 100); len(got) != 1 {
 			t.Fatalf("other topic's aborted transactions: %+v", got)
 		}
+	}
+}
+
+// TestRestartAfterCommitAddsPartitionsAgain: a coordinator started on the
+// state a committed transaction left (stored with its partitions, before
+// they were dropped in memory) begins the next transaction on the same
+// partitions with them in it, so its producer's writes there pass the
+// check. (Found in cluster mode, where the gateway an id moves to loads
+// it this way.)
+func TestRestartAfterCommitAddsPartitionsAgain(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, &now)
+	if err := co.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
+	pid := init.ProducerID
+	if code, _ := co.AddPartitions(ctx, "t", pid, 0, []Partition{pa}, false, false); code != 0 {
+		t.Fatal(code)
+	}
+	if r := co.End(ctx, "t", pid, 0, true, false, false); r.Code != 0 {
+		t.Fatalf("commit: %+v", r)
+	}
+	again := newCo(store, env, &now)
+	if err := again.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := again.Describe("t"); in.State != CompleteCommit || len(in.Partitions) != 0 {
+		t.Fatalf("after the restart: %+v, want CompleteCommit with no partitions", in)
+	}
+	if code, out := again.AddPartitions(ctx, "t", pid, 0, []Partition{pa}, false, false); code != 0 || out[pa] != 0 {
+		t.Fatalf("add after the restart: %d %v", code, out)
+	}
+	if code := again.CheckWrite(ctx, "t", pid, 0, pa, false); code != 0 {
+		t.Fatalf("a write of the next transaction: code %d, want 0", code)
 	}
 }

@@ -273,3 +273,16 @@ func (ix *Index) DropAbortedBelow(p Partition, start uint64) []Aborted {
 	ps.aborted = append(ps.aborted[:0], ps.aborted[n:]...)
 	return gone
 }
+
+// Forget drops what the index holds of the partitions lost reports
+// (cluster mode: partitions another gateway leads now, whose markers this
+// gateway no longer sees). Any goroutine.
+func (ix *Index) Forget(lost func(Partition) bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for p := range ix.parts {
+		if lost(p) {
+			delete(ix.parts, p)
+		}
+	}
+}

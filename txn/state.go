@@ -218,6 +218,12 @@ func decodeEntry(id string, v []byte) (*txnEntry, error) {
 	if r.bad || len(r.b) != 0 || int(e.state) >= len(stateNames) {
 		return nil, errRecord
 	}
+	if e.state != Ongoing && e.state != PrepareCommit && e.state != PrepareAbort {
+		// A complete state is stored before the ended transaction's
+		// partitions are dropped (complete): they are not the next one's.
+		clear(e.parts)
+		clear(e.groups)
+	}
 	return e, nil
 }
 

@@ -70,6 +70,9 @@ func (co *Coordinator) forget(ctx context.Context, e *txnEntry) {
 // PurgeInterval forgets the aborted transactions no reader can reach any
 // more (PurgeAborted). Its own goroutine.
 func (co *Coordinator) Run(ctx context.Context, interval time.Duration) {
+	if co.clustered() {
+		go co.runAdopt(ctx)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	lastPurge := time.Now()
@@ -79,14 +82,6 @@ func (co *Coordinator) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			if co.adoptDue.Swap(false) {
-				if err := co.Adopt(cctx); err != nil {
-					co.adoptDue.Store(true) // the next tick tries again
-					if !errors.Is(err, errAdoptLater) {
-						co.o.Log.Warn("txn: loading the transactional ids handed here failed; retried", "err", err)
-					}
-				}
-			}
 			co.AbortExpired(cctx)
 			if time.Since(lastPurge) >= PurgeInterval {
 				lastPurge = time.Now()

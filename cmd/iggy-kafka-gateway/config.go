@@ -200,8 +200,8 @@ func optionsFor(c *config) []option {
 		{flag: "transactions", def: "refuse",
 			usage: "Kafka transactions (exactly-once): refuse (as the Rust gateway: transactional producers fail at initTransactions) or enabled (the gateway is their coordinator; docs/TRANSACTIONS.md)",
 			set:   oneOf([]string{"refuse", "enabled"}, func(v string) { c.Handlers.Transactions.Enabled = v == "enabled" })},
-		{flag: "transaction-version", def: "2",
-			usage: "with --transactions enabled, the transaction.version finalized: 2 (KIP-890: Java 4.x clients add partitions implicitly and bump the epoch per transaction) or 1 (the protocol before it)",
+		{flag: "transaction-version", defText: "2; 1 with --cluster-etcd-endpoints",
+			usage: "with --transactions enabled, the transaction.version finalized: 2 (KIP-890: Java 4.x clients add partitions implicitly and bump the epoch per transaction) or 1 (the protocol before it; the only one in cluster mode)",
 			set:   intIn(1, 2, to(&c.Handlers.Transactions.Version))},
 		{flag: "transaction-max-timeout-ms", def: "900000",
 			usage: "largest transaction.timeout.ms a producer may ask for (Kafka's transaction.max.timeout.ms); larger is INVALID_TRANSACTION_TIMEOUT",
@@ -404,7 +404,7 @@ func parseConfig(args, environ []string) (config, error) {
 // resolve fills the derived defaults and checks settings against each
 // other, in this order: the first error is the one reported.
 func (c *config) resolve() error {
-	for _, step := range []func() error{c.resolveBindAddr, c.checkBuffered, c.resolveAuthz, c.resolveCluster,
+	for _, step := range []func() error{c.resolveBindAddr, c.checkBuffered, c.resolveAuthz, c.resolveCluster, c.resolveTransactions,
 		c.resolveGroups, c.resolveSasl, c.resolveListeners} {
 		if err := step(); err != nil {
 			return err

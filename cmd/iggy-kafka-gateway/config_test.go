@@ -129,6 +129,13 @@ func TestParse(t *testing.T) {
 					t.Errorf("got %+v node %d", c.Cluster, c.Handlers.NodeID)
 				}
 			}},
+		{name: "cluster transactions at version 1", args: []string{"--backend=iggy", "--cluster-etcd-endpoints=http://127.0.0.1:2379", "--instance-id=3", "--transactions=enabled"},
+			check: func(t *testing.T, c config) {
+				if tx := c.Handlers.Transactions; !tx.Enabled || tx.Version != 1 {
+					t.Errorf("transactions %+v, want enabled at version 1", tx)
+				}
+			}},
+		{name: "cluster refuses transaction version 2", args: []string{"--backend=iggy", "--cluster-etcd-endpoints=http://127.0.0.1:2379", "--instance-id=3", "--transactions=enabled", "--transaction-version=2"}, wantErr: "--transaction-version 2 is not served"},
 		{name: "cluster needs iggy", args: []string{"--cluster-etcd-endpoints=http://127.0.0.1:2379", "--instance-id=3"}, wantErr: "needs --backend iggy"},
 		{name: "cluster needs an instance id", args: []string{"--backend=iggy", "--cluster-etcd-endpoints=http://127.0.0.1:2379"}, wantErr: "needs --instance-id"},
 		{name: "cluster ttl floor", args: []string{"--cluster-session-ttl-secs=1"}, wantErr: "cluster-session-ttl-secs"},

@@ -134,7 +134,7 @@ func (e txnEnv) MarkElsewhere(ctx context.Context, marks []txn.RemoteMark) ([]bo
 	}
 	ctx, cancel := context.WithTimeout(ctx, markWait)
 	defer cancel()
-	for pause := time.Millisecond; len(posts) > 0; pause = min(2*pause, 5*time.Millisecond) {
+	for pause := time.Millisecond; len(posts) > 0; pause = min(2*pause, 20*time.Millisecond) {
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():

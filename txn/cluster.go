@@ -305,12 +305,16 @@ func (co *Coordinator) runAdopt(ctx context.Context) {
 			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err := co.Adopt(actx)
 			cancel()
-			if err != nil {
+			switch {
+			case errors.Is(err, errAdoptLater):
 				co.adoptDue.Store(true)
-				if !errors.Is(err, errAdoptLater) {
-					co.o.Log.Warn("txn: loading the transactions handed here failed; retried", "err", err)
-				}
-				retry.Reset(20 * time.Millisecond)
+				retry.Reset(20 * time.Millisecond) // settling takes milliseconds
+			case err != nil:
+				// etcd unreachable, or a marker that cannot be read:
+				// once a second, not to flood the log.
+				co.adoptDue.Store(true)
+				co.o.Log.Warn("txn: loading the transactions handed here failed; retried", "err", err)
+				retry.Reset(time.Second)
 			}
 		}
 		select {

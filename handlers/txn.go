@@ -210,17 +210,17 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 }
 
 // FindMarker reads p from from to its end, a Poll's worth at a time.
-func (e txnEnv) FindMarker(ctx context.Context, p txn.Partition, from uint64, pid int64, epoch int16) (uint64, bool, error) {
+func (e txnEnv) FindMarker(ctx context.Context, p txn.Partition, from uint64, pid int64, epoch int16) (uint64, bool, bool, error) {
 	g := e.g
 	st, err := g.Store.Partition(ctx, g.Cfg.Stream, p.Topic, p.Partition)
 	if errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
-		return 0, true, nil // nothing left to mark
+		return 0, false, true, nil // nothing left to mark
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
 	var at uint64
-	found := false
+	found, commit := false, false
 	var scanErr error
 	for next := from; !found && next < st.Next; {
 		polled := next
@@ -228,9 +228,9 @@ func (e txnEnv) FindMarker(ctx context.Context, p txn.Partition, from uint64, pi
 			if v, err := bridge.ParseIggyBatch(b); err == nil {
 				next = max(next, v.BaseOffset+uint64(v.Count))
 			}
-			scanErr = bridge.ScanProducerRecords(b, func(off uint64, ps bridge.ProducerSeq, control, _ bool) bool {
-				if off >= from && control && ps.ProducerID == pid && ps.Epoch == epoch {
-					at, found = off, true
+			scanErr = bridge.ScanProducerRecords(b, func(off uint64, ps bridge.ProducerSeq, control, commits bool) bool {
+				if off >= from && control && ps.ProducerID == pid && ps.Epoch >= epoch {
+					at, found, commit = off, true, commits
 					return false
 				}
 				return true
@@ -241,16 +241,16 @@ func (e txnEnv) FindMarker(ctx context.Context, p txn.Partition, from uint64, pi
 			err = scanErr
 		}
 		if errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
-			return 0, true, nil
+			return 0, false, true, nil
 		}
 		if err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
 		if next == polled {
 			break // nothing more stored
 		}
 	}
-	return at, found, nil
+	return at, commit, found, nil
 }
 
 func (e txnEnv) CommitOffsets(ctx context.Context, group string, offs []txn.Offset) error {

@@ -255,7 +255,7 @@ func (tm *txnMarks) serve(ctx context.Context) {
 func (tm *txnMarks) write(ctx context.Context, p txn.Partition, pid int64, m markRequest, look bool) error {
 	co := tm.g.Txn
 	if look {
-		off, found, err := txnEnv{tm.g}.FindMarker(ctx, p, m.from, pid, m.epoch)
+		off, _, found, err := txnEnv{tm.g}.FindMarker(ctx, p, m.from, pid, m.epoch)
 		if err != nil {
 			return err
 		}

@@ -29,14 +29,17 @@ func TestFindMarkerPastOnePoll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, found, err := env.FindMarker(ctx, p, 0, 77, 2)
-	if err != nil || !found || got != at {
-		t.Fatalf("FindMarker from 0: %d %v %v, want the marker at %d", got, found, err, at)
+	got, commit, found, err := env.FindMarker(ctx, p, 0, 77, 2)
+	if err != nil || !found || got != at || !commit {
+		t.Fatalf("FindMarker from 0: %d commit %v found %v %v, want the commit marker at %d", got, commit, found, err, at)
 	}
-	if _, found, err := env.FindMarker(ctx, p, 0, 77, 3); err != nil || found {
-		t.Fatalf("FindMarker of another epoch: found %v, %v", found, err)
+	if _, _, found, err := env.FindMarker(ctx, p, 0, 77, 1); err != nil || !found {
+		t.Fatalf("FindMarker of an earlier epoch (the marker's is a bump past it): found %v, %v", found, err)
 	}
-	if _, found, err := env.FindMarker(ctx, p, at+1, 77, 2); err != nil || found {
+	if _, _, found, err := env.FindMarker(ctx, p, 0, 77, 3); err != nil || found {
+		t.Fatalf("FindMarker of a later epoch: found %v, %v", found, err)
+	}
+	if _, _, found, err := env.FindMarker(ctx, p, at+1, 77, 2); err != nil || found {
 		t.Fatalf("FindMarker past the marker: found %v, %v", found, err)
 	}
 }

@@ -190,7 +190,7 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 			for p, bound := range e.parts {
 				switch co.o.Placement.Leads(p) {
 				case 1:
-					opens = append(opens, ledTxn{p: p, pid: e.pid, epoch: e.epoch, from: bound, prepared: e.state != Ongoing, commit: e.state == PrepareCommit})
+					opens = append(opens, ledTxn{p: p, pid: e.pid, epoch: e.epoch, from: bound})
 				case -1:
 					later = true
 				}
@@ -256,27 +256,30 @@ func (co *Coordinator) Adopt(ctx context.Context) error {
 // ledTxn is a transaction a partition led here is part of, as its
 // coordinator stored it.
 type ledTxn struct {
-	p                Partition
-	pid              int64
-	epoch            int16
-	from             uint64
-	prepared, commit bool
+	p     Partition
+	pid   int64
+	epoch int16
+	from  uint64
 }
 
 // openLed holds o.p's last stable offset for o's transaction from where
-// it was added, unless o is prepared and its marker is in the log already
-// (the partition's previous leader wrote it): then the marker is
-// recorded as this leader would have (an abort in the aborted list).
+// it was added, unless this leader knows the transaction there already
+// (it saw its first batch), or a marker of it is in the log from there on
+// (written by the partition's previous leader, or by this one since the
+// scan read the transaction's state): then the marker is recorded as this
+// leader would have (an abort in the aborted list). Opening first and
+// looking after leaves no moment in which a marker could slip between
+// the two.
 func (co *Coordinator) openLed(ctx context.Context, o ledTxn) error {
-	co.Index.Open(o.p, o.pid, o.from)
-	if !o.prepared {
+	if _, open := co.Index.FirstOffset(o.p, o.pid); open {
 		return nil
 	}
-	at, found, err := co.o.Env.FindMarker(ctx, o.p, o.from, o.pid, o.epoch)
+	co.Index.Open(o.p, o.pid, o.from)
+	at, commit, found, err := co.o.Env.FindMarker(ctx, o.p, o.from, o.pid, o.epoch)
 	if err != nil || !found {
 		return err
 	}
-	return co.marked(ctx, o.p, o.pid, at, o.commit)
+	return co.marked(ctx, o.p, o.pid, at, commit)
 }
 
 // holds reports whether id's entry is in memory.

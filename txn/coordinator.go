@@ -31,10 +31,11 @@ type Env interface {
 	// offset, once durable. A partition that saw a marker of pid from a
 	// later coordinator epoch refuses it (kerr.TransactionCoordinatorFenced).
 	WriteMarker(ctx context.Context, p Partition, pid int64, epoch int16, coordEpoch int32, commit bool) (uint64, error)
-	// FindMarker looks for a marker of pid at epoch on p at offset from or
-	// later (a restart finishing a transaction whose markers were partly
-	// written).
-	FindMarker(ctx context.Context, p Partition, from uint64, pid int64, epoch int16) (uint64, bool, error)
+	// FindMarker looks for a marker of pid at epoch or a later one on p at
+	// offset from or later (a restart finishing a transaction whose
+	// markers were partly written; a later epoch is a bump that ended
+	// it), and says whether it commits.
+	FindMarker(ctx context.Context, p Partition, from uint64, pid int64, epoch int16) (at uint64, commit, found bool, err error)
 	// CommitOffsets applies a committed transaction's offsets to group.
 	CommitOffsets(ctx context.Context, group string, offs []Offset) error
 	// LogStart is p's first stored offset; ErrPartitionGone when p no
@@ -770,7 +771,7 @@ func (co *Coordinator) complete(ctx context.Context, e *txnEntry, commit, recove
 	if recovering {
 		left := parts[:0]
 		for _, p := range parts {
-			if at, found, err := co.o.Env.FindMarker(ctx, p, e.parts[p], e.pid, e.epoch); err != nil {
+			if at, _, found, err := co.o.Env.FindMarker(ctx, p, e.parts[p], e.pid, e.epoch); err != nil {
 				return err
 			} else if found {
 				// Written before the crash; what followed it may not be

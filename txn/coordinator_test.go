@@ -148,15 +148,15 @@ func (f *fakeEnv) WriteMarker(_ context.Context, p Partition, pid int64, epoch i
 	return at, nil
 }
 
-func (f *fakeEnv) FindMarker(_ context.Context, p Partition, from uint64, pid int64, epoch int16) (uint64, bool, error) {
+func (f *fakeEnv) FindMarker(_ context.Context, p Partition, from uint64, pid int64, epoch int16) (uint64, bool, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, m := range f.markers {
-		if m.p == p && m.pid == pid && m.epoch == epoch && m.at >= from {
-			return m.at, true, nil
+		if m.p == p && m.pid == pid && m.epoch >= epoch && m.at >= from {
+			return m.at, m.commit, true, nil
 		}
 	}
-	return 0, false, nil
+	return 0, false, false, nil
 }
 
 func (f *fakeEnv) LogStart(_ context.Context, p Partition) (uint64, error) {

@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -189,30 +188,29 @@ func (c *Call) txnCommitOffsets(id string, r offsRelay) int16 {
 	if err != nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	ctx, cancel := context.WithTimeout(c.Ctx, markWait)
-	defer cancel()
-	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+	code := int16(0)
+	err = awaitEtcd(c.Ctx, func(ctx context.Context) bool {
 		v, at, err := n.GetState(ctx, key)
-		if err == nil {
-			if a, ok := parseOffsRelay(v); ok && a.answered {
-				_, _ = n.PutState(ctx, key, nil, at)
-				return a.code
-			}
-			if v != nil {
-				rev = at
-			}
+		if err != nil {
+			return false
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			// Withdrawn unless answered meanwhile; the client retries
-			// (the offsets merge, so a late answer changes nothing).
-			_, _ = n.PutState(context.WithoutCancel(c.Ctx), key, nil, rev)
-			return kerr.CoordinatorLoadInProgress.Code
-		case <-t.C:
+		if a, ok := parseOffsRelay(v); ok && a.answered {
+			_, _ = n.PutState(ctx, key, nil, at)
+			code = a.code
+			return true
 		}
+		if v != nil {
+			rev = at
+		}
+		return false
+	})
+	if err != nil {
+		// Withdrawn unless answered meanwhile; the client retries (the
+		// offsets merge, so a late answer changes nothing).
+		_, _ = n.PutState(context.WithoutCancel(c.Ctx), key, nil, rev)
+		return kerr.CoordinatorLoadInProgress.Code
 	}
+	return code
 }
 
 // serveOffsets answers the relayed TxnOffsetCommits of the ids this

@@ -132,16 +132,7 @@ func (e txnEnv) MarkElsewhere(ctx context.Context, marks []txn.RemoteMark) ([]bo
 		}
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, markWait)
-	defer cancel()
-	for pause := time.Millisecond; len(posts) > 0; pause = min(2*pause, 20*time.Millisecond) {
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("the leaders did not write %d markers (first %s): %w", len(posts), posts[0].Key, ctx.Err())
-		case <-t.C:
-		}
+	err := awaitEtcd(ctx, func(ctx context.Context) bool {
 		left := posts[:0]
 		for _, p := range posts {
 			if v, _, err := n.GetState(ctx, p.Key); err != nil || v != nil {
@@ -149,8 +140,32 @@ func (e txnEnv) MarkElsewhere(ctx context.Context, marks []txn.RemoteMark) ([]bo
 			}
 		}
 		posts = left
+		return len(posts) == 0
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the leaders did not write %d markers (first %s): %w", len(posts), posts[0].Key, err)
 	}
 	return handled, nil
+}
+
+// awaitEtcd calls done, after a pause growing from 1 to 20 ms, until it
+// reports true (nil) or markWait has passed or ctx ended (the context's
+// error). done reads etcd with the context it is given. Any goroutine.
+func awaitEtcd(ctx context.Context, done func(ctx context.Context) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, markWait)
+	defer cancel()
+	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if done(ctx) {
+			return nil
+		}
+	}
 }
 
 // txnMarks is the leader's side: it serves the marker requests of the

@@ -440,6 +440,7 @@ func (c *Call) finishWrites(pending []pendingWrite, resp *kmsg.ProduceResponse, 
 		if pw.records != nil {
 			g.tail.Put(fetchcache.Key(pw.key), pw.ident, pw.base, pw.count, pw.records)
 		}
+		g.raiseFetchState(pw.key.Topic, pw.key.Partition, pw.base+uint64(pw.count))
 		if g.Watch != nil {
 			g.Watch.Signal(pw.key)
 		}
@@ -527,7 +528,7 @@ func (c *Call) producePartition(version int16, tx txnWrite, ti *bridge.TopicInfo
 		// leave the buffer to the garbage collector, never to the pool.
 		keep = errors.Is(err, bridge.ErrAbandoned)
 		if errors.Is(err, bridge.ErrTopicNotFound) || errors.Is(err, bridge.ErrPartitionNotFound) {
-			g.topicInfos.forget(topic) // deleted or shrunk by someone else: read it again next time
+			g.forgetTopicHeaders(topic) // deleted or shrunk by someone else: read it again next time
 		}
 		return errCode(err, opWrite), nil
 	}

@@ -55,9 +55,12 @@
 //     read and poll of the request runs at once and the reply is put
 //     together in request order with the same answers. A store whose
 //     Capabilities say TopicStateInOneCall (Iggy) is asked a topic and its
-//     partitions' states in one call per topic. The high watermark is one
-//     past the last record returned when a read found records its state
-//     did not know yet.
+//     partitions' states in one call per topic, and at once a topic's
+//     state an earlier Fetch read less than a second ago stands in for
+//     that call where every partition read found records from its fetch
+//     offset (fetch_state_cache.go); the high watermark is one past the
+//     last record returned when a read found records its state did not
+//     know yet.
 //   - The connection's room (Call.ReplyRoom) caps max_bytes further, so a
 //     client that pipelines Fetches without reading cannot make the gateway
 //     queue more than its outbound cap; with no room at all a Fetch returns

@@ -119,7 +119,7 @@ func deleteTopics(c *Call, req *kmsg.DeleteTopicsRequest, resp *kmsg.DeleteTopic
 			g.tail.ForgetTopic(ti.Name)
 			g.forgetPolicy(ti.Name)
 			err := g.Store.DeleteTopic(c.Ctx, g.Cfg.Stream, ti.Name)
-			g.topicInfos.forget(ti.Name) // after: a Produce meanwhile may have read the topic again
+			g.forgetTopicHeaders(ti.Name) // after: a Produce meanwhile may have read the topic again
 			if err != nil {
 				codes[i] = errCode(err, opAdmin)
 				if req.Version >= 5 {

@@ -95,6 +95,9 @@ func (c *Call) deletePartitionRecords(topic string, partition int32, offset int6
 		offset = int64(st.Next)
 	}
 	st, err := g.Store.DeleteRecords(c.Ctx, g.Cfg.Stream, topic, partition, uint64(offset))
+	// Whatever the outcome (a failed call may have stored the start): a
+	// Fetch must not answer from the log start it had before.
+	g.fetchStates.forget(topic)
 	switch {
 	case errors.Is(err, bridge.ErrOffsetOutOfRange):
 		return -1, kerr.OffsetOutOfRange.Code

@@ -100,7 +100,7 @@ func (c *Call) growTopic(rt *kmsg.CreatePartitionsRequestTopic, dup, validateOnl
 		return 0, ""
 	}
 	got, err := g.Store.GrowPartitions(c.Ctx, g.Cfg.Stream, rt.Topic, rt.Count)
-	g.topicInfos.forget(rt.Topic)
+	g.forgetTopicHeaders(rt.Topic)
 	switch {
 	case errors.Is(err, bridge.ErrTopicNotFound):
 		return kerr.UnknownTopicOrPartition.Code, ""

@@ -125,6 +125,10 @@ type Gateway struct {
 	// (topic_info_cache.go); NewGateway turns it on for such a store (its
 	// zero value is off).
 	topicInfos topicInfoCache
+	// fetchStates caches the topic states Fetch reads in one call over
+	// the network (fetch_state_cache.go); NewGateway turns it on for such
+	// a store.
+	fetchStates fetchStateCache
 	// brokerCfg caches the dynamic broker configs Produce needs
 	// (broker_configs.go). The zero value is ready.
 	brokerCfg brokerCache
@@ -338,6 +342,7 @@ func NewGateway(cfg Config, store bridge.Backend, log *slog.Logger) *Gateway {
 		apiKeys:       advertisedKeys(&cfg),
 	}
 	g.topicInfos.on, g.topicInfos.maxAge = !store.Capabilities().MemoryReads, topicInfoMaxAge
+	g.fetchStates.on, g.fetchStates.maxAge = store.Capabilities().TopicStateInOneCall, fetchStateMaxAge
 	if cfg.Transactions.Enabled {
 		g.Txn = newTxnCoordinator(g)
 	}

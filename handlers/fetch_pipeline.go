@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +54,10 @@ type fetchRun struct {
 	resp    *kmsg.FetchResponse
 	limit   int  // max_bytes, cut to the frame size and the connection's room
 	batched bool // a topic's lookup reads its partitions' states too
-	cluster *cluster.Node
+	// keepStates: a batched lookup's states go to Gateway.fetchStates
+	// (atOnce, the only order that answers from them).
+	keepStates bool
+	cluster    *cluster.Node
 
 	// Assembly's results: the Kafka bytes kept, whether a partition
 	// failed, and the buffers and tail-cache chunks the response points
@@ -74,6 +78,10 @@ type fetchTopic struct {
 	ti     bridge.TopicInfo
 	code   int16
 	states []bridge.PartitionState
+	// cached: ti and the states are an earlier Fetch's (fetchStateCache),
+	// to be read again unless the records found answer for them
+	// (cachedAnswers).
+	cached *fetchState
 }
 
 // fetchPart is one requested partition on its way through the pipeline.
@@ -164,16 +172,20 @@ const (
 // returns it (the caller's stays on its stack). The worker goroutine
 // running the call; it starts and waits for its own goroutines.
 func (fr fetchRun) atOnce() fetchRun {
+	fr.keepStates = fr.batched && fr.c.G.fetchStates.on
 	n := partitionCount(fr.req)
 	topics := make([]fetchTopic, len(fr.req.Topics))
 	parts := make([]fetchPart, n)
 	tasks := make([]fetchTask, 0, len(topics)+2*n)
 	k := 0
+	now := time.Now()
 	for i := range fr.req.Topics {
 		rt := &fr.req.Topics[i]
 		ft := &topics[i]
 		*ft = newFetchTopic(rt.Topic, rt.TopicID)
-		tasks = append(tasks, fetchTask{taskLookup, i, 0})
+		if !fr.lookupCached(ft, rt, now) {
+			tasks = append(tasks, fetchTask{taskLookup, i, 0})
+		}
 		for j := range rt.Partitions {
 			fp := &parts[k]
 			fr.plan(fp, ft, &rt.Partitions[j])
@@ -202,6 +214,7 @@ func (fr fetchRun) atOnce() fetchRun {
 			fr.read(&topics[t.t], &parts[t.k], nil, math.MaxUint64)
 		}
 	})
+	fr.recheckCached(topics, parts)
 	k = 0
 	for i := range fr.req.Topics {
 		ft := &topics[i]
@@ -232,22 +245,19 @@ func newFetchTopic(name string, id [16]byte) fetchTopic {
 // for by an id no topic has, or no longer has, is UNKNOWN_TOPIC_ID. Any
 // goroutine.
 func (fr *fetchRun) lookup(ft *fetchTopic) {
-	c, name := fr.c, ft.name
-	byID := ft.id != ([16]byte{})
-	switch {
-	case byID && !ft.valid:
-		ft.code = kerr.UnknownTopicID.Code
-		return
-	case !c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name):
-		ft.code = kerr.TopicAuthorizationFailed.Code
-		return
-	case !ft.valid:
-		ft.code = kerr.UnknownTopicOrPartition.Code
+	if !fr.mayRead(ft) {
 		return
 	}
+	c, name := fr.c, ft.name
+	byID := ft.id != ([16]byte{})
 	var err error
 	if fr.batched {
+		fs := &c.G.fetchStates
+		gen := fs.gen.Load()
 		ft.ti, ft.states, err = c.G.Store.TopicState(c.Ctx, c.G.Cfg.Stream, name)
+		if err == nil && fr.keepStates {
+			fs.put(name, newFetchState(ft.ti, ft.states), time.Now(), gen)
+		}
 	} else {
 		ft.ti, err = c.topic(name, false)
 	}
@@ -255,6 +265,98 @@ func (fr *fetchRun) lookup(ft *fetchTopic) {
 	if byID && (ft.code == kerr.UnknownTopicOrPartition.Code || ft.code == 0 && !c.sameTopicID(ft.ti, ft.id)) {
 		ft.code = kerr.UnknownTopicID.Code
 	}
+}
+
+// mayRead reports whether topic ft may be looked up, else sets its code:
+// the checks that need no store call. Any goroutine.
+func (fr *fetchRun) mayRead(ft *fetchTopic) bool {
+	switch {
+	case ft.id != ([16]byte{}) && !ft.valid:
+		ft.code = kerr.UnknownTopicID.Code
+	case !fr.c.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, ft.name):
+		ft.code = kerr.TopicAuthorizationFailed.Code
+	case !ft.valid:
+		ft.code = kerr.UnknownTopicOrPartition.Code
+	default:
+		return true
+	}
+	return false
+}
+
+// lookupCached answers ft's lookup from fetchStateCache when it holds a
+// state of the topic, recent enough, with every partition rt asks for
+// (and, asked by id, the same topic id), and reports whether it did (a
+// topic that may not be read counts as done: its code is set). The
+// caller's goroutine, before any read starts.
+func (fr *fetchRun) lookupCached(ft *fetchTopic, rt *kmsg.FetchRequestTopic, now time.Time) bool {
+	if !fr.keepStates {
+		return false
+	}
+	fs := &fr.c.G.fetchStates
+	if !fr.mayRead(ft) {
+		return true
+	}
+	e, ok := fs.get(ft.name, now)
+	if !ok || ft.id != ([16]byte{}) && !fr.c.sameTopicID(e.ti, ft.id) {
+		return false
+	}
+	for i := range rt.Partitions {
+		if rt.Partitions[i].Partition >= e.ti.Partitions {
+			return false
+		}
+	}
+	ft.ti, ft.cached = e.ti, e
+	return true
+}
+
+// recheckCached reads again, all at once, the topics whose cached state
+// the records found do not answer for (cachedAnswers). After atOnce's
+// reads, on its goroutine.
+func (fr *fetchRun) recheckCached(topics []fetchTopic, parts []fetchPart) {
+	var again []int
+	k := 0
+	for i := range topics {
+		ft := &topics[i]
+		n := len(fr.req.Topics[i].Partitions)
+		if ft.cached != nil && !cachedAnswers(parts[k:k+n]) {
+			ft.cached = nil
+			again = append(again, i)
+		}
+		k += n
+	}
+	runBounded(len(again), fr.c.G.Cfg.FetchConcurrency, func(x int) {
+		fr.lookup(&topics[again[x]])
+	})
+}
+
+// cachedAnswers reports whether a topic's cached state may answer its
+// partitions parts: each one this gateway may read found records starting
+// at its fetch offset. Then the high watermark answered is at least one
+// past them (assemble) and the log start is at most the fetch offset, as
+// the store's are now, so the cached state can only make the answer late
+// by its age, never wrong about the records. A partition that found none
+// (caught up, out of range, an error) or found them past its fetch offset
+// (the log start moved) needs the store's state to be answered.
+func cachedAnswers(parts []fetchPart) bool {
+	for i := range parts {
+		fp := &parts[i]
+		if !fp.led {
+			continue // answered without its state (place)
+		}
+		if !fp.read || fp.n == 0 || firstOffset(fp) > fp.rp.FetchOffset {
+			return false
+		}
+	}
+	return true
+}
+
+// firstOffset is the base offset of the first batch fp found (fp.n > 0).
+func firstOffset(fp *fetchPart) int64 {
+	data := fp.direct
+	if data == nil {
+		data = fp.buf.B[fetchHeadroom:]
+	}
+	return int64(binary.BigEndian.Uint64(data))
 }
 
 // plan starts fp as request partition rp of topic ft (whose lookup may
@@ -309,7 +411,9 @@ func outOfRange(offset int64, logStart, hwm uint64) bool {
 // the store. Any goroutine.
 func (fr *fetchRun) readState(ft *fetchTopic, fp *fetchPart) {
 	if fr.batched {
-		if p := fp.rp.Partition; p >= 0 && int(p) < len(ft.states) {
+		if p := fp.rp.Partition; ft.cached != nil && p >= 0 && int(p) < len(ft.cached.states) {
+			fp.state, fp.stateCode = ft.cached.state(int(p)), 0
+		} else if p >= 0 && int(p) < len(ft.states) {
 			fp.state, fp.stateCode = ft.states[p], 0
 		} else {
 			fp.state, fp.stateCode = bridge.PartitionState{}, errCode(bridge.ErrPartitionNotFound, opRead)

@@ -43,6 +43,8 @@ var sharedFiles = map[string]bool{
 	"topic_policy.go": true,
 	// The topic headers Produce keeps over a store that reads over the network.
 	"topic_info_cache.go": true,
+	// The topic states Fetch keeps over a store that reads them in one call.
+	"fetch_state_cache.go": true,
 	// Broker configs and loggers of keys 32, 33 and 44.
 	"broker_configs.go": true, "broker_loggers.go": true,
 	// Client quotas: what is set (48, 49) and what acts (0, 1, the loop).

@@ -104,7 +104,7 @@ func (c *Call) createTopicWithConfigs(name string, partitions int32, cfg bridge.
 	// A policy cached for an earlier topic of this name is dropped (its
 	// TopicInfo.ID differs anyway).
 	defer g.forgetPolicy(name)
-	defer g.topicInfos.forget(name)
+	defer g.forgetTopicHeaders(name)
 	if len(cfg) > 0 {
 		return g.Store.CreateTopicWithConfigs(c.Ctx, g.Cfg.Stream, name, partitions, cfg)
 	}

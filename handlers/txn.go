@@ -199,6 +199,7 @@ func (e txnEnv) WriteMarker(ctx context.Context, p txn.Partition, pid int64, epo
 		sp.wake()
 	}
 	key := PartitionKey{Topic: p.Topic, Partition: p.Partition}
+	g.raiseFetchState(p.Topic, p.Partition, base+1)
 	if g.tail != nil {
 		kb := codec.AppendTxnMarker(make([]byte, 0, 96), int64(base), m)
 		g.tail.Put(fetchcache.Key(key), identityOf(&ti), base, 1, kb)

@@ -179,6 +179,17 @@ func newCo(store *memStore, env *fakeEnv, now *time.Time) *Coordinator {
 	return New(Options{Store: store, Env: env, MaxTimeout: 15 * time.Minute, Now: func() time.Time { return *now }})
 }
 
+// loadedCo is newCo over a new store and environment, loaded.
+func loadedCo(t *testing.T, now *time.Time) (*Coordinator, *memStore, *fakeEnv) {
+	t.Helper()
+	store, env := &memStore{}, newEnv()
+	co := newCo(store, env, now)
+	if err := co.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return co, store, env
+}
+
 var (
 	pa = Partition{"a", 0}
 	pb = Partition{"b", 1}
@@ -190,11 +201,7 @@ var (
 func TestCommitAbortAndLastStable(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1000, 0)
-	store, env := &memStore{}, newEnv()
-	co := newCo(store, env, &now)
-	if err := co.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	co, _, env := loadedCo(t, &now)
 	init := co.InitProducerID(ctx, "t1", 60000, -1, -1, 5)
 	if init.Code != 0 || init.Epoch != 0 {
 		t.Fatalf("init: %+v", init)
@@ -669,11 +676,7 @@ func openTxn(t *testing.T, co *Coordinator, id string, timeoutMs int32, parts ..
 func TestPurgeAborted(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1000, 0)
-	store, env := &memStore{}, newEnv()
-	co := newCo(store, env, &now)
-	if err := co.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	co, store, env := loadedCo(t, &now)
 	pid := co.InitProducerID(ctx, "t1", 60000, -1, -1, 5).ProducerID
 	epoch := int16(0)
 	abort := func(p Partition) {
@@ -718,11 +721,7 @@ func TestPurgeAborted(t *testing.T) {
 func TestForgetTopic(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1000, 0)
-	store, env := &memStore{}, newEnv()
-	co := newCo(store, env, &now)
-	if err := co.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	co, store, env := loadedCo(t, &now)
 	pid := co.InitProducerID(ctx, "t1", 60000, -1, -1, 5).ProducerID
 	for _, p := range []Partition{pa, pb} {
 		if code, _ := co.AddPartitions(ctx, "t1", pid, 0, []Partition{p}, false, false); code != 0 {
@@ -758,11 +757,7 @@ func TestForgetTopic(t *testing.T) {
 func TestRestartAfterCommitAddsPartitionsAgain(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1000, 0)
-	store, env := &memStore{}, newEnv()
-	co := newCo(store, env, &now)
-	if err := co.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
+	co, store, env := loadedCo(t, &now)
 	init := co.InitProducerID(ctx, "t", 60000, -1, -1, 5)
 	pid := init.ProducerID
 	if code, _ := co.AddPartitions(ctx, "t", pid, 0, []Partition{pa}, false, false); code != 0 {
